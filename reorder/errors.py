@@ -1,0 +1,53 @@
+"""One error root for everything reorder refuses, so the CLI can print one line and exit.
+
+Each subclass carries the structured facts a bug report needs (offset, opcode, the
+external command and its stderr) instead of burying them in a message string.
+"""
+
+from __future__ import annotations
+
+
+class ReorderError(Exception):
+    """Root of every error reorder raises on purpose. `exit_code` is what the CLI returns."""
+
+    exit_code = 2
+
+
+class InputError(ReorderError):
+    """The input file cannot be used: empty, corrupt, foreign, or of an unsupported arch."""
+
+
+class ToolError(ReorderError):
+    """An external tool (nvdisasm, cuobjdump, nvcc, ptxas) is missing or failed."""
+
+    def __init__(self, message: str, command: tuple[str, ...] = (), stderr: str = "") -> None:
+        super().__init__(message)
+        self.command = command
+        self.stderr = stderr
+
+
+class EncodingError(ReorderError):
+    """An instruction could not be encoded or decoded (a field out of range, an unknown layout)."""
+
+    def __init__(self, message: str, offset: int | None = None, opcode: str = "") -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.opcode = opcode
+
+
+class LegalityError(ReorderError):
+    """A schedule breaks a dependency; carries the violations found."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, violations: tuple = ()) -> None:
+        super().__init__(message)
+        self.violations = violations
+
+
+class SpecError(ReorderError):
+    """A launch spec is malformed or does not match the kernel's parameters."""
+
+
+class GpuError(ReorderError):
+    """No GPU, a CUDA failure, or a kernel that faulted or hung."""

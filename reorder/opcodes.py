@@ -1,0 +1,84 @@
+"""Per-opcode facts as data: operand shapes, latency class, memory space, control role.
+
+Sources: NVIDIA's INSTRUCTION_TYPE per class in the nvdisasm machine description, as
+read by the denvdis and cicuvc projects (reference/sass_hopper_facts.md §2.2). An opcode
+missing from `KNOWN` is unknown to reorder, and unknown means "barrier in both
+directions": it is never moved and nothing moves across it.
+"""
+
+from __future__ import annotations
+
+# How the leading operands are destinations:
+#   "none"  - no register destinations (stores, branches, barriers)
+#   "setp"  - up to two leading predicate destinations (ISETP P0, PT, ...)
+#   "vote"  - one register then one predicate destination
+#   "dst"   - leading predicates, one register, then up to two predicate carry-outs
+SHAPE_NONE, SHAPE_SETP, SHAPE_VOTE, SHAPE_DST = "none", "setp", "vote", "dst"
+
+_SETP = "ISETP FSETP DSETP HSETP2 PSETP PLOP3 UISETP UPLOP3 UPSETP FCHK UFSETP".split()
+_NONE = (
+    "STG STS STL ST RED REDG STSM BAR BRA BRX JMP JMX CALL RET EXIT BSYNC BREAK WARPSYNC "
+    "NOP MEMBAR FENCE CCTL ERRBAR DEPBAR YIELD NANOSLEEP KILL BPT LDGDEPBAR ARRIVES LDGSTS "
+    "REDAS STAS UTMALDG UTMASTG UTMAPF UBLKCP UBLKPF UBLKRED UTMAREDG PREEXIT ACQBULK"
+).split()
+_VOTE = "VOTE VOTEU".split()
+_DST = (
+    "FFMA FADD FMUL FMNMX FSEL FSET FSWZADD FRND FCHK2 IADD3 IMAD IABS IMNMX ISCADD LEA LOP3 SHF "
+    "SGXT PRMT SEL MOV MOVM P2R R2P CS2R IDP VABSDIFF VABSDIFF4 LEPC BMSK "
+    "DADD DFMA DMUL DMNMX DSET HADD2 HFMA2 HMUL2 HSET2 HMNMX2 VIADD VIMNMX VIADDMNMX VIMNMX3 "
+    "I2I I2IP I2FP F2IP F2FP R2UR IADD IMUL "
+    "LDG LDS LDL LD LDC LDSM ATOM ATOMG ATOMS MUFU S2R S2UR SHFL MATCH REDUX POPC FLO BREV "
+    "F2F F2I I2F QSPC GETLMEMBASE BSSY "
+    "UMOV UIADD3 UIMAD ULEA ULOP3 USHF USEL UPRMT UFLO UPOPC UBREV UMNMX USGXT UBMSK ULDC "
+    "UIABS UCLEA UP2UR UR2UP UVIADD UF2FP ULEPC ELECT"
+).split()
+
+SHAPES: dict[str, str] = (
+    {op: SHAPE_SETP for op in _SETP}
+    | {op: SHAPE_NONE for op in _NONE}
+    | {op: SHAPE_VOTE for op in _VOTE}
+    | {op: SHAPE_DST for op in _DST}
+)
+KNOWN: frozenset[str] = frozenset(SHAPES)
+
+# Variable latency: results arrive through a scoreboard, not after a fixed stall count
+# (DECOUPLED_RD_WR_SCBD / mio_pipe / cbu_pipe). LDC/ULDC are listed both ways in the
+# description; ptxas scoreboards LDC on sm_90, so we treat it as variable.
+VARIABLE_LATENCY: frozenset[str] = frozenset(
+    "LDG LDS LDL LD LDC LDSM LDGSTS ATOM ATOMG ATOMS MUFU S2R S2UR SHFL MATCH REDUX POPC FLO BREV "
+    "F2F F2I I2F FRND FCHK MOVM QSPC GETLMEMBASE STG STS STL ST RED STSM BAR MEMBAR CCTL "
+    "DEPBAR ARRIVES".split()
+)
+
+# Memory spaces touched: loads and stores per space. Generic (LD/ST/ATOM/RED) may alias any.
+MEMORY_READS: dict[str, str] = {
+    "LDG": "global", "LDS": "shared", "LDL": "local", "LD": "generic", "LDSM": "shared",
+    "ATOM": "generic", "ATOMG": "global", "ATOMS": "shared", "LDGSTS": "global",
+}
+MEMORY_WRITES: dict[str, str] = {
+    "STG": "global", "STS": "shared", "STL": "local", "ST": "generic", "RED": "generic",
+    "REDG": "global", "STSM": "shared", "ATOM": "generic", "ATOMG": "global", "ATOMS": "shared",
+    "LDGSTS": "shared",
+}
+LOADS: frozenset[str] = frozenset({"LDG", "LDS", "LDL", "LD", "LDC", "LDSM", "ULDC"})
+STORES: frozenset[str] = frozenset({"STG", "STS", "STL", "ST", "RED", "REDG", "STSM"})
+
+# Never moved, and nothing moves across them: control flow, synchronisation, fences,
+# instructions whose position matters to the driver or to other threads.
+BARRIERS: frozenset[str] = frozenset(
+    "BRA BRX JMP JMX CALL RET EXIT BSSY BSYNC BREAK WARPSYNC BAR MEMBAR FENCE ERRBAR DEPBAR "
+    "YIELD NANOSLEEP KILL BPT CCTL LDGDEPBAR ARRIVES SYNCS ELECT LEPC PREEXIT ACQBULK "
+    "UTMALDG UTMASTG UTMAPF UBLKCP UBLKPF UBLKRED UTMAREDG".split()
+)
+CONTROL_FLOW: frozenset[str] = frozenset("BRA BRX JMP JMX CALL RET EXIT BREAK KILL".split())
+PC_RELATIVE: frozenset[str] = frozenset({"BRA", "BSSY", "CALL", "BREAK"})
+
+# Registers read/written implicitly as 64-bit pairs by the whole instruction.
+DOUBLE_PRECISION: frozenset[str] = frozenset({"DADD", "DFMA", "DMUL", "DMNMX", "DSETP", "DSET"})
+TYPE_WIDTH: dict[str, int] = {
+    "F64": 2, "S64": 2, "U64": 2, "F32": 1, "S32": 1, "U32": 1, "F16": 1, "BF16": 1,
+    "S16": 1, "U16": 1, "S8": 1, "U8": 1, "E4M3": 1, "E5M2": 1, "TF32": 1,
+}
+VECTOR_WIDTH: dict[str, int] = {"64": 2, "128": 4}
+CLOCK_REGISTERS: frozenset[str] = frozenset({"SR_CLOCKLO", "SR_CLOCKHI", "SR_GLOBALTIMERLO",
+                                             "SR_GLOBALTIMERHI", "SR_GLOBALTIMER", "SR_CLOCK"})

@@ -1,0 +1,164 @@
+"""SASS instructions as immutable values, decoded from a cubin's `.text` and nvdisasm.
+
+The raw 128-bit word comes from the cubin bytes; opcode and operand text come from
+`nvdisasm -json` (one record per 16-byte slot). Read/write sets are derived from them
+(reorder.operands). An opcode reorder does not know is kept with `known=False` and is
+treated by every later stage as a barrier.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from reorder import opcodes as op
+from reorder.control import ControlCode
+from reorder.cubin import Cubin, Kernel
+from reorder.errors import InputError
+from reorder.operands import Access, access, split_operands
+from reorder.tools import run_tool
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One SASS instruction: where it is, its exact bits, and what it does."""
+
+    offset: int
+    word: int  # 128-bit little-endian word: lo | hi << 64
+    opcode: str  # with modifiers, e.g. "LDG.E.128"
+    operands: tuple[str, ...]
+    guard: str  # "" or "@P0" / "@!P0" / "@UP0"
+    access: Access
+    known: bool
+    target: int | None  # branch / BSSY target offset
+    has_relocation: bool = False
+
+    @property
+    def ctrl(self) -> ControlCode:
+        return ControlCode.from_word(self.word)
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".")[0]
+
+    @property
+    def modifiers(self) -> tuple[str, ...]:
+        return tuple(self.opcode.split(".")[1:])
+
+    @property
+    def text(self) -> str:
+        ops = ", ".join(self.operands)
+        guard = f"{self.guard} " if self.guard else ""
+        return f"{guard}{self.opcode} {ops}".rstrip()
+
+    @property
+    def is_barrier(self) -> bool:
+        """Never moved and nothing moves across it."""
+        return (not self.known or self.base in op.BARRIERS or self.has_relocation
+                or any(r in op.CLOCK_REGISTERS for r in self.access.reads))
+
+    @property
+    def is_variable_latency(self) -> bool:
+        return self.base in op.VARIABLE_LATENCY
+
+    @property
+    def is_load(self) -> bool:
+        return self.base in op.LOADS
+
+    @property
+    def bytes(self) -> bytes:
+        return self.word.to_bytes(16, "little")
+
+    def with_word(self, word: int) -> Instruction:
+        return replace(self, word=word)
+
+    def with_ctrl(self, ctrl: ControlCode) -> Instruction:
+        return replace(self, word=ctrl.apply(self.word))
+
+    def at(self, offset: int) -> Instruction:
+        return replace(self, offset=offset)
+
+
+@dataclass(frozen=True)
+class KernelCode:
+    """The decoded instructions of one kernel, in order, with the cubin it came from."""
+
+    cubin: Cubin
+    kernel: Kernel
+    instructions: tuple[Instruction, ...]
+
+    @property
+    def arch(self) -> int:
+        return self.cubin.arch
+
+
+def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
+    """Decode one kernel (the first entry kernel when name is None)."""
+    kernel = cubin.kernel(name)
+    listing = disassemble(cubin.data).get(kernel.name)
+    if listing is None:
+        raise InputError(f"{cubin.path}: nvdisasm listed no function {kernel.name!r}")
+    if len(listing) != kernel.instruction_count:
+        raise InputError(
+            f"{cubin.path}: nvdisasm gave {len(listing)} instructions for {kernel.name}, .text holds "
+            f"{kernel.instruction_count}"
+        )
+    reloc_offsets = {r.offset - r.offset % 16 for r in kernel.relocations}
+    instructions = tuple(
+        make_instruction(i * 16, int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"), record,
+                         i * 16 in reloc_offsets)
+        for i, record in enumerate(listing)
+    )
+    return KernelCode(cubin, kernel, instructions)
+
+
+def make_instruction(offset: int, word: int, record: dict, has_relocation: bool = False) -> Instruction:
+    """Build an Instruction from its word and its nvdisasm JSON record."""
+    opcode = record.get("opcode", "")
+    operands = split_operands(record.get("operands", ""))
+    guard = record.get("predicate", "")
+    base = opcode.split(".")[0]
+    known = base in op.KNOWN
+    acc = access(opcode, operands, guard) if known else Access(frozenset(), frozenset(), None, None)
+    return Instruction(
+        offset=offset, word=word, opcode=opcode, operands=operands, guard=guard, access=acc,
+        known=known, target=_target(base, operands), has_relocation=has_relocation,
+    )
+
+
+def _target(base: str, operands: tuple[str, ...]) -> int | None:
+    if base not in op.PC_RELATIVE:
+        return None
+    for operand in reversed(operands):
+        token = operand.split()[-1] if operand else ""
+        if token.startswith("0x"):
+            try:
+                return int(token, 16)
+            except ValueError:
+                return None
+    return None
+
+
+@lru_cache(maxsize=64)
+def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
+        handle.write(data)
+        path = handle.name
+    try:
+        out = run_tool("nvdisasm", "-json", path)
+    finally:
+        os.unlink(path)
+    try:
+        doc = json.loads(out)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"nvdisasm produced unreadable JSON: {exc}") from None
+    return {f["function-name"]: f["sass-instructions"] for f in doc[1]}
+
+
+def disassemble(data: bytes) -> dict[str, list[dict]]:
+    """function name -> nvdisasm JSON instruction records (cached by content)."""
+    return _disassemble_cached(hashlib.sha256(data).hexdigest(), data)

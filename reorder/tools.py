@@ -1,0 +1,77 @@
+"""Locate and run NVIDIA's binary tools (nvdisasm, cuobjdump, nvcc, ptxas).
+
+nvdisasm and cuobjdump come from the PyPI packages `nvidia-cuda-nvdisasm` and
+`nvidia-cuda-cuobjdump`, so a machine without a CUDA install still has them. We look
+inside the installed `nvidia` namespace package first, then PATH, then CUDA_HOME.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from reorder.errors import ToolError
+
+_PACKAGE_HINT = {
+    "nvdisasm": "pip install nvidia-cuda-nvdisasm",
+    "cuobjdump": "pip install nvidia-cuda-cuobjdump",
+    "nvcc": "install the CUDA toolkit (nvcc)",
+    "ptxas": "install the CUDA toolkit (ptxas)",
+}
+
+
+def _package_bin_dirs() -> list[Path]:
+    """Binary folders of the installed `nvidia.*` wheels (cu13, cu12, cuda_nvdisasm ...)."""
+    try:
+        import nvidia  # namespace package from the nvidia-cuda-* wheels
+    except ImportError:
+        return []
+    dirs: list[Path] = []
+    for root in getattr(nvidia, "__path__", []):
+        base = Path(root)
+        dirs += sorted(base.glob("*/bin"))
+    return dirs
+
+
+@functools.cache
+def find_tool(name: str) -> Path:
+    """Path of an NVIDIA tool, or ToolError naming the tool and how to get it."""
+    for folder in _package_bin_dirs():
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    on_path = shutil.which(name)
+    if on_path:
+        return Path(on_path)
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if cuda_home:
+        candidate = Path(cuda_home) / "bin" / name
+        if candidate.is_file():
+            return candidate
+    raise ToolError(f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); {_PACKAGE_HINT.get(name, '')}")
+
+
+def have_tool(name: str) -> bool:
+    """True when `find_tool(name)` would succeed."""
+    try:
+        find_tool(name)
+    except ToolError:
+        return False
+    return True
+
+
+def run_tool(name: str, *args: str, input_bytes: bytes | None = None, timeout: float = 120.0) -> str:
+    """Run a tool and return its stdout; a failure becomes ToolError with the command and stderr."""
+    command = (str(find_tool(name)), *args)
+    try:
+        done = subprocess.run(command, input=input_bytes, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"{name} timed out after {timeout:.0f}s", command) from exc
+    if done.returncode != 0:
+        stderr = done.stderr.decode(errors="replace").strip()
+        first = stderr.splitlines()[0] if stderr else f"exit code {done.returncode}"
+        raise ToolError(f"{name} failed: {first}", command, stderr)
+    return done.stdout.decode(errors="replace")
