@@ -1,0 +1,138 @@
+"""Fixed-latency producer -> consumer distances per architecture, each with its provenance.
+
+Instructions fall into latency classes (pipes). A RAW distance is the number of cycles
+from the producer's issue to the consumer's issue that the result needs; the stalls
+accumulated between them must cover it. Variable-latency producers (loads, MUFU, S2R,
+...) are not here: their consumers must wait on a scoreboard instead.
+
+Sources, in order of trust (an entry says which one it came from):
+1. `measured`: a stall sweep on silicon (`reorder latency-probe`), loaded from
+   `legality/tables/measured_sm_XX.toml` when present; the floor found there is used.
+2. `ptxas-observed`: the smallest distance ptxas itself leaves for that class pair over
+   the project corpus (`legality.calibrate`, `tables/ptxas_sm_XX.toml`); used where it is
+   below the reference, since the compiler's own choice is the authority for its hardware.
+3. `reference`: measured on an H200 or read from NVIDIA's own scheduling tables as
+   recovered in reference/sass_hopper_facts.md §3 (section cited per entry).
+4. `default`: the largest value of the compiler table for the producer's row, used for
+   any pair without 1-3.
+
+Margin policy: the verifier requires the entry's cycles as they stand. Floors from
+silicon sweeps are where results went from wrong to right on one operand shape; an
+entry is only taken from a sweep if every variant at and above the floor was correct
+over all input sets. The moves never cut a stall below the compiler's own choice for a
+pair that has no `measured` or `reference` entry.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from reorder import opcodes as op
+from reorder.sass import Instruction
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TABLE_DIR = Path(__file__).parent / "tables"
+
+# Latency classes (pipes) of fixed-latency instructions.
+FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
+    "FXU", "FMAI", "IMAD", "FP16", "FMALITE", "UDP", "UDP_LIGHT", "R2UR", "MIO", "BRU")
+
+_CLASS_OF: dict[str, str] = (
+    {o: FXU for o in "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 VIADD "
+                     "VIMNMX VIADDMNMX VIMNMX3 I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET CS2R IADD "
+                     "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split()}
+    | {o: FMAI for o in "FFMA FADD FMUL FSWZADD".split()}
+    | {o: IMAD for o in "IMAD IMUL IDP".split()}
+    | {o: FP16 for o in "HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split()}
+    | {o: FMALITE for o in "DFMA DADD DMUL DSETP DMNMX DSET".split()}
+    | {o: UDP for o in "UIADD3 UIMAD ULEA ULOP3 USHF USEL UPRMT UFLO UPOPC UBREV UMNMX USGXT UBMSK "
+                     "UISETP UPLOP3 UPSETP UVIADD UF2FP UP2UR UR2UP UCLEA UIABS".split()}
+    | {o: UDP_LIGHT for o in "ULDC UMOV VOTEU ULEPC".split()}  # ref 3.1: these forward to UDP in 2
+    | {"R2UR": R2UR_CLASS}
+)
+
+
+def latency_class(ins: Instruction) -> str:
+    """The pipe class of an instruction; HFMA2.MMA runs on the fp64-lite pipe on sm_80/sm_90."""
+    if ins.base in op.VARIABLE_LATENCY:
+        return MIO
+    if ins.base in op.BARRIERS:
+        return BRU
+    if ins.base == "HFMA2" and "MMA" in ins.modifiers:
+        return FMALITE
+    return _CLASS_OF.get(ins.base, "UNKNOWN")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One latency fact: producer class -> consumer class for a dependency kind."""
+
+    producer: str
+    consumer: str
+    kind: str  # raw, raw_guard (predicate as @P), raw_pred (predicate as a source), raw_u (uniform), waw, war
+    cycles: int
+    provenance: str
+
+
+@dataclass(frozen=True)
+class LatencyTable:
+    """All entries of one architecture, with a lookup that falls back to a cited default."""
+
+    arch: int
+    entries: dict[tuple[str, str, str], Entry]
+    defaults: dict[tuple[str, str], Entry]  # (producer, kind) -> worst case of that row
+
+    def lookup(self, producer: str, consumer: str, kind: str) -> Entry:
+        for key in ((producer, consumer, kind), (producer, "*", kind)):
+            if key in self.entries:
+                return self.entries[key]
+        default = self.defaults.get((producer, kind))
+        if default is not None:
+            return default
+        return Entry(producer, consumer, kind, 15 if kind.startswith("raw") else 2,
+                     "default: unknown pair, the largest single stall")
+
+    def required(self, producer: Instruction, consumer: Instruction, kind: str) -> Entry:
+        return self.lookup(latency_class(producer), latency_class(consumer), kind)
+
+    def max_cycles(self) -> int:
+        return max([e.cycles for e in self.entries.values()] + [e.cycles for e in self.defaults.values()] + [15])
+
+
+def _entries_from_toml(doc: dict, source: str) -> list[Entry]:
+    out = []
+    for row in doc.get("entry", []):
+        out.append(Entry(row["producer"], row["consumer"], row["kind"], int(row["cycles"]),
+                         row.get("provenance", source)))
+    return out
+
+
+@lru_cache(maxsize=8)
+def load_table(arch: int) -> LatencyTable:
+    """The table for an arch: the reference table of its family, overlaid with silicon
+    measurements where present (measured entries replace reference ones)."""
+    family = 90 if arch >= 90 else 80
+    base = TABLE_DIR / f"sm_{family}.toml"
+    doc = tomllib.loads(base.read_text())
+    entries = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml(doc, str(base.name))}
+    defaults = {(e.producer, e.kind): e for e in (Entry(d["producer"], "*", d["kind"], int(d["cycles"]),
+                                                         d["provenance"]) for d in doc.get("default", []))}
+    observed = TABLE_DIR / f"ptxas_sm_{family}.toml"
+    if observed.exists():
+        for e in _entries_from_toml(tomllib.loads(observed.read_text()), observed.name):
+            key = (e.producer, e.consumer, e.kind)
+            current = entries.get(key) or defaults.get((e.producer, e.kind))
+            if current is None or e.cycles < current.cycles:
+                entries[key] = e  # the compiler's own choice is below the table: it is the authority
+    measured = TABLE_DIR / f"measured_sm_{arch}.toml"
+    if measured.exists():
+        for e in _entries_from_toml(tomllib.loads(measured.read_text()), measured.name):
+            entries[(e.producer, e.consumer, e.kind)] = e
+    return LatencyTable(arch, entries, defaults)

@@ -1,0 +1,297 @@
+"""Independent schedule verifier: does every consumer see its producer's result?
+
+A forward dataflow over the kernel's control-flow graph. At each instruction it knows,
+for every register, predicate and uniform register, which fixed-latency producers are
+still within their latency (and how many cycles ago they issued) and which
+variable-latency producers (loads, MUFU, S2R, ...) have not been waited for on their
+scoreboard. A consumer is legal only if (a) the stalls since each fixed-latency producer
+cover that pair's latency and (b) every scoreboard holding one of its operands was waited
+on, at least 2 cycles after the producer issued (a fresh scoreboard needs one extra
+cycle). States merge at block entries by taking the worst case, so a schedule is proven
+for every path. This shares nothing with the scheduler but the latency tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from legality.latency import LatencyTable, latency_class, load_table
+from reorder.cfg import basic_blocks, control_flow_graph
+from reorder.sass import Instruction, KernelCode
+
+FRESH_SCOREBOARD_CYCLES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken dependency: who produced, who consumed too early, and by how much."""
+
+    kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, encoding
+    resource: str
+    producer_offset: int
+    producer_opcode: str
+    consumer_offset: int
+    consumer_opcode: str
+    required: int | str
+    provided: int | str
+    detail: str = ""
+
+    def line(self) -> str:
+        return (f"{self.kind:<10} {self.resource:<6} {self.producer_offset:#06x} {self.producer_opcode:<18} -> "
+                f"{self.consumer_offset:#06x} {self.consumer_opcode:<18} required {self.required}, "
+                f"provided {self.provided}{'; ' + self.detail if self.detail else ''}")
+
+
+UNTRACKED = -1  # a variable-latency op issued without a scoreboard
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A variable-latency access not yet waited for: scoreboard, producer, cycles since issue.
+
+    `sb` is UNTRACKED for an op issued without a scoreboard. ptxas relies on in-order
+    completion within one queue (LDS then LDS.128 W0: waiting on SB0 covers both), so
+    such an op becomes covered by the scoreboard of the next op of its queue.
+    """
+
+    sb: int
+    offset: int
+    opcode: str
+    elapsed: int
+    queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Recent:
+    """A fixed-latency write still possibly in flight, with the guard it was issued under."""
+
+    cls: str
+    offset: int
+    opcode: str
+    elapsed: int
+    guard: str = ""
+
+
+@dataclass
+class State:
+    """What is in flight at one program point (mutable only inside the transfer function)."""
+
+    recent: dict[str, dict[str, Recent]] = field(default_factory=dict)  # resource -> class -> worst
+    writes: dict[str, frozenset[Pending]] = field(default_factory=dict)
+    reads: dict[str, frozenset[Pending]] = field(default_factory=dict)
+
+    def copy(self) -> State:
+        return State({k: dict(v) for k, v in self.recent.items()}, dict(self.writes), dict(self.reads))
+
+    def key(self) -> tuple:
+        return (tuple(sorted((r, tuple(sorted(v.items()))) for r, v in self.recent.items())),
+                tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
+                tuple(sorted(self.reads.items(), key=lambda kv: kv[0])))
+
+
+@dataclass(frozen=True)
+class Report:
+    """Result of verifying one kernel."""
+
+    kernel: str
+    arch: int
+    violations: tuple[Violation, ...]
+    unknown: tuple[tuple[int, str], ...]  # (offset, opcode) treated as barriers, not verified through
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def merge(a: State, b: State) -> State:
+    """Worst case of two states: the most recent fixed write, every pending access."""
+    out = a.copy()
+    for res, by_cls in b.recent.items():
+        mine = out.recent.setdefault(res, {})
+        for cls, r in by_cls.items():
+            if cls not in mine or r.elapsed < mine[cls].elapsed:
+                mine[cls] = r
+    for table_a, table_b in ((out.writes, b.writes), (out.reads, b.reads)):
+        for res, pend in table_b.items():
+            table_a[res] = table_a.get(res, frozenset()) | pend
+    return out
+
+
+def _sb_name(sb: int) -> str:
+    return f"wait on SB{sb}" if sb != UNTRACKED else "a scoreboard (producer set none)"
+
+
+def _kind_of(resource: str, ins: Instruction) -> str:
+    if resource.startswith("UR"):
+        return "raw_u"
+    if resource.startswith(("P", "UP")):
+        guard = ins.guard.lstrip("@!")
+        return "raw_guard" if resource == guard or ins.base in ("BRA", "EXIT", "BRX", "RET") else "raw_pred"
+    return "raw"
+
+
+def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> State:
+    """Transfer function of one instruction: check it against the state, then update."""
+    s = state.copy()
+    ctrl = ins.ctrl
+    problem = ctrl.encoding_problem()
+    if problem:
+        found.append(Violation("encoding", "ctrl", ins.offset, ins.opcode, ins.offset, ins.opcode, "-", "-", problem))
+    _apply_waits(s, ctrl.wait)
+    if ins.known:
+        _check(s, ins, table, found)
+        _record(s, ins, found)
+    _advance(s, ctrl.stall, table.max_cycles())
+    return s
+
+
+def _apply_waits(s: State, mask: int) -> None:
+    if not mask:
+        return
+    for table in (s.writes, s.reads):
+        for res in list(table):
+            kept = frozenset(p for p in table[res]
+                             if not (p.sb >= 0 and mask >> p.sb & 1 and p.elapsed >= FRESH_SCOREBOARD_CYCLES))
+            if kept:
+                table[res] = kept
+            else:
+                del table[res]
+
+
+def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> None:
+    cls = latency_class(ins)
+    for res in sorted(ins.access.reads):
+        for p in s.writes.get(res, ()):
+            if p.sb == UNTRACKED:
+                need = table.lookup("MIO", cls, "untracked")
+                if p.elapsed >= need.cycles:
+                    continue
+                found.append(Violation("untracked", res, p.offset, p.opcode, ins.offset, ins.opcode,
+                                       need.cycles, p.elapsed, "variable-latency result with no scoreboard"))
+                continue
+            found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
+                                   _sb_name(p.sb), "no wait", "RAW on a variable-latency result"))
+        for r in s.recent.get(res, {}).values():
+            if _exclusive(r.guard, ins.guard):
+                continue
+            need = table.lookup(r.cls, cls, _kind_of(res, ins))
+            if r.elapsed < need.cycles:
+                found.append(Violation(need.kind, res, r.offset, r.opcode, ins.offset, ins.opcode,
+                                       need.cycles, r.elapsed))
+    for res in sorted(ins.access.writes):
+        for p in s.writes.get(res, ()):
+            if p.sb == UNTRACKED and p.elapsed >= table.lookup("MIO", cls, "untracked").cycles:
+                continue
+            found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
+                                   _sb_name(p.sb), "no wait", "WAW on a variable-latency result"))
+        for p in s.reads.get(res, ()):
+            found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
+                                   _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read"))
+        for r in s.recent.get(res, {}).values():
+            if _exclusive(r.guard, ins.guard):
+                continue
+            need = table.lookup(r.cls, cls, "waw")
+            if r.elapsed < need.cycles:
+                found.append(Violation("waw", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, r.elapsed))
+
+
+def _exclusive(a: str, b: str) -> bool:
+    """True for @P0 / @!P0: at most one of the two executes (the predicate is unchanged
+    in between, because writing it clears the guards recorded against it)."""
+    return bool(a) and bool(b) and a.lstrip("@!") == b.lstrip("@!") and a.startswith("@!") != b.startswith("@!")
+
+
+def queue_of(ins: Instruction) -> str:
+    """The in-order completion queue of a variable-latency op."""
+    space = ins.access.mem_reads or ins.access.mem_writes
+    return f"{ins.base}:{space}" if space else ins.base
+
+
+def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
+    ctrl = ins.ctrl
+    writes = sorted(ins.access.writes)
+    for res in writes:
+        s.recent.pop(res, None)
+        s.writes.pop(res, None)
+        s.reads.pop(res, None)
+        if res.startswith(("P", "UP")):
+            _forget_guards(s, res)
+    if ins.is_variable_latency:
+        queue = queue_of(ins)
+        sb = ctrl.wbar if ctrl.wbar != 7 else UNTRACKED
+        if sb != UNTRACKED:
+            _cover_untracked(s, queue, sb)
+        for res in writes:
+            s.writes[res] = frozenset({Pending(sb, ins.offset, ins.opcode, 0, queue)})
+        if ctrl.rbar != 7:
+            for res in ins.access.reads:
+                if res.startswith("R"):  # uniform operands are read at issue
+                    s.reads[res] = s.reads.get(res, frozenset()) | {Pending(ctrl.rbar, ins.offset, ins.opcode, 0)}
+    else:
+        cls = latency_class(ins)
+        for res in writes:
+            s.recent[res] = {cls: Recent(cls, ins.offset, ins.opcode, 0, ins.guard)}
+
+
+def _cover_untracked(s: State, queue: str, sb: int) -> None:
+    for res, pend in s.writes.items():
+        if any(p.sb == UNTRACKED and p.queue == queue for p in pend):
+            s.writes[res] = frozenset(
+                Pending(sb, p.offset, p.opcode, p.elapsed, p.queue) if p.sb == UNTRACKED and p.queue == queue else p
+                for p in pend)
+
+
+def _forget_guards(s: State, predicate: str) -> None:
+    for res, by_cls in s.recent.items():
+        for c, r in by_cls.items():
+            if r.guard.lstrip("@!") == predicate:
+                by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.elapsed, "")
+
+
+def _advance(s: State, stall: int, horizon: int) -> None:
+    for res in list(s.recent):
+        aged = {c: Recent(r.cls, r.offset, r.opcode, r.elapsed + stall, r.guard) for c, r in s.recent[res].items()
+                if r.elapsed + stall < horizon}
+        if aged:
+            s.recent[res] = aged
+        else:
+            del s.recent[res]
+    for table in (s.writes, s.reads):
+        for res in table:
+            table[res] = frozenset(Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, 64), p.queue)
+                                   for p in table[res])
+
+
+def verify_instructions(instructions: tuple[Instruction, ...], arch: int) -> tuple[Violation, ...]:
+    """All violations of a schedule (deduplicated), by a fixed point over the CFG."""
+    table = load_table(arch)
+    blocks = {b.start: b for b in basic_blocks(instructions)}
+    cfg = control_flow_graph(instructions)
+    entry: dict[int, State] = {start: State() for start in blocks}
+    seen: dict[int, tuple] = {}
+    work = sorted(blocks)
+    found: dict[tuple, Violation] = {}
+    while work:
+        start = work.pop(0)
+        state = entry[start]
+        local: list[Violation] = []
+        for i in blocks[start].indices():
+            state = step(state, instructions[i], table, local)
+        for v in local:
+            found.setdefault((v.kind, v.resource, v.producer_offset, v.consumer_offset), v)
+        for succ in cfg.successors(start):
+            merged = merge(entry[succ], state)
+            k = merged.key()
+            if seen.get(succ) != k:
+                seen[succ] = k
+                entry[succ] = merged
+                if succ not in work:
+                    work.append(succ)
+    return tuple(sorted(found.values(), key=lambda v: (v.consumer_offset, v.producer_offset, v.resource)))
+
+
+def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None = None) -> Report:
+    """Verify a decoded kernel (or a new instruction order for it)."""
+    ins = instructions if instructions is not None else code.instructions
+    unknown = tuple((i.offset, i.opcode) for i in ins if not i.known)
+    return Report(code.kernel.name, code.arch, verify_instructions(ins, code.arch), unknown)
