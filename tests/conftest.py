@@ -1,0 +1,51 @@
+"""Shared fixtures: the corpus of cubins built from the project's own CUDA sources.
+
+With nvcc present the corpus is rebuilt from tests/corpus/src into a temporary folder
+(so the tests exercise the real build); without it the checked-in copies are used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location("corpus_build", CORPUS / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["corpus_build"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory) -> Path:
+    build = _load_build()
+    if not build.nvcc_available():
+        return CORPUS / "cubin"
+    out = tmp_path_factory.mktemp("corpus")
+    build.build_corpus(out, ("sm_80", "sm_90"))
+    return out
+
+
+def corpus_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("sm_*/*.cubin"))
+
+
+@pytest.fixture(scope="session")
+def corpus(corpus_dir) -> list:
+    """Every (cubin, KernelCode) of the corpus, decoded once per session."""
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+
+    out = []
+    for path in corpus_files(corpus_dir):
+        cubin = read_cubin(path)
+        out += [(cubin, decode_kernel(cubin, k.name)) for k in cubin.kernels]
+    return out
