@@ -88,6 +88,15 @@ class LatencyTable:
     arch: int
     entries: dict[tuple[str, str, str], Entry]
     defaults: dict[tuple[str, str], Entry]  # (producer, kind) -> worst case of that row
+    pairs: dict[tuple[str, str, str], Entry] | None = None  # exact opcodes ptxas scheduled closer
+
+    def lookup_pair(self, producer_opcode: str, consumer_opcode: str, producer: str, consumer: str,
+                    kind: str) -> Entry:
+        """An exact opcode pair the compiler itself scheduled at a smaller distance wins over
+        the class entry (the compiler's own choice for that very pair); else the class entry."""
+        exact = (self.pairs or {}).get((producer_opcode, consumer_opcode, kind))
+        entry = self.lookup(producer, consumer, kind)
+        return exact if exact is not None and exact.cycles < entry.cycles else entry
 
     def lookup(self, producer: str, consumer: str, kind: str) -> Entry:
         for key in ((producer, consumer, kind), (producer, "*", kind)):
@@ -125,8 +134,12 @@ def load_table(arch: int) -> LatencyTable:
     defaults = {(e.producer, e.kind): e for e in (Entry(d["producer"], "*", d["kind"], int(d["cycles"]),
                                                          d["provenance"]) for d in doc.get("default", []))}
     observed = TABLE_DIR / f"ptxas_sm_{family}.toml"
+    pairs: dict[tuple[str, str, str], Entry] = {}
     if observed.exists():
-        for e in _entries_from_toml(tomllib.loads(observed.read_text()), observed.name):
+        observed_doc = tomllib.loads(observed.read_text())
+        pairs = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": observed_doc.get("pair", [])},
+                                                                                observed.name)}
+        for e in _entries_from_toml(observed_doc, observed.name):
             key = (e.producer, e.consumer, e.kind)
             current = entries.get(key) or defaults.get((e.producer, e.kind))
             if current is None or e.cycles < current.cycles:
@@ -135,4 +148,4 @@ def load_table(arch: int) -> LatencyTable:
     if measured.exists():
         for e in _entries_from_toml(tomllib.loads(measured.read_text()), measured.name):
             entries[(e.producer, e.consumer, e.kind)] = e
-    return LatencyTable(arch, entries, defaults)
+    return LatencyTable(arch, entries, defaults, pairs)

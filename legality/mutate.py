@@ -54,7 +54,8 @@ def stall_cuts(instructions: tuple[Instruction, ...], arch: int) -> Iterator[Mut
             if j is None or (instructions[j].guard and p.guard and instructions[j].guard != p.guard):
                 continue
             res = sorted(p.access.writes & instructions[j].access.reads)[0]
-            need = table.lookup(latency_class(p), latency_class(instructions[j]), _kind_of(res, instructions[j])).cycles
+            need = table.lookup_pair(p.opcode, instructions[j].opcode, latency_class(p), latency_class(instructions[j]),
+                                     _kind_of(res, instructions[j])).cycles
             gap = j - i
             if gap > need - 1 or need - 1 < 1:
                 continue

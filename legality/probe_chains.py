@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable
@@ -38,8 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from legality.latency import latency_class
-from reorder.control import ControlCode
-from reorder.cubin import parse_cubin, read_cubin
+from reorder.cubin import read_cubin
 from reorder.errors import InputError, ToolError
 from reorder.sass import Instruction, decode_kernel
 from reorder.tools import find_tool
@@ -82,8 +80,10 @@ def _asm(text: str, outs: str, ins: str = "") -> str:
 
 _F32_DECLS = """
     float x = __uint_as_float(p[0]);
-    float a0 = __uint_as_float(p[1]), a1 = __uint_as_float(p[2]), a2 = __uint_as_float(p[3]), a3 = __uint_as_float(p[4]);
-    float b0 = __uint_as_float(p[5]), b1 = __uint_as_float(p[6]), b2 = __uint_as_float(p[7]), b3 = __uint_as_float(p[8]);
+    float a0 = __uint_as_float(p[1]), a1 = __uint_as_float(p[2]);
+    float a2 = __uint_as_float(p[3]), a3 = __uint_as_float(p[4]);
+    float b0 = __uint_as_float(p[5]), b1 = __uint_as_float(p[6]);
+    float b2 = __uint_as_float(p[7]), b3 = __uint_as_float(p[8]);
 """
 _F32_STORE = "out[0] = __float_as_uint(x); out[1] = 0u;"
 _F64_DECLS = """
@@ -130,14 +130,18 @@ def _u32(template: str) -> Callable[[int], str]:
 
 
 def _fsetp_guarded(k: int) -> str:
+    # even links: if (x < b) x += a; odd links: if (x > b) x -= a, so x oscillates in a band
+    # and the predicate changes from link to link
     j = k % 4
-    return ('asm volatile("{ .reg .pred p; setp.lt.f32 p, %0, %1; @p add.f32 %0, %0, %2; }" '
+    cmp, op = ("lt", "add") if k % 2 == 0 else ("gt", "sub")
+    return (f'asm volatile("{{ .reg .pred p; setp.{cmp}.f32 p, %0, %1; @p {op}.f32 %0, %0, %2; }}" '
             f': "+f"(x) : "f"(b{j}), "f"(a{j}));')
 
 
 def _isetp_guarded(k: int) -> str:
     j = k % 4
-    return ('asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, %1; @p add.u32 %0, %0, %2; }" '
+    cmp, op = ("lt", "add") if k % 2 == 0 else ("gt", "sub")
+    return (f'asm volatile("{{ .reg .pred p; setp.{cmp}.s32 p, %0, %1; @p {op}.u32 %0, %0, %2; }}" '
             f': "+r"(x) : "r"(b{j}), "r"(a{j}));')
 
 
@@ -150,8 +154,7 @@ def _isetp_sel(k: int) -> str:
 def _isetp_bra(k: int) -> str:
     j = k % 4
     return ('asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, %1; @p bra.uni SKIP' + str(k) + '; '
-            'xor.b32 %0, %0, %2; mul.lo.u32 %0, %0, %3; xor.b32 %0, %0, %2; mul.lo.u32 %0, %0, %3; '
-            'SKIP' + str(k) + ': }" '
+            + 'xor.b32 %0, %0, %2; mul.lo.u32 %0, %0, %3; ' * 4 + 'SKIP' + str(k) + ': }" '
             f': "+r"(x) : "r"(b{j}), "r"(a{j}), "r"(s{j}));')
 
 
@@ -209,22 +212,22 @@ PAIRS: tuple[Pair, ...] = (
          _U32_STORE, "sel", note="x = p_k ? a_k : x with two predicates taken in turn"),
     Pair("MOV", "MOV", "SHF", "raw", _U32_DECLS, _mov, _U32_STORE, "u32",
          note="MOV -> SHF (rotate): a MOV chain alone cannot show a stale value; ptxas copy-propagates moves"),
-    Pair("HADD2", "HADD2", "HFMA2", "raw", _U32_DECLS, _u32("add.f16x2 %0, %0, %2;"), _U32_STORE, "f16",
+    Pair("HADD2", "HADD2", "HFMA2.MMA|HADD2", "raw", _U32_DECLS, _u32("add.f16x2 %0, %0, %2;"), _U32_STORE, "f16",
          extra=("HADD2", "HFMA2.MMA"),
          note="ptxas alternates HADD2 with HFMA2.MMA (x*1+a) in a dependent add chain; measured HADD2 -> next"),
-    Pair("HFMA2", "HFMA2", "HFMA2", "raw", **_HFMA2,
+    Pair("HFMA2", "HFMA2", "HFMA2.MMA|HFMA2", "raw", **_HFMA2,
          note="ptxas alternates HFMA2 and HFMA2.MMA; measured HFMA2 -> next"),
-    Pair("HFMA2.MMA", "HFMA2.MMA", "HFMA2", "raw", **_HFMA2, note="measured HFMA2.MMA -> next (HFMA2)"),
+    Pair("HFMA2.MMA", "HFMA2.MMA", "HFMA2|HFMA2.MMA", "raw", **_HFMA2, note="measured HFMA2.MMA -> next (HFMA2)"),
     Pair("I2FP", "I2FP", "IMAD.IADD|IADD3", "raw", **_I2FP_IADD,
          note="I2FP -> add (x = bits(float(x)) + a): a pure I2FP chain reaches a fixed point"),
     Pair("FSETP->guarded", "FSETP", "FADD", "raw_guard", _F32_DECLS, _fsetp_guarded, _F32_STORE, "f32osc",
-         note="FSETP P, x, b; @P FADD x, x, a"),
+         note="FSETP P, x, b; @P FADD x, x, +-a (comparison and sign alternate)"),
     Pair("ISETP->guarded", "ISETP", "IADD3|IMAD.IADD", "raw_guard", _U32_DECLS, _isetp_guarded, _U32_STORE, "iosc",
-         note="ISETP P, x, b; @P IADD x, x, a"),
+         note="ISETP P, x, b; @P IADD x, x, +-a (comparison and sign alternate)"),
     Pair("ISETP->SEL", "ISETP", "SEL", "raw_pred", _U32_DECLS, _isetp_sel, _U32_STORE, "u32",
          note="ISETP P, x, b; SEL x, a, x, P"),
     Pair("ISETP->branch", "ISETP", "BRA", "raw_guard", _U32_DECLS, _isetp_bra, _U32_STORE, "u32",
-         extra=("LOP3", "IMAD"), note="ISETP P, x, b; @P BRA skip; x = ((x ^ a) * s ^ a) * s"),
+         extra=("LOP3", "IMAD"), note="ISETP P, x, b; @P BRA skip; x = (((x ^ a) * s ^ a) * s ...) four times"),
     Pair("LOP3->IMAD", "LOP3", "IMAD", "raw", _U32_DECLS, _lop3_imad, _U32_STORE, "u32"),
     Pair("IMAD->IADD3", "IMAD", "IADD3", "raw", _U32_DECLS, _imad_iadd3, _U32_STORE, "u32"),
 )
@@ -273,9 +276,9 @@ def make_inputs(kind: str, seed: int, threads: int) -> np.ndarray:
         sign = rng.choice([-1.0, 1.0], size=(threads, 4))
         f[:, 1:5] = sign * rng.uniform(0.55, 0.98, (threads, 4))  # |a| < 1 keeps x bounded
         f[:, 5:9] = rng.uniform(-1.5, 1.5, (threads, 4))
-        if kind == "f32osc":  # FSETP x < b ; @P x += a: a > 0, thresholds around x
-            f[:, 1:5] = rng.uniform(0.3, 2.5, (threads, 4))
-            f[:, 5:9] = rng.uniform(-1.0, 3.0, (threads, 4))
+        if kind == "f32osc":  # x < b ? x += a : x, then x > b ? x -= a : x; a > 0, thresholds around x
+            f[:, 1:5] = rng.uniform(0.5, 2.5, (threads, 4))
+            f[:, 5:9] = rng.uniform(-1.0, 1.0, (threads, 4))
         f[:, 9:] = rng.uniform(-1, 1, (threads, WORDS - 9))
         return f.view(np.uint32)
     if kind == "f64":
@@ -299,10 +302,10 @@ def make_inputs(kind: str, seed: int, threads: int) -> np.ndarray:
         words = (sel[..., 0] | sel[..., 1] << 4 | sel[..., 2] << 8 | sel[..., 3] << 12).astype(np.uint32)
         w[:, 9:13] = words
         return w
-    if kind == "iosc":  # ISETP x < b ; @P x += a: a positive, b around x
-        w[:, 1:5] = rng.integers(1, 1 << 20, size=(threads, 4))
-        w[:, 5:9] = (rng.integers(-(1 << 22), 1 << 22, size=(threads, 4)).astype(np.int64) & 0xFFFFFFFF)
-        w[:, 0] = (rng.integers(-(1 << 22), 1 << 22, size=threads).astype(np.int64) & 0xFFFFFFFF)
+    if kind == "iosc":  # the integer form of f32osc: a in 1..2^21, b and x in +-2^20
+        w[:, 1:5] = rng.integers(1, 1 << 21, size=(threads, 4))
+        w[:, 5:9] = (rng.integers(-(1 << 20), 1 << 20, size=(threads, 4)).astype(np.int64) & 0xFFFFFFFF)
+        w[:, 0] = (rng.integers(-(1 << 20), 1 << 20, size=threads).astype(np.int64) & 0xFFFFFFFF)
         return w
     if kind == "sel":  # first predicate mostly true, second mostly false: x = a_k, then kept
         w[:, 9] = (rng.random(threads) < 0.8).astype(np.uint32)
@@ -369,7 +372,7 @@ def _feeds(a: Instruction, b: Instruction) -> set[str]:
     return set(a.access.writes) & set(b.access.reads)
 
 
-def locate_chain(pair: Pair, instructions: tuple[Instruction, ...], minimum: int = LINKS // 2) -> Located:
+def locate_chain(pair: Pair, instructions: tuple[Instruction, ...], minimum: int = LINKS // 2 - 4) -> Located:
     """Find the longest dependent run of the pair's opcodes and the producer -> consumer edges in it.
 
     Only edges whose (producer class, consumer class) is the most common one are swept, so a
@@ -564,9 +567,5 @@ def scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="reorder-latency-probe-"))
 
 
-def remove_dir(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
 __all__ = ["PAIRS", "Pair", "build_all", "build_pair", "locate_chain", "cuda_source", "make_inputs",
-           "read_manifest", "parse_cubin"]
+           "read_manifest"]

@@ -174,7 +174,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
-            need = table.lookup(r.cls, cls, _kind_of(res, ins))
+            need = _need(table, r, ins, cls, _kind_of(res, ins))
             if r.elapsed < need.cycles:
                 found.append(Violation(need.kind, res, r.offset, r.opcode, ins.offset, ins.opcode,
                                        need.cycles, r.elapsed))
@@ -190,7 +190,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
-            need = table.lookup(r.cls, cls, "waw")
+            need = _need(table, r, ins, cls, "waw")
             if r.elapsed < need.cycles:
                 found.append(Violation("waw", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, r.elapsed))
 
@@ -205,6 +205,12 @@ def queue_of(ins: Instruction) -> str:
     """The in-order completion queue of a variable-latency op."""
     space = ins.access.mem_reads or ins.access.mem_writes
     return f"{ins.base}:{space}" if space else ins.base
+
+
+def _need(table, recent: Recent, ins: Instruction, cls: str, kind: str):
+    if hasattr(table, "lookup_pair"):
+        return table.lookup_pair(recent.opcode, ins.opcode, recent.cls, cls, kind)
+    return table.lookup(recent.cls, cls, kind)
 
 
 def _record(s: State, ins: Instruction, found: list[Violation]) -> None:

@@ -52,3 +52,125 @@ def _verify():
         return 1 if bad else 0
 
     return run, add
+
+
+@command("latency-probe", "measure on the GPU the stall floor of producer->consumer pairs (below it results are wrong)")
+def _latency_probe():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--arch", default="sm_90", help="target, e.g. sm_90 (default)")
+        p.add_argument("--pairs", help="comma-separated pair names (default: all), e.g. FFMA,DFMA,ISETP->branch")
+        p.add_argument("--out", help="folder for latency_probe_sm_XX.csv and measured_sm_XX.toml (default: "
+                                     "benchmarks/results/ and legality/tables/)")
+        p.add_argument("--build-only", action="store_true",
+                       help="CPU only: compile, locate the chains and write every stall variant, then report")
+        p.add_argument("--build-dir", help="where variants are built (default: a temporary folder, or OUT/build)")
+        p.add_argument("--from", dest="prebuilt", help="use variants already built into this folder (no nvcc)")
+        p.add_argument("--in-process", action="store_true", help="run every pair in this process (no child processes)")
+
+    def run(args: argparse.Namespace) -> int:
+        import sys
+        from pathlib import Path
+
+        from legality import latency_probe as lp
+        from legality import probe_chains as pc
+        from reorder.errors import InputError
+
+        try:
+            arch = int(args.arch.lower().removeprefix("sm_"))
+        except ValueError:
+            raise InputError(f"--arch {args.arch!r}: expected sm_XX") from None
+        pairs = pc.selected_pairs(args.pairs)
+        names = [p.name for p in pairs]
+        if args.build_only:
+            folder = Path(args.build_dir or (Path(args.out) / "build" if args.out else pc.scratch_dir()))
+            built = pc.build_all(folder, pairs, arch)
+            for b in built:
+                loc = b.located
+                if loc.ok:
+                    print(f"{b.pair:<16} located  {loc.producer_opcode}->{loc.consumer_opcode} "
+                          f"({loc.producer_class}->{loc.consumer_class} {pc.PAIR_BY_NAME[b.pair].kind}), "
+                          f"{loc.edges} edges, ptxas stall {sorted(set(loc.ptxas_stalls))}, {len(b.variants)} variants")
+                else:
+                    print(f"{b.pair:<16} {loc.reason}")
+            print(f"{sum(b.located.ok for b in built)}/{len(built)} pairs located; variants in {folder}")
+            return 0
+        lp._cupy()  # no GPU: one line and exit 2, before any compiling
+        folder = Path(args.prebuilt) if args.prebuilt else Path(
+            args.build_dir or (Path(args.out) / "build" if args.out else pc.scratch_dir()))
+        if not args.prebuilt:
+            pc.build_all(folder, pairs, arch)
+        rows = lp.run_pairs(folder, names, isolate=not args.in_process)
+        from legality.latency import TABLE_DIR
+
+        repo = TABLE_DIR.parents[1]
+        csv_path = (Path(args.out) if args.out else repo / "benchmarks" / "results") / f"latency_probe_sm_{arch}.csv"
+        toml_path = (Path(args.out) if args.out else TABLE_DIR) / f"measured_sm_{arch}.toml"
+        lp.write_outputs(rows, arch, lp.gpu_name(lp._cupy()), csv_path, toml_path)
+        print(lp.table(rows))
+        print(f"wrote {csv_path} and {toml_path}")
+        unsafe = lp.unsafe_rows(rows)
+        for r in unsafe:
+            print(f"UNSAFE: the verifier accepts {r.pair} at stalls {r.verifier_unsafe}, which gave WRONG results "
+                  f"on silicon", file=sys.stderr)
+        return 1 if unsafe else 0
+
+    return run, add
+
+
+def _write_outcome(args, outcome) -> int:
+    from reorder.writer import write_atomic
+
+    for line in outcome.summary():
+        print(line)
+    write_atomic(args.output, outcome.data, protect=[args.cubin])
+    print(f"wrote {args.output}")
+    return 0
+
+
+@command("stalls", "cut redundant stall counts (StallCut); --skeleton prints a starting config")
+def _stalls():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("-o", "--output")
+        p.add_argument("--config", help="sections and hex ranges to process (.text.K c0-d40)")
+        p.add_argument("--kernel")
+        p.add_argument("--skeleton", action="store_true", help="print a config covering every kernel and exit")
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.errors import InputError
+        from reorder.pipeline import cut_stalls
+        from reorder.stallconfig import parse_config, skeleton
+
+        cubin = read_cubin(args.cubin)
+        if args.skeleton:
+            print(skeleton(cubin), end="")
+            return 0
+        if not args.output:
+            raise InputError("stalls: -o/--output is required")
+        config = parse_config(open(args.config).read(), args.config) if args.config else None
+        name = args.kernel or (config.kernels()[0] if config and config.kernels() else None)
+        code = decode_kernel(cubin, name)
+        ranges = config.ranges(code.kernel.name) if config else None
+        return _write_outcome(args, cut_stalls(code, ranges))
+
+    return run, add
+
+
+@command("batch-loads", "hoist loads and group them (LoadBatch), renaming registers where needed")
+def _batch_loads():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("-o", "--output", required=True)
+        p.add_argument("--kernel")
+        p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
+                       help="assume pointer parameters do not alias (all, or a comma list of indices)")
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.pipeline import batch_loads
+
+        code = decode_kernel(read_cubin(args.cubin), args.kernel)
+        if args.assume_noalias:
+            print(f"ASSUMPTION: pointer parameters {args.assume_noalias} do not alias each other")
+        return _write_outcome(args, batch_loads(code, bool(args.assume_noalias)))
+
+    return run, add

@@ -1,0 +1,76 @@
+"""Apply a family of moves to every block of a kernel, verifying after each step.
+
+This is what `reorder stalls` and `reorder batch-loads` run: each accepted step is
+re-encoded, re-read and re-decoded, so the next step starts from real bytes, and
+`legality.verify` checks the whole kernel after every step (a rejected step is skipped
+and reported, never written).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from legality.verify import verify_instructions
+from reorder.costmodel import kernel_cycles, stall_cycles
+from reorder.cubin import parse_cubin
+from reorder.errors import EncodingError, LegalityError
+from reorder.moves import LoadBatch, StallCut
+from reorder.sass import KernelCode, decode_kernel
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The final kernel bytes and what changed."""
+
+    data: bytes
+    before: KernelCode
+    after: KernelCode
+    applied: tuple[str, ...]
+    skipped: tuple[str, ...]
+    notes: tuple[str, ...]
+    moved: int
+
+    def summary(self) -> list[str]:
+        b, a = self.before, self.after
+        lines = [
+            f"kernel {a.kernel.name} (sm_{a.arch}): {len(self.applied)} steps applied, {len(self.skipped)} skipped",
+            f"instructions moved: {self.moved}",
+            f"stall cycles: {stall_cycles(b.instructions)} -> {stall_cycles(a.instructions)} "
+            f"({stall_cycles(b.instructions) - stall_cycles(a.instructions)} removed)",
+            f"predicted cycles (static model, one pass per block; not a measurement): "
+            f"{kernel_cycles(b.instructions)} -> {kernel_cycles(a.instructions)}",
+            f"registers: {b.kernel.regcount} -> {a.kernel.regcount}",
+        ]
+        return lines + [f"note: {n}" for n in self.notes] + [f"skipped: {s}" for s in self.skipped]
+
+
+def _step(code: KernelCode, move) -> KernelCode:
+    cand = move.apply(code, code.instructions)
+    violations = verify_instructions(cand.instructions, code.arch)
+    if violations:
+        raise LegalityError(f"verifier rejected {move}: {violations[0].line()}", violations)
+    data = cand.cubin_bytes()
+    return decode_kernel(parse_cubin(data, code.cubin.path), code.kernel.name), cand
+
+
+def apply_each(code: KernelCode, moves: list) -> Outcome:
+    current = code
+    applied, skipped, notes, moved = [], [], [], 0
+    for move in moves:
+        try:
+            current, cand = _step(current, move)
+        except (LegalityError, EncodingError) as exc:
+            skipped.append(f"{move.name} @ block {getattr(move, 'block_start', '?')}: {str(exc).splitlines()[0]}")
+            continue
+        applied.append(move.name)
+        notes += list(cand.notes)
+        moved += cand.moved
+    return Outcome(current.cubin.data, code, current, tuple(applied), tuple(skipped), tuple(notes), moved)
+
+
+def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> Outcome:
+    return apply_each(code, StallCut.instances(code, ranges))
+
+
+def batch_loads(code: KernelCode, noalias: bool) -> Outcome:
+    return apply_each(code, LoadBatch.instances(code, noalias))

@@ -1,0 +1,101 @@
+"""Process isolation: every way a job can end gives the right status, and the next job still runs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from timing import fake_jobs
+from timing.worker import Job, JobResult, WorkerPool, resolve
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(devices=[None], startup_timeout_s=30) as p:
+        yield p
+
+
+def test_ok(pool: WorkerPool) -> None:
+    r = pool.run(Job.of(fake_jobs.add, 2, 3, timeout_s=10))
+    assert isinstance(r, JobResult)
+    assert r.ok and r.status == "ok" and r.value == 5 and r.reason == ""
+
+
+def test_kwargs(pool: WorkerPool) -> None:
+    assert pool.run(Job.of("timing.fake_jobs:add", a=1, b=4, timeout_s=10)).value == 5
+
+
+def test_raise_is_crashed_and_worker_replaced(pool: WorkerPool) -> None:
+    pid_before = pool.run(Job.of(fake_jobs.whoami, timeout_s=10)).value[0]
+    r = pool.run(Job.of(fake_jobs.raise_runtime, timeout_s=10))
+    assert r.status == "crashed"
+    assert r.error_type == "RuntimeError"
+    assert "illegal instruction" in r.reason and "\n" not in r.reason
+    assert "Traceback" in r.detail
+    after = pool.run(Job.of(fake_jobs.whoami, timeout_s=10))
+    assert after.ok and after.value[0] != pid_before  # fresh process, fresh CUDA context
+
+
+def test_reorder_error_is_error_and_worker_kept(pool: WorkerPool) -> None:
+    pid_before = pool.run(Job.of(fake_jobs.whoami, timeout_s=10)).value[0]
+    r = pool.run(Job.of(fake_jobs.raise_spec_error, "param 'x': bad", timeout_s=10))
+    assert r.status == "error" and r.error_type == "SpecError" and "param 'x'" in r.reason
+    assert pool.run(Job.of(fake_jobs.whoami, timeout_s=10)).value[0] == pid_before
+
+
+def test_process_death_is_crashed(pool: WorkerPool) -> None:
+    r = pool.run(Job.of(fake_jobs.die, 3, timeout_s=10))
+    assert r.status == "crashed" and "exited with code 3" in r.reason
+    assert pool.run(Job.of(fake_jobs.add, 1, 1, timeout_s=10)).value == 2
+
+
+def test_hang_is_timeout(pool: WorkerPool) -> None:
+    t0 = time.perf_counter()
+    r = pool.run(Job.of(fake_jobs.hang, timeout_s=0.5))
+    assert r.status == "timeout" and "0.5 s" in r.reason
+    assert time.perf_counter() - t0 < 10
+    assert pool.run(Job.of(fake_jobs.add, 2, 2, timeout_s=10)).value == 4
+
+
+def test_unpicklable_result_is_reported(pool: WorkerPool) -> None:
+    r = pool.run(Job.of(fake_jobs.unpicklable, timeout_s=10))
+    assert r.status == "crashed" and "could not be sent back" in r.reason
+    assert pool.run(Job.of(fake_jobs.add, 0, 0, timeout_s=10)).ok
+
+
+def test_unknown_function_is_crashed(pool: WorkerPool) -> None:
+    r = pool.run(Job("timing.fake_jobs:nope", timeout_s=10))
+    assert r.status == "crashed" and r.error_type == "AttributeError"
+
+
+def test_job_of_refuses_local_functions() -> None:
+    def local() -> None:
+        pass
+
+    with pytest.raises(ValueError):
+        Job.of(local)
+    assert Job.of(fake_jobs.add, 1, 2).func == "timing.fake_jobs:add"
+    assert resolve("timing.fake_jobs:add") is fake_jobs.add
+
+
+def test_one_worker_per_device_in_parallel() -> None:
+    with WorkerPool(devices=[3, 5], startup_timeout_s=30) as pool:
+        assert pool.devices == (3, 5)
+        warm = pool.map([Job.of(fake_jobs.whoami, timeout_s=10)] * 2)  # start both workers
+        assert sorted(r.value[1] for r in warm) == ["3", "5"]
+        assert {r.device for r in warm} == {3, 5}
+        t0 = time.perf_counter()
+        results = pool.map([Job.of(fake_jobs.sleep, 0.6, timeout_s=10)] * 2 + [Job.of(fake_jobs.die, timeout_s=10)])
+        elapsed = time.perf_counter() - t0
+        assert [r.status for r in results] == ["ok", "ok", "crashed"]
+        assert elapsed < 1.15, elapsed  # the two sleeps overlapped
+        after = pool.map([Job.of(fake_jobs.whoami, timeout_s=10)] * 2)
+        assert all(r.ok for r in after)
+
+
+def test_closed_pool_refuses() -> None:
+    pool = WorkerPool(devices=[None])
+    pool.close()
+    with pytest.raises(RuntimeError):
+        pool.run(Job.of(fake_jobs.add, 1, 1))

@@ -1,0 +1,153 @@
+"""Byte-exact output checking of a candidate kernel against the original.
+
+Equality is on raw bytes, not values: a reordering of SASS must not change a
+single bit, so NaN payloads and the sign of zero count, and "close enough" is
+never accepted. Output-only buffers are filled with the poison byte 0xFF
+(NaN for floats) before every run, so an element a kernel forgets to write
+keeps the poison and is caught unless the reference skips it too.
+
+All buffers are compared, inputs included: a candidate that scribbles over an
+input is wrong even if its outputs happen to match. Before comparing, the
+reference is run twice on the first set; if it disagrees with itself (float
+atomics, races) byte equality means nothing and the check says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from timing.inputs import POISON_BYTE, poisoned
+from timing.spec import LaunchSpec, draw_inputs
+
+POISON = POISON_BYTE
+
+__all__ = ["POISON", "poisoned", "Mismatch", "CheckResult", "compare_outputs", "check_pair"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """The first differing element of the first differing buffer."""
+
+    buffer: str
+    flat_index: int
+    index: tuple[int, ...]
+    ref_value: str
+    cand_value: str
+    ref_bytes: str  # hex, memory order
+    cand_bytes: str
+    n_differing: int  # elements of this buffer that differ
+
+    def describe(self) -> str:
+        """One line for logs and error messages."""
+        return (
+            f"buffer '{self.buffer}' element {list(self.index)} (flat {self.flat_index}): "
+            f"ref {self.ref_value} [{self.ref_bytes}] != cand {self.cand_value} [{self.cand_bytes}]; "
+            f"{self.n_differing} element(s) differ"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """Outcome of check_pair. ok is True only when every byte of every set matched."""
+
+    ok: bool
+    sets: int
+    mismatch: Mismatch | None = None
+    set_index: int | None = None  # which input set showed the mismatch
+    reference_deterministic: bool = True
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"identical on {self.sets} input set(s)"
+        return self.reason
+
+
+def _first_difference(name: str, ref: np.ndarray, cand: np.ndarray) -> Mismatch | None:
+    itemsize = ref.dtype.itemsize
+    rb = np.ascontiguousarray(ref).reshape(-1).view(np.uint8).reshape(-1, itemsize)
+    cb = np.ascontiguousarray(cand).reshape(-1).view(np.uint8).reshape(-1, itemsize)
+    differs = np.any(rb != cb, axis=1)
+    if not differs.any():
+        return None
+    flat = int(np.argmax(differs))
+    index = tuple(int(i) for i in np.unravel_index(flat, ref.shape)) if ref.ndim else ()
+    return Mismatch(
+        buffer=name,
+        flat_index=flat,
+        index=index,
+        ref_value=repr(ref.reshape(-1)[flat].item()),
+        cand_value=repr(cand.reshape(-1)[flat].item()),
+        ref_bytes=rb[flat].tobytes().hex(),
+        cand_bytes=cb[flat].tobytes().hex(),
+        n_differing=int(differs.sum()),
+    )
+
+
+def compare_outputs(ref: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> Mismatch | None:
+    """First byte-level difference between two sets of buffers, in `ref`'s order, or None.
+
+    Both dicts must hold the same buffer names with the same shapes and dtypes
+    (they come from one spec); anything else is a programming error (ValueError).
+    """
+    if set(ref) != set(cand):
+        raise ValueError(f"buffer names differ: {sorted(ref)} vs {sorted(cand)}")
+    for name, r in ref.items():
+        c = cand[name]
+        r, c = np.asarray(r), np.asarray(c)
+        if r.shape != c.shape or r.dtype != c.dtype:
+            raise ValueError(f"buffer '{name}': {r.dtype}{r.shape} vs {c.dtype}{c.shape}")
+        found = _first_difference(name, r, c)
+        if found is not None:
+            return found
+    return None
+
+
+# ---------------------------------------------------------------- GPU part
+
+
+def run_once(kernel: object, spec: LaunchSpec, host: dict[str, np.ndarray | np.generic]) -> dict[str, np.ndarray]:
+    """Launch on fresh device copies of `host` and return every buffer afterwards.
+
+    `host` already carries poison in its out buffers (draw_inputs puts it
+    there); fresh copies per run mean inout buffers and poison are restored.
+    """
+    from timing import gpu
+
+    dev = gpu.to_device(host)
+    gpu.launch(kernel, spec, gpu.launch_args(spec, dev))  # type: ignore[arg-type]
+    gpu.synchronize()
+    return gpu.buffers_to_host(spec, dev)
+
+
+def check_pair(a_cubin: str | Path, b_cubin: str | Path, spec: LaunchSpec, sets: int = 3) -> CheckResult:
+    """Run A (reference) and B (candidate) on `sets` fresh input sets and compare every byte.
+
+    A CUDA fault raises (cupy's CUDA error); run this inside timing.worker so the
+    fault becomes a 'crashed' result and the next job gets a fresh context.
+    """
+    from timing import gpu
+
+    if sets < 1:
+        raise ValueError("sets must be >= 1")
+    ka = gpu.load_kernel(a_cubin, spec)
+    kb = gpu.load_kernel(b_cubin, spec)
+    for i in range(sets):
+        host = draw_inputs(spec, i)
+        ref = run_once(ka, spec, host)
+        if i == 0:
+            again = run_once(ka, spec, host)
+            self_diff = compare_outputs(ref, again)
+            if self_diff is not None:
+                return CheckResult(
+                    False, sets, self_diff, 0, reference_deterministic=False,
+                    reason=f"reference is not deterministic, byte equality is meaningless: {self_diff.describe()}",
+                )
+        cand = run_once(kb, spec, host)
+        diff = compare_outputs(ref, cand)
+        if diff is not None:
+            return CheckResult(False, sets, diff, i, reason=f"input set {i}: {diff.describe()}")
+    return CheckResult(True, sets)

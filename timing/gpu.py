@@ -1,0 +1,85 @@
+"""Thin cupy layer shared by checking and timing: load a cubin, stage inputs, launch.
+
+cupy is imported only inside these functions so that `import timing` (and every
+CPU test) works on machines without a GPU. Everything here is meant to run
+inside a timing.worker child process, where a fault can only take the child down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reorder.errors import GpuError
+from timing.spec import BufferParam, LaunchSpec
+
+DEFAULT_SHARED_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
+
+
+def cupy_module() -> Any:
+    """Import cupy and make sure a device is visible, or raise GpuError saying which failed."""
+    try:
+        import cupy
+    except ImportError as e:
+        raise GpuError(f"cupy is not installed ({e}); GPU checking and timing need it") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # cupy raises CUDARuntimeError when there is no driver/device
+        raise GpuError(f"no usable CUDA device: {e}") from None
+    if count < 1:
+        raise GpuError("no CUDA device visible")
+    return cupy
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A loaded kernel plus the module that owns it (kept alive with it)."""
+
+    path: str
+    module: Any
+    function: Any
+
+
+def load_kernel(cubin: str | Path, spec: LaunchSpec) -> Kernel:
+    """Load `spec.name` from a cubin file, opting in to large dynamic shared memory if needed."""
+    cp = cupy_module()
+    path = Path(cubin)
+    if not path.is_file():
+        raise GpuError(f"{path}: cubin not found")
+    try:
+        module = cp.RawModule(path=str(path))
+        function = module.get_function(spec.name)
+    except Exception as e:
+        raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
+    if spec.shared > DEFAULT_SHARED_LIMIT:
+        function.max_dynamic_shared_size_bytes = spec.shared
+    return Kernel(str(path), module, function)
+
+
+def to_device(host: dict[str, np.ndarray | np.generic]) -> dict[str, Any]:
+    """Copy buffers to fresh device arrays; scalars stay numpy scalars (passed by value)."""
+    cp = cupy_module()
+    return {k: cp.array(v) if isinstance(v, np.ndarray) else v for k, v in host.items()}
+
+
+def launch_args(spec: LaunchSpec, dev: dict[str, Any]) -> tuple[Any, ...]:
+    """Arguments in kernel parameter order."""
+    return tuple(dev[p.name] for p in spec.params)
+
+
+def launch(kernel: Kernel, spec: LaunchSpec, args: tuple[Any, ...]) -> None:
+    """One launch on cupy's current stream (capturable into a graph)."""
+    kernel.function(spec.grid, spec.block, args, shared_mem=spec.shared)
+
+
+def synchronize() -> None:
+    """Wait for the device; a kernel fault surfaces here as a cupy CUDA error."""
+    cupy_module().cuda.Device().synchronize()
+
+
+def buffers_to_host(spec: LaunchSpec, dev: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Every buffer (in, out and inout) back on the host, in parameter order."""
+    return {p.name: dev[p.name].get() for p in spec.params if isinstance(p, BufferParam)}

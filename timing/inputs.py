@@ -1,0 +1,122 @@
+"""Reproducible host-side inputs for one launch spec, in pure numpy.
+
+Input set i is drawn from numpy's default generator seeded with ``spec.seed + i``
+so both kernels of a pair, in any process, see identical bytes. Each parameter k
+draws from its own stream, seeded ``[spec.seed + i, k + 1]``, so editing one
+parameter's distribution (or letting the hook supply it) leaves the others'
+bytes unchanged; the hook gets ``default_rng(spec.seed + i)`` itself. Output-only
+buffers are filled with the poison byte so a kernel that skips an element is
+caught: the reference and candidate would have to skip the *same* elements.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+import numpy as np
+
+from reorder.errors import SpecError
+from timing.spec import BufferParam, LaunchSpec, ScalarParam
+
+POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 / max for ints
+
+
+def poisoned(shape: tuple[int, ...], dtype: str | np.dtype) -> np.ndarray:
+    """An array whose every byte is POISON_BYTE."""
+    arr = np.empty(shape, dtype=dtype)
+    arr.view(np.uint8).fill(POISON_BYTE)
+    return arr
+
+
+def draw_buffer(p: BufferParam, rng: np.random.Generator) -> np.ndarray:
+    """Fill one buffer per its init; 'out' buffers get poison."""
+    if p.role == "out":
+        return poisoned(p.shape, p.dtype)
+    if p.init is None:
+        raise SpecError(f"param '{p.name}': no 'init' and the hook did not supply it")
+    dist, n = p.init.dist, p.size
+    if dist == "uniform":
+        flat = rng.uniform(p.init.arg("low"), p.init.arg("high"), n)
+    elif dist == "normal":
+        flat = rng.normal(p.init.arg("mean"), p.init.arg("std"), n)
+    elif dist in ("integers", "index"):
+        kind = np.dtype(p.dtype).kind
+        draw_dtype = p.dtype if kind in "iu" else np.int64  # exact bounds even for uint64
+        flat = rng.integers(int(p.init.arg("low")), int(p.init.arg("high")), n, dtype=draw_dtype)
+    elif dist == "arange":
+        flat = np.arange(n, dtype=np.int64)
+    elif dist == "permutation":
+        flat = rng.permutation(n)
+    elif dist == "const":
+        flat = np.full(n, p.init.arg("value"))
+    else:  # the loader already refused it; keep the error loud if a spec is built by hand
+        raise SpecError(f"param '{p.name}': unknown init dist {dist!r}")
+    return np.ascontiguousarray(flat.astype(p.dtype).reshape(p.shape))
+
+
+def load_hook(path: str) -> Callable[..., dict[str, Any]]:
+    """Import 'pkg.module:func'."""
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise SpecError(f"hook {path!r} cannot be imported: {e}") from None
+    if not callable(obj):
+        raise SpecError(f"hook {path!r} is not callable")
+    return obj
+
+
+def _coerce(spec: LaunchSpec, name: str, value: Any) -> np.ndarray | np.generic:
+    """Check a hook-supplied value against its parameter and convert it to the exact dtype."""
+    try:
+        p = spec.param(name)
+    except KeyError:
+        raise SpecError(f"{spec.source}: hook {spec.hook!r} returned unknown param '{name}'") from None
+    where = f"{spec.source}: hook value for param '{name}'"
+    if isinstance(p, ScalarParam):
+        arr = np.asarray(value)
+        if arr.ndim != 0:
+            raise SpecError(f"{where}: scalar param got an array of shape {arr.shape}")
+        return np.dtype(p.dtype).type(arr.item())
+    if p.role == "out":
+        raise SpecError(f"{where}: 'out' buffers are poisoned, the hook must not fill them")
+    arr = np.asarray(value)
+    if arr.shape != p.shape:
+        raise SpecError(f"{where}: shape {arr.shape}, spec says {p.shape}")
+    if arr.dtype != np.dtype(p.dtype):
+        raise SpecError(f"{where}: dtype {arr.dtype}, spec says {p.dtype}")
+    return np.ascontiguousarray(arr).copy()
+
+
+def draw_inputs(spec: LaunchSpec, set_index: int) -> dict[str, np.ndarray | np.generic]:
+    """All parameter values for input set `set_index`, in parameter order.
+
+    Buffers become C-contiguous numpy arrays, scalars numpy scalars of the exact
+    dtype (what cupy needs to pass them by value with the right width).
+    """
+    if set_index < 0:
+        raise ValueError("set_index must be >= 0")
+    base = spec.seed + set_index
+    supplied: dict[str, Any] = {}
+    if spec.hook is not None:
+        result = load_hook(spec.hook)(spec, np.random.default_rng(base))
+        if not isinstance(result, dict):
+            raise SpecError(f"{spec.source}: hook {spec.hook!r} must return a dict, got {type(result).__name__}")
+        supplied = {name: _coerce(spec, name, v) for name, v in result.items()}
+    values: dict[str, np.ndarray | np.generic] = {}
+    for k, p in enumerate(spec.params):
+        if p.name in supplied:
+            values[p.name] = supplied[p.name]
+        elif isinstance(p, ScalarParam):
+            if p.value is None:
+                raise SpecError(f"{spec.source}: param '{p.name}': no 'value' and the hook did not supply it")
+            values[p.name] = np.dtype(p.dtype).type(p.value)
+        else:
+            try:
+                values[p.name] = draw_buffer(p, np.random.default_rng([base, k + 1]))
+            except SpecError as e:
+                raise SpecError(f"{spec.source}: {e}") from None
+    return values

@@ -1,0 +1,293 @@
+"""Paired A/B timing of two cubins of one kernel, with a stated confidence.
+
+Method 'graph' (the default, and the one to trust):
+- both kernels run on the same device buffers holding input set 0 (separate
+  copies put them at different addresses, which alone shifted cold-L2 times
+  of two identical kernels by ~1.6% on an H200), each in a CUDA graph of R launches,
+  R chosen per kernel so one replay takes >= ~200 us (launch gaps and event
+  resolution then cost well under 1%); times are divided by R, so the ratio is
+  per launch; with l2='cold', R = 1 and a write of 2x the L2
+  size precedes every timed replay (outside the event pair), so each timed
+  launch starts from an L2 holding none of its data;
+- a round times one replay of A and one of B, in a random order per round,
+  each between its own cudaEvent pair, so drift hits both halves alike;
+- the SM clock is sampled by NVML each round while the GPU is busy; rounds
+  whose clock is below 90% of the highest sample are dropped (throttled);
+- rounds continue until the bootstrap CI half-width of time(B)/time(A) is below
+  `target_ci_pct` or `budget_s` seconds of rounds are spent.
+
+Method 'backtoback' is the common naive way, kept for comparison: per kernel,
+one event pair around 100 back-to-back launches, 5 runs, A's runs then B's.
+
+Everything GPU-side is imported lazily; run time_pair inside timing.worker.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Sequence
+
+import numpy as np
+
+from reorder.errors import GpuError
+from timing.spec import LaunchSpec, draw_inputs
+from timing.stats import RatioEstimate, ci_half_width_pct, paired_ratio_ci
+
+L2Mode = Literal["warm", "cold"]
+Method = Literal["graph", "backtoback"]
+CLOCK_KEEP_FRACTION = 0.90
+MAX_REPEATS = 10_000
+BACKTOBACK_LAUNCHES = 100
+BACKTOBACK_RUNS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class TimingResult:
+    """What time_pair measured. Times are per launch, in microseconds."""
+
+    ratio: RatioEstimate  # time(B) / time(A); < 1 means B is faster
+    a_us: float  # median per-launch time of A over kept rounds
+    b_us: float
+    rounds: int  # rounds kept (after clock filtering)
+    dropped_rounds: int  # rounds dropped for a low SM clock
+    clock_mhz: float  # median SM clock over kept rounds; nan when NVML is unavailable
+    method: str
+    l2: str
+    launches_per_replay: tuple[int, int]  # (A, B): each chosen so a replay lasts >= ~200 us
+    stopped: str  # 'target' | 'budget' | 'max_rounds' | 'fixed'
+    elapsed_s: float
+
+    @property
+    def ci_half_width_pct(self) -> float:
+        return ci_half_width_pct(self.ratio)
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def choose_repeats(single_launch_us: float, min_replay_us: float = 200.0, max_repeats: int = MAX_REPEATS) -> int:
+    """Launches per graph so that one replay lasts at least `min_replay_us`."""
+    if not single_launch_us > 0:
+        return max_repeats
+    return int(min(max_repeats, max(1, math.ceil(min_replay_us / single_launch_us))))
+
+
+def clock_keep_mask(clocks_mhz: Sequence[float], fraction: float = CLOCK_KEEP_FRACTION) -> np.ndarray:
+    """True for rounds whose SM clock is >= fraction * the highest sample.
+
+    Rounds with no sample (nan) are kept: without NVML we cannot tell.
+    """
+    c = np.asarray(clocks_mhz, dtype=np.float64)
+    if c.size == 0 or np.all(np.isnan(c)):
+        return np.ones(c.shape, dtype=bool)
+    return np.isnan(c) | (c >= fraction * np.nanmax(c))
+
+
+def next_checkpoint(n: int, min_rounds: int) -> int:
+    """Round count at which to test the stopping rule next (geometric, so bootstraps stay cheap)."""
+    return max(min_rounds, n + max(10, n // 4))
+
+
+# ---------------------------------------------------------------- GPU pieces
+
+
+def open_sm_clock(cp: Any) -> Callable[[], float]:
+    """A sampler of the current SM clock (MHz) of cupy's current device, or one returning nan.
+
+    NVML numbers devices ignoring CUDA_VISIBLE_DEVICES, so the device is found by PCI bus id.
+    """
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        bus_id = cp.cuda.Device().pci_bus_id
+        handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+        pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+    except Exception:
+        return lambda: float("nan")
+
+    def sample() -> float:
+        try:
+            return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        except Exception:
+            return float("nan")
+
+    return sample
+
+
+def _l2_flusher(cp: Any, stream: Any) -> Callable[[], None]:
+    """A function that overwrites 2x the L2 size on `stream` (a memset, untimed)."""
+    try:
+        l2 = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])
+    except Exception:
+        l2 = 64 << 20
+    size = max(2 * l2, 64 << 20)
+    buf = cp.empty(size, dtype=cp.uint8)
+    state = {"value": 0}
+
+    def flush() -> None:
+        state["value"] = (state["value"] + 1) & 0xFF  # a new value each time: no write-elision
+        cp.cuda.runtime.memsetAsync(buf.data.ptr, state["value"], size, stream.ptr)
+
+    flush.buffer = buf  # type: ignore[attr-defined]  # keep it alive with the closure
+    return flush
+
+
+def _capture(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: tuple, repeats: int) -> Any:
+    """A CUDA graph of `repeats` launches, instantiated and replayed once (uploaded, warmed)."""
+    from timing import gpu
+
+    with stream:
+        stream.begin_capture()
+        try:
+            for _ in range(repeats):
+                gpu.launch(kernel, spec, args)
+        finally:
+            graph = stream.end_capture()
+    graph.launch(stream)
+    stream.synchronize()
+    return graph
+
+
+def _graph_launch_us(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: tuple, n: int = 20) -> float:
+    """Per-launch time inside a graph of n launches (for choosing R).
+
+    Measured in a graph, not by plain back-to-back launches: for short kernels
+    those are bound by the CPU launch rate and overstate the time ~2x.
+    """
+    graph = _capture(cp, stream, kernel, spec, args, n)
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    best = math.inf
+    for _ in range(3):
+        start.record(stream)
+        graph.launch(stream)
+        end.record(stream)
+        end.synchronize()
+        best = min(best, cp.cuda.get_elapsed_time(start, end) * 1000.0 / n)
+    return best
+
+
+def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], spec: LaunchSpec, args: Sequence[tuple]) -> np.ndarray:
+    """Per-launch us, shape (2, runs): event pair around 100 launches, A's runs then B's."""
+    from timing import gpu
+
+    out = np.empty((2, BACKTOBACK_RUNS))
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for k in (0, 1):
+        with stream:
+            for _ in range(3):
+                gpu.launch(kernels[k], spec, args[k])
+            for r in range(BACKTOBACK_RUNS):
+                start.record(stream)
+                for _ in range(BACKTOBACK_LAUNCHES):
+                    gpu.launch(kernels[k], spec, args[k])
+                end.record(stream)
+                end.synchronize()
+                out[k, r] = cp.cuda.get_elapsed_time(start, end) * 1000.0 / BACKTOBACK_LAUNCHES
+    return out
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def time_pair(
+    a_cubin: str | Path,
+    b_cubin: str | Path,
+    spec: LaunchSpec,
+    l2: L2Mode = "warm",
+    method: Method = "graph",
+    target_ci_pct: float = 0.5,
+    budget_s: float = 10.0,
+    *,
+    min_rounds: int = 30,
+    max_rounds: int = 20_000,
+    min_replay_us: float = 200.0,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> TimingResult:
+    """Time B against A on input set 0 of `spec`; see the module docstring for the method.
+
+    `budget_s` bounds the measurement rounds only (setup and graph capture come
+    on top); give the worker job a timeout comfortably above it.
+    """
+    from timing import gpu
+
+    if l2 not in ("warm", "cold"):
+        raise ValueError(f"l2 must be 'warm' or 'cold', got {l2!r}")
+    if method not in ("graph", "backtoback"):
+        raise ValueError(f"method must be 'graph' or 'backtoback', got {method!r}")
+    t_begin = time.perf_counter()
+    cp = gpu.cupy_module()
+    kernels = (gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec))
+    host = draw_inputs(spec, 0)
+    dev = gpu.to_device(host)  # one buffer set for both: same addresses, same DRAM/L2 mapping
+    args = (gpu.launch_args(spec, dev),) * 2
+    stream = cp.cuda.Stream(non_blocking=True)
+    clock = open_sm_clock(cp)
+    rng = np.random.default_rng(seed)
+
+    if method == "backtoback":
+        us = _backtoback(cp, stream, kernels, spec, args)
+        mhz = clock()
+        est = paired_ratio_ci(us[0], us[1], confidence, rng=rng)
+        return TimingResult(
+            est, float(np.median(us[0])), float(np.median(us[1])), BACKTOBACK_RUNS, 0, mhz,
+            method, l2, (BACKTOBACK_LAUNCHES, BACKTOBACK_LAUNCHES), "fixed", time.perf_counter() - t_begin,
+        )
+
+    if l2 == "warm":
+        repeats = tuple(
+            choose_repeats(_graph_launch_us(cp, stream, kernels[k], spec, args[k]), min_replay_us) for k in (0, 1)
+        )
+    else:
+        repeats = (1, 1)
+    graphs = tuple(_capture(cp, stream, kernels[k], spec, args[k], repeats[k]) for k in (0, 1))
+    flush = _l2_flusher(cp, stream) if l2 == "cold" else None
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in (0, 1)]
+
+    times = np.empty((max_rounds, 2))  # per-launch us
+    clocks = np.empty(max_rounds)
+    n, checkpoint, stopped = 0, min_rounds, "budget"
+    t_rounds = time.perf_counter()
+    while True:
+        order = (0, 1) if rng.random() < 0.5 else (1, 0)
+        for k in order:
+            if flush is not None:
+                flush()
+            events[k][0].record(stream)
+            graphs[k].launch(stream)
+            events[k][1].record(stream)
+        clocks[n] = clock()  # sampled while the GPU is busy with this round
+        stream.synchronize()
+        for k in (0, 1):
+            times[n, k] = cp.cuda.get_elapsed_time(events[k][0], events[k][1]) * 1000.0 / repeats[k]
+        n += 1
+        if n >= max_rounds:
+            stopped = "max_rounds"
+            break
+        if n >= checkpoint:
+            checkpoint = next_checkpoint(n, min_rounds)
+            keep = clock_keep_mask(clocks[:n])
+            if keep.sum() >= min_rounds:
+                est = paired_ratio_ci(times[:n][keep, 0], times[:n][keep, 1], confidence, n_boot=400, rng=rng)
+                if ci_half_width_pct(est) < target_ci_pct:
+                    stopped = "target"
+                    break
+        if time.perf_counter() - t_rounds > budget_s:
+            break
+
+    keep = clock_keep_mask(clocks[:n])
+    kept = times[:n][keep]
+    if len(kept) < 2:
+        raise GpuError(f"only {len(kept)} of {n} timing rounds kept after clock filtering")
+    est = paired_ratio_ci(kept[:, 0], kept[:, 1], confidence, n_boot=2000, rng=rng)
+    clock_kept = clocks[:n][keep]
+    mhz = float(np.nanmedian(clock_kept)) if not np.all(np.isnan(clock_kept)) else float("nan")
+    return TimingResult(
+        est, float(np.median(kept[:, 0])), float(np.median(kept[:, 1])), int(len(kept)),
+        int(n - len(kept)), mhz, method, l2, (int(repeats[0]), int(repeats[1])), stopped,
+        time.perf_counter() - t_begin,
+    )

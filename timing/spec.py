@@ -1,0 +1,399 @@
+"""Launch specs: how to call one kernel, read from a small TOML file.
+
+A cubin says nothing about how its kernel should be launched or what its inputs
+mean, so checking and timing need this side file. It is validated up front, with
+one-line errors naming the file and the parameter, because a wrong spec silently
+produces meaningless timings (or a fault that looks like a bad candidate).
+
+Format::
+
+    [kernel]
+    name = "rmsnorm_f32"      # symbol name in the cubin
+    grid = [16, 1, 1]         # 1..3 positive ints (missing dims are 1)
+    block = [256, 1, 1]       # 1..3 positive ints, at most 1024 threads in all
+    shared = 0                # dynamic shared memory bytes (optional, default 0)
+    seed = 1234               # base seed; input set i uses seed + i (optional, default 0)
+    hook = "pkg.module:func"  # optional: func(spec, rng) -> {param name: array | scalar}
+
+    [[param]]                 # one table per kernel parameter, in parameter order
+    name = "x"
+    kind = "buffer"           # buffer | scalar
+    dtype = "float32"         # numpy dtype name (bool, ints, uints, floats)
+    shape = [16, 4096]        # positive ints
+    role = "in"               # in | out | inout
+    init = { dist = "normal", mean = 0.0, std = 1.0 }
+
+    [[param]]
+    name = "n"
+    kind = "scalar"
+    dtype = "int32"
+    value = 4096
+
+Distributions for ``init`` (keys other than ``dist`` are its arguments):
+
+- ``uniform``  low=0.0, high=1.0       floats in [low, high), cast to dtype
+- ``normal``   mean=0.0, std=1.0       cast to dtype
+- ``integers`` low=0, high (required)  ints in [low, high); ``index`` is an alias
+- ``arange``                           0, 1, 2, ... in flat order
+- ``permutation``                      a random permutation of 0..size-1
+- ``const``    value (required)
+
+Rules: ``out`` buffers take no ``init`` (they are filled with the poison byte
+0xFF before every run, see timing.check); ``in``/``inout`` buffers and scalars
+need an ``init``/``value`` unless the hook supplies them. Values the hook
+returns take precedence over the table; they must match the declared dtype and
+shape exactly (no silent casts). Seeding is described in timing.inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence, Union
+
+import numpy as np
+
+from reorder.errors import SpecError
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+POINTER_BYTES = 8
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
+MAX_DYNAMIC_SHARED = 227 * 1024  # sm_90 per-block opt-in maximum
+ROLES = ("in", "out", "inout")
+KINDS = ("buffer", "scalar")
+DISTS: dict[str, dict[str, float | None]] = {
+    # name -> {argument: default (None = required)}
+    "uniform": {"low": 0.0, "high": 1.0},
+    "normal": {"mean": 0.0, "std": 1.0},
+    "integers": {"low": 0, "high": None},
+    "index": {"low": 0, "high": None},
+    "arange": {},
+    "permutation": {},
+    "const": {"value": None},
+}
+_KERNEL_KEYS = {"name", "grid", "block", "shared", "seed", "hook"}
+_BUFFER_KEYS = {"name", "kind", "dtype", "shape", "role", "init"}
+_SCALAR_KEYS = {"name", "kind", "dtype", "value"}
+_HOOK_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Init:
+    """How to fill one input buffer: a distribution name and its (name, value) arguments."""
+
+    dist: str
+    args: tuple[tuple[str, float], ...] = ()
+
+    def arg(self, name: str) -> float:
+        """The argument's value; the loader has already filled defaults in."""
+        return dict(self.args)[name]
+
+
+@dataclass(frozen=True, slots=True)
+class BufferParam:
+    """A pointer parameter backed by a device buffer the tool allocates."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    role: str
+    init: Init | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarParam:
+    """A by-value parameter; `value` is None only when the hook supplies it."""
+
+    name: str
+    dtype: str
+    value: int | float | bool | None = None
+
+
+Param = Union[BufferParam, ScalarParam]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """Everything needed to launch one kernel on reproducible inputs."""
+
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    params: tuple[Param, ...]
+    shared: int = 0
+    seed: int = 0
+    hook: str | None = None
+    source: str = "<spec>"
+
+    @property
+    def buffers(self) -> tuple[BufferParam, ...]:
+        return tuple(p for p in self.params if isinstance(p, BufferParam))
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_spec(path: str | Path) -> LaunchSpec:
+    """Read and validate a spec file; every problem is one SpecError line."""
+    path = Path(path)
+    src = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{src}: spec file not found") from None
+    except OSError as e:
+        raise SpecError(f"{src}: cannot read spec file: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SpecError(f"{src}: not valid TOML: {e}") from None
+    return parse_spec(raw, source=src)
+
+
+def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
+    """Validate an already-parsed TOML document (split out so tests need no files)."""
+    kernel = raw.get("kernel")
+    if not isinstance(kernel, dict):
+        raise SpecError(f"{source}: missing [kernel] table")
+    extra = set(raw) - {"kernel", "param", "grid_sweep"}  # grid_sweep: read by benchmarks.kernels.sweep
+    if extra:
+        raise SpecError(f"{source}: unknown top-level key(s) {sorted(extra)}")
+    _no_unknown(kernel, _KERNEL_KEYS, f"{source}: [kernel]")
+    where = f"{source}: [kernel]"
+    name = _required(kernel, "name", str, where)
+    if not name:
+        raise SpecError(f"{where}: 'name' is empty")
+    grid = _dims(kernel.get("grid"), "grid", where, MAX_GRID_DIMS)
+    block = _dims(kernel.get("block"), "block", where, MAX_BLOCK_DIMS)
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS_PER_BLOCK:
+        raise SpecError(f"{where}: block {list(block)} has {threads} threads, more than {MAX_THREADS_PER_BLOCK}")
+    shared = _int_in(kernel.get("shared", 0), "shared", where, 0, MAX_DYNAMIC_SHARED)
+    seed = _int_in(kernel.get("seed", 0), "seed", where, 0, 2**63 - 1)
+    hook = kernel.get("hook")
+    if hook is not None and (not isinstance(hook, str) or not _HOOK_RE.match(hook)):
+        raise SpecError(f"{where}: 'hook' must look like 'pkg.module:func', got {hook!r}")
+    raw_params = raw.get("param", [])
+    if not isinstance(raw_params, list) or not all(isinstance(p, dict) for p in raw_params):
+        raise SpecError(f"{source}: 'param' must be an array of tables ([[param]])")
+    params = tuple(_parse_param(p, i, source, hook is not None) for i, p in enumerate(raw_params))
+    seen: set[str] = set()
+    for p in params:
+        if p.name in seen:
+            raise SpecError(f"{source}: param '{p.name}': name used twice")
+        seen.add(p.name)
+    return LaunchSpec(name, grid, block, params, shared, seed, hook, source)
+
+
+def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool) -> Param:
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{source}: param #{index}: missing or empty 'name'")
+    where = f"{source}: param '{name}'"
+    kind = _required(raw, "kind", str, where)
+    if kind not in KINDS:
+        raise SpecError(f"{where}: kind must be one of {list(KINDS)}, got {kind!r}")
+    _no_unknown(raw, _BUFFER_KEYS if kind == "buffer" else _SCALAR_KEYS, where)
+    dtype = _dtype(_required(raw, "dtype", str, where), where)
+    if kind == "scalar":
+        value = raw.get("value")
+        if value is None and not has_hook:
+            raise SpecError(f"{where}: scalar needs a 'value' (or a kernel hook that supplies it)")
+        if value is not None:
+            _check_fits(value, dtype, where, "value")
+        return ScalarParam(name, dtype, value)
+    shape = _shape(raw.get("shape"), where)
+    role = _required(raw, "role", str, where)
+    if role not in ROLES:
+        raise SpecError(f"{where}: role must be one of {list(ROLES)}, got {role!r}")
+    init_raw = raw.get("init")
+    if role == "out" and init_raw is not None:
+        raise SpecError(f"{where}: an 'out' buffer takes no 'init' (it is poisoned before every run)")
+    if role != "out" and init_raw is None and not has_hook:
+        raise SpecError(f"{where}: '{role}' buffer needs an 'init' (or a kernel hook that supplies it)")
+    init = None if init_raw is None else _init(init_raw, dtype, shape, where)
+    return BufferParam(name, dtype, shape, role, init)
+
+
+def _init(raw: Any, dtype: str, shape: tuple[int, ...], where: str) -> Init:
+    if not isinstance(raw, dict):
+        raise SpecError(f"{where}: 'init' must be a table like {{ dist = \"normal\" }}")
+    dist = raw.get("dist")
+    if dist not in DISTS:
+        raise SpecError(f"{where}: init dist must be one of {sorted(DISTS)}, got {dist!r}")
+    defaults = DISTS[dist]
+    unknown = set(raw) - {"dist"} - set(defaults)
+    if unknown:
+        raise SpecError(f"{where}: init dist '{dist}' takes {sorted(defaults) or 'no arguments'}, got {sorted(unknown)}")
+    args: list[tuple[str, float]] = []
+    for key, default in defaults.items():
+        value = raw.get(key, default)
+        if value is None:
+            raise SpecError(f"{where}: init dist '{dist}' needs '{key}'")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{where}: init '{key}' must be a number, got {value!r}")
+        args.append((key, value))
+    init = Init(dist, tuple(args))
+    _check_init_range(init, dtype, int(np.prod(shape)), where)
+    return init
+
+
+def _check_init_range(init: Init, dtype: str, size: int, where: str) -> None:
+    """Refuse draws that cannot be represented, instead of wrapping silently."""
+    kind = np.dtype(dtype).kind
+    if init.dist in ("integers", "index"):
+        low, high = init.arg("low"), init.arg("high")
+        if not (float(low).is_integer() and float(high).is_integer()):
+            raise SpecError(f"{where}: init '{init.dist}' bounds must be integers")
+        if high <= low:
+            raise SpecError(f"{where}: init '{init.dist}' needs low < high, got [{low}, {high})")
+        _check_fits(low, dtype, where, "init low")
+        _check_fits(high - 1, dtype, where, "init high-1")
+    elif init.dist in ("uniform",):
+        if init.arg("high") <= init.arg("low"):
+            raise SpecError(f"{where}: init 'uniform' needs low < high")
+    elif init.dist == "normal":
+        if init.arg("std") < 0:
+            raise SpecError(f"{where}: init 'normal' needs std >= 0")
+    elif init.dist in ("arange", "permutation"):
+        if kind in "iu" and size - 1 > np.iinfo(dtype).max:
+            raise SpecError(f"{where}: {size} elements do not fit '{init.dist}' in {dtype}")
+    elif init.dist == "const":
+        _check_fits(init.arg("value"), dtype, where, "init value")
+
+
+# ---------------------------------------------------------------- field helpers
+
+
+def _no_unknown(raw: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = set(raw) - allowed
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {sorted(unknown)} (allowed: {sorted(allowed)})")
+
+
+def _required(raw: dict[str, Any], key: str, typ: type, where: str) -> Any:
+    if key not in raw:
+        raise SpecError(f"{where}: missing '{key}'")
+    value = raw[key]
+    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
+        raise SpecError(f"{where}: '{key}' must be a {typ.__name__}, got {value!r}")
+    return value
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_in(v: Any, key: str, where: str, lo: int, hi: int) -> int:
+    if not _is_int(v) or not lo <= v <= hi:
+        raise SpecError(f"{where}: '{key}' must be an integer in [{lo}, {hi}], got {v!r}")
+    return v
+
+
+def _dims(v: Any, key: str, where: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+    if v is None:
+        raise SpecError(f"{where}: missing '{key}'")
+    if _is_int(v):
+        v = [v]
+    if not isinstance(v, list) or not 1 <= len(v) <= 3 or not all(_is_int(x) for x in v):
+        raise SpecError(f"{where}: '{key}' must be a list of 1 to 3 integers, got {v!r}")
+    dims = list(v) + [1] * (3 - len(v))
+    for axis, (d, lim) in enumerate(zip(dims, limits)):
+        if d <= 0:
+            raise SpecError(f"{where}: '{key}' dimension {'xyz'[axis]} must be positive, got {d}")
+        if d > lim:
+            raise SpecError(f"{where}: '{key}' dimension {'xyz'[axis]} = {d} exceeds the limit {lim}")
+    return (dims[0], dims[1], dims[2])
+
+
+def _shape(v: Any, where: str) -> tuple[int, ...]:
+    if _is_int(v):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(_is_int(x) for x in v):
+        raise SpecError(f"{where}: 'shape' must be a non-empty list of integers, got {v!r}")
+    if any(x <= 0 for x in v):
+        raise SpecError(f"{where}: 'shape' dimensions must be positive, got {v}")
+    return tuple(v)
+
+
+def _dtype(name: str, where: str) -> str:
+    try:
+        dt = np.dtype(name)
+    except TypeError:
+        raise SpecError(f"{where}: unknown dtype {name!r}") from None
+    if dt.kind not in "biuf" or dt.byteorder == ">":
+        raise SpecError(f"{where}: dtype {name!r} is not a plain numeric type (bool, int, uint, float)")
+    return dt.name
+
+
+def _check_fits(value: Any, dtype: str, where: str, what: str) -> None:
+    dt = np.dtype(dtype)
+    if isinstance(value, bool):
+        if dt.kind != "b":
+            raise SpecError(f"{where}: {what} is a boolean but dtype is {dtype}")
+        return
+    if not isinstance(value, (int, float)):
+        raise SpecError(f"{where}: {what} must be a number, got {value!r}")
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not float(value).is_integer() or not info.min <= value <= info.max:
+            raise SpecError(f"{where}: {what} {value!r} does not fit {dtype} [{info.min}, {info.max}]")
+    elif dt.kind == "b" and value not in (0, 1):
+        raise SpecError(f"{where}: {what} {value!r} is not a boolean")
+
+
+# ---------------------------------------------------------------- cubin cross-check
+
+
+def param_size(p: Param) -> int:
+    """Bytes the parameter occupies in the kernel's parameter buffer."""
+    return POINTER_BYTES if isinstance(p, BufferParam) else np.dtype(p.dtype).itemsize
+
+
+def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int]) -> None:
+    """Refuse a spec whose parameter list disagrees with the cubin's KPARAM_INFO sizes.
+
+    A mismatch here would make the launch read garbage arguments, which shows up
+    later as a fault or wrong output blamed on the candidate.
+    """
+    sizes = list(param_sizes)
+    if len(sizes) != len(spec.params):
+        raise SpecError(
+            f"{spec.source}: kernel '{spec.name}' takes {len(sizes)} parameter(s) "
+            f"(sizes {sizes}) but the spec lists {len(spec.params)}"
+        )
+    for i, (p, size) in enumerate(zip(spec.params, sizes)):
+        want = param_size(p)
+        if want != size:
+            what = "buffer (pointer)" if isinstance(p, BufferParam) else f"scalar {p.dtype}"
+            raise SpecError(
+                f"{spec.source}: param '{p.name}' (#{i}): spec says {what} = {want} bytes, "
+                f"kernel parameter is {size} bytes"
+            )
+
+
+def draw_inputs(spec: LaunchSpec, set_index: int) -> dict[str, np.ndarray | np.generic]:
+    """Host values for input set `set_index` (see timing.inputs; re-exported for one entry point)."""
+    from timing.inputs import draw_inputs as _draw
+
+    return _draw(spec, set_index)

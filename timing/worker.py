@@ -1,0 +1,277 @@
+"""Process isolation for GPU evaluations: a fault or a hang costs one job, never the run.
+
+A candidate cubin can execute an illegal instruction, fault on an address, or
+spin forever. Any of these poisons (or freezes) the CUDA context of the process
+running it, so every GPU evaluation runs in a child process:
+
+- WorkerPool(devices=[0, 1, ...]) keeps one child per GPU; each child sets
+  CUDA_VISIBLE_DEVICES to its device before anything touches CUDA, so inside a
+  job the GPU is always device 0. Use None for "leave the environment alone".
+- A Job names its function by import path ('pkg.module:func') and carries
+  picklable arguments, so tests can run fake jobs through the same machinery.
+- Outcomes (JobResult.status):
+    'ok'       the function returned; `value` is its result
+    'error'    it raised a ReorderError (a spec or setup problem, not a fault);
+               the worker is kept
+    'crashed'  it raised anything else (e.g. cupy's CUDARuntimeError for an
+               illegal instruction) or the process died; the worker is replaced
+    'timeout'  no answer within job.timeout_s; the worker is killed and replaced
+- Children are started with the 'spawn' method (fork after CUDA init is unsafe)
+  and restarted lazily, when the next job arrives.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import queue
+import signal
+import threading
+import time
+import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal, Sequence
+
+Status = Literal["ok", "error", "crashed", "timeout"]
+Device = int | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A function (by import path) and its picklable arguments, with a wall-clock limit."""
+
+    func: str
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    timeout_s: float = 60.0
+
+    @classmethod
+    def of(cls, func: Callable[..., Any] | str, *args: Any, timeout_s: float = 60.0, **kwargs: Any) -> Job:
+        """Build a Job from a module-level function (or its 'module:name' path)."""
+        if not isinstance(func, str):
+            module = getattr(func, "__module__", None)
+            if not module or module == "__main__" or "<locals>" in func.__qualname__:
+                raise ValueError(f"{func!r} is not importable by path; define it at module level in a module")
+            func = f"{module}:{func.__qualname__}"
+        return cls(func, tuple(args), tuple(sorted(kwargs.items())), timeout_s)
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    """The outcome of one job; `reason` is one line whenever status is not 'ok'."""
+
+    status: Status
+    value: Any = None
+    reason: str = ""
+    error_type: str = ""
+    detail: str = ""  # traceback text from the child, when there is one
+    device: Device = None
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def resolve(path: str) -> Callable[..., Any]:
+    """Import 'pkg.module:qual.name'."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not attr:
+        raise ValueError(f"job function must look like 'pkg.module:func', got {path!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _is_reorder_error(exc: BaseException) -> bool:
+    try:
+        from reorder.errors import ReorderError
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(exc, ReorderError)
+
+
+def _child_main(conn: Any, device: Device) -> None:
+    """Child loop: announce readiness, then run jobs until told to stop (None) or the pipe closes."""
+    if device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        try:
+            value = resolve(job.func)(*job.args, **dict(job.kwargs))
+            reply: tuple[Any, ...] = ("ok", value)
+        except BaseException as e:  # noqa: BLE001 - everything is reported, nothing escapes
+            kind = "error" if _is_reorder_error(e) else "crashed"
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            reply = (kind, type(e).__name__, first, traceback.format_exc())
+        try:
+            conn.send(reply)
+        except Exception as e:  # the result itself would not pickle
+            conn.send(("crashed", type(e).__name__, f"result could not be sent back: {e}", ""))
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "worker closed its pipe but did not exit"
+    if code < 0:
+        try:
+            return f"worker killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"worker killed by signal {-code}"
+    return f"worker exited with code {code}"
+
+
+class _Worker:
+    """One child process bound to one device; used by one thread at a time."""
+
+    def __init__(self, ctx: Any, device: Device, startup_timeout_s: float) -> None:
+        self.ctx = ctx
+        self.device = device
+        self.startup_timeout_s = startup_timeout_s
+        self.proc: Any = None
+        self.conn: Any = None
+
+    def _start(self) -> str:
+        """Start a child and wait for 'ready'; returns '' or a reason it failed."""
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_child_main, args=(child, self.device), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        if not parent.poll(self.startup_timeout_s):
+            self.stop(kill=True)
+            return f"worker did not start within {self.startup_timeout_s:g} s"
+        try:
+            parent.recv()
+        except (EOFError, OSError):
+            self.proc.join(5.0)
+            why = _exit_reason(self.proc.exitcode)
+            self.stop(kill=True)
+            return f"worker died while starting ({why})"
+        return ""
+
+    def stop(self, kill: bool = False) -> None:
+        """End the child: politely (None message) unless `kill`, then SIGKILL if needed."""
+        proc, conn = self.proc, self.conn
+        self.proc = self.conn = None
+        if proc is None:
+            return
+        if not kill and proc.is_alive():
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+            proc.join(2.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5.0)
+        if conn is not None:
+            conn.close()
+
+    def run(self, job: Job) -> JobResult:
+        t0 = time.perf_counter()
+
+        def result(status: Status, **kw: Any) -> JobResult:
+            return JobResult(status, device=self.device, elapsed_s=time.perf_counter() - t0, **kw)
+
+        if self.proc is None or not self.proc.is_alive():
+            self.stop(kill=True)
+            why = self._start()
+            if why:
+                return result("crashed", reason=why, error_type="WorkerStartError")
+            t0 = time.perf_counter()  # startup does not count against the job
+        self.conn.send(job)
+        if not self.conn.poll(job.timeout_s):
+            pid = self.proc.pid
+            self.stop(kill=True)
+            return result("timeout", reason=f"no result within {job.timeout_s:g} s; worker pid {pid} killed")
+        try:
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(5.0)
+            why = _exit_reason(self.proc.exitcode)
+            self.stop(kill=True)
+            return result("crashed", reason=why, error_type="WorkerDied")
+        if reply[0] == "ok":
+            return result("ok", value=reply[1])
+        status, etype, message, detail = reply
+        if status == "crashed":
+            self.stop(kill=True)  # the CUDA context may be poisoned: never reuse it
+        return result(status, reason=f"{etype}: {message}" if message else etype, error_type=etype, detail=detail)
+
+
+class WorkerPool:
+    """One isolated worker process per device; jobs go to whichever worker is free.
+
+    Use as a context manager, or call close(). `run` blocks for one job;
+    `map` runs many in parallel across the devices and keeps their order.
+    """
+
+    def __init__(
+        self,
+        devices: Sequence[Device] = (None,),
+        startup_timeout_s: float = 120.0,
+        start_method: str = "spawn",
+    ) -> None:
+        if not devices:
+            raise ValueError("WorkerPool needs at least one device")
+        ctx = mp.get_context(start_method)
+        self._workers = [_Worker(ctx, d, startup_timeout_s) for d in devices]
+        self._free: queue.Queue[_Worker] = queue.Queue()
+        for w in self._workers:
+            self._free.put(w)
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        return tuple(w.device for w in self._workers)
+
+    def run(self, job: Job) -> JobResult:
+        """Run one job on the next free worker and wait for its result."""
+        if self._closed:
+            raise RuntimeError("WorkerPool is closed")
+        worker = self._free.get()
+        try:
+            return worker.run(job)
+        finally:
+            self._free.put(worker)
+
+    def submit(self, job: Job) -> Future[JobResult]:
+        """Queue a job; its Future resolves to a JobResult (never raises for job failures)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(len(self._workers), thread_name_prefix="timing-worker")
+            return self._executor.submit(self.run, job)
+
+    def map(self, jobs: Iterable[Job]) -> list[JobResult]:
+        """Run jobs in parallel over the workers; results in job order."""
+        futures = [self.submit(j) for j in jobs]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        """Stop every worker (politely, then by force)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        for w in self._workers:
+            w.stop()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
