@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from legality.latency import Entry
+from legality.latency import Entry, latency_class
 from legality.verify import verify_instructions
 from reorder.cubin import read_cubin
 from reorder.sass import decode_kernel
@@ -33,6 +33,10 @@ class _Probe:
     def lookup(self, producer: str, consumer: str, kind: str) -> Entry:
         return Entry(producer, consumer, kind, 99, "probe")
 
+    def lookup_pair(self, producer_opcode: str, consumer_opcode: str, producer: str, consumer: str,
+                    kind: str) -> Entry:
+        return self.lookup(producer, consumer, kind)
+
     def max_cycles(self) -> int:
         return 32
 
@@ -40,30 +44,22 @@ class _Probe:
 def observed_minimums(paths: list[Path], exact: bool = False) -> dict[tuple[str, str, str], tuple[int, int, str]]:
     """(producer class, consumer class, kind) -> (min distance, pairs seen, an example);
     with `exact`, keyed by the full producer and consumer opcodes instead of classes."""
-    from legality import verify
-    from legality.latency import latency_class
-
     out: dict[tuple[str, str, str], tuple[int, int, str]] = {}
     for path in paths:
         cubin = read_cubin(path)
         probe = _Probe(cubin.arch)
-        original = verify.load_table
-        verify.load_table = lambda arch: probe  # the verifier's own walk, with the probe table
-        try:
-            for kernel in cubin.kernels:
-                code = decode_kernel(cubin, kernel.name)
-                by_offset = {i.offset: i for i in code.instructions}
-                for v in verify_instructions(code.instructions, cubin.arch):
-                    if v.kind not in FIXED_KINDS:
-                        continue
-                    p, c = by_offset[v.producer_offset], by_offset[v.consumer_offset]
-                    key = (p.opcode, c.opcode, v.kind) if exact else (latency_class(p), latency_class(c), v.kind)
-                    best, count, example = out.get(key, (99, 0, ""))
-                    if int(v.provided) < best:
-                        best, example = int(v.provided), f"{path.name}:{kernel.name} {v.producer_offset:#x}->{v.consumer_offset:#x}"
-                    out[key] = (best, count + 1, example)
-        finally:
-            verify.load_table = original
+        for kernel in cubin.kernels:
+            code = decode_kernel(cubin, kernel.name)
+            by_offset = {i.offset: i for i in code.instructions}
+            for v in verify_instructions(code.instructions, cubin.arch, table=probe):
+                if v.kind not in FIXED_KINDS:
+                    continue
+                p, c = by_offset[v.producer_offset], by_offset[v.consumer_offset]
+                key = (p.opcode, c.opcode, v.kind) if exact else (latency_class(p), latency_class(c), v.kind)
+                best, count, example = out.get(key, (99, 0, ""))
+                if int(v.provided) < best:
+                    best, example = int(v.provided), f"{path.name}:{kernel.name} {v.producer_offset:#x}->{v.consumer_offset:#x}"
+                out[key] = (best, count + 1, example)
     return out
 
 

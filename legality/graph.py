@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import networkx as nx
 
 from legality.latency import latency_class, load_table
-from legality.verify import _kind_of
+from legality.verify import read_kind
 from reorder.sass import Instruction
 
 _SPACES_ALIAS = {
@@ -82,7 +82,7 @@ def build_graph(instructions: tuple[Instruction, ...], indices: Iterable[int], a
             if kind in ("RAW", "WAW") and a.is_variable_latency:
                 scoreboard = True
             elif kind == "RAW":
-                cycles = table.lookup(latency_class(a), latency_class(b), _kind_of(resource, b)).cycles
+                cycles = table.lookup(latency_class(a), latency_class(b), read_kind(resource, b)).cycles
             elif kind == "WAW":
                 cycles = table.lookup(latency_class(a), latency_class(b), "waw").cycles
             graph.add_edge(i, j, kind=kind, resource=resource, cycles=cycles, scoreboard=scoreboard)

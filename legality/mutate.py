@@ -42,7 +42,7 @@ def _first_reader(instructions, start: int, end: int, resources: frozenset[str])
 def stall_cuts(instructions: tuple[Instruction, ...], arch: int) -> Iterator[Mutant]:
     """Fixed-latency RAW pairs in one block, stalls between them cut to one cycle short."""
     from legality.latency import latency_class
-    from legality.verify import _kind_of
+    from legality.verify import read_kind
 
     table = load_table(arch)
     for block in basic_blocks(instructions):
@@ -55,7 +55,7 @@ def stall_cuts(instructions: tuple[Instruction, ...], arch: int) -> Iterator[Mut
                 continue
             res = sorted(p.access.writes & instructions[j].access.reads)[0]
             need = table.lookup_pair(p.opcode, instructions[j].opcode, latency_class(p), latency_class(instructions[j]),
-                                     _kind_of(res, instructions[j])).cycles
+                                     read_kind(res, instructions[j])).cycles
             gap = j - i
             if gap > need - 1 or need - 1 < 1:
                 continue

@@ -121,7 +121,8 @@ def _sb_name(sb: int) -> str:
     return f"wait on SB{sb}" if sb != UNTRACKED else "a scoreboard (producer set none)"
 
 
-def _kind_of(resource: str, ins: Instruction) -> str:
+def read_kind(resource: str, ins: Instruction) -> str:
+    """Latency-table kind of reading `resource` in `ins`: raw, raw_u, raw_pred or raw_guard."""
     if resource.startswith("UR"):
         return "raw_u"
     if resource.startswith(("P", "UP")):
@@ -174,7 +175,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
-            need = _need(table, r, ins, cls, _kind_of(res, ins))
+            need = _need(table, r, ins, cls, read_kind(res, ins))
             if r.elapsed < need.cycles:
                 found.append(Violation(need.kind, res, r.offset, r.opcode, ins.offset, ins.opcode,
                                        need.cycles, r.elapsed))
@@ -208,9 +209,7 @@ def queue_of(ins: Instruction) -> str:
 
 
 def _need(table, recent: Recent, ins: Instruction, cls: str, kind: str):
-    if hasattr(table, "lookup_pair"):
-        return table.lookup_pair(recent.opcode, ins.opcode, recent.cls, cls, kind)
-    return table.lookup(recent.cls, cls, kind)
+    return table.lookup_pair(recent.opcode, ins.opcode, recent.cls, cls, kind)
 
 
 def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
@@ -268,9 +267,8 @@ def _advance(s: State, stall: int, horizon: int) -> None:
                                    for p in table[res])
 
 
-def verify_instructions(instructions: tuple[Instruction, ...], arch: int) -> tuple[Violation, ...]:
-    """All violations of a schedule (deduplicated), by a fixed point over the CFG."""
-    table = load_table(arch)
+def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State], dict[tuple, Violation]]:
+    """Fixed point over the CFG: the worst-case state at each block entry, and every violation."""
     blocks = {b.start: b for b in basic_blocks(instructions)}
     cfg = control_flow_graph(instructions)
     entry: dict[int, State] = {start: State() for start in blocks}
@@ -293,6 +291,20 @@ def verify_instructions(instructions: tuple[Instruction, ...], arch: int) -> tup
                 entry[succ] = merged
                 if succ not in work:
                     work.append(succ)
+    return entry, found
+
+
+def block_entry_states(instructions: tuple[Instruction, ...], arch: int) -> dict[int, State]:
+    """block start index -> what may be in flight when the block is entered (all paths)."""
+    return _walk(instructions, load_table(arch))[0]
+
+
+def verify_instructions(instructions: tuple[Instruction, ...], arch: int, table=None) -> tuple[Violation, ...]:
+    """All violations of a schedule (deduplicated), by a fixed point over the CFG.
+
+    `table` defaults to the arch's latency table; `legality.calibrate` passes its own.
+    """
+    found = _walk(instructions, table if table is not None else load_table(arch))[1]
     return tuple(sorted(found.values(), key=lambda v: (v.consumer_offset, v.producer_offset, v.resource)))
 
 

@@ -15,7 +15,8 @@ from reorder.cfg import Block, basic_blocks
 from reorder.cubin import parse_cubin
 from reorder.errors import EncodingError, LegalityError
 from reorder.liveness import live_out
-from reorder.rename import OperandRename, rename_words
+from reorder.operands import destination_count
+from reorder.rename import OperandRename, register_regex, rename_words
 from reorder.sass import Instruction, KernelCode, decode_kernel
 from reorder.schedule import schedule_block
 from reorder.writer import patch_kernel
@@ -221,15 +222,11 @@ def _rename_plan(code: KernelCode, block: Block, load_index: int, next_reg: int,
 
 
 def _dest_count(ins: Instruction) -> int:
-    from reorder.operands import destination_count
-
     return destination_count(ins.base, ins.operands)
 
 
 def _names_register(operand: str, index: int) -> bool:
-    import re
-
-    return re.search(rf"(?<![A-Za-z0-9])R{index}(?![0-9])", operand) is not None
+    return register_regex(index).search(operand) is not None
 
 
 def _apply_renames(code: KernelCode, renames: list[OperandRename], regcount: int) -> KernelCode:

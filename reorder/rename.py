@@ -53,10 +53,20 @@ def _clean(operands: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(o.replace(".reuse", "") for o in operands)
 
 
+def register_regex(index: int) -> re.Pattern[str]:
+    """Matches register R<index> in operand text (not R<index>0, not UR<index>)."""
+    return re.compile(rf"(?<![A-Za-z0-9])R{index}(?![0-9])")
+
+
+def with_register(operand: str, old: int, new: int) -> str:
+    """`operand` with register R<old> written as R<new>."""
+    return register_regex(old).sub(f"R{new}", operand)
+
+
 def _expected(ins: Instruction, renames: list[OperandRename]) -> tuple[str, ...]:
     ops = list(_clean(ins.operands))
     for r in renames:
-        ops[r.operand_index] = re.sub(rf"(?<![A-Za-z0-9])R{r.old}(?![0-9])", f"R{r.new}", ops[r.operand_index])
+        ops[r.operand_index] = with_register(ops[r.operand_index], r.old, r.new)
     return tuple(ops)
 
 
@@ -89,8 +99,7 @@ def _apply_one(ins: Instruction, word: int, rename: OperandRename, arch: int,
     listed = disassemble_words([w for _, w in candidates], arch)
     for (_, patched), (opcode, operands) in zip(candidates, listed):
         want = list(current)
-        want[rename.operand_index] = re.sub(rf"(?<![A-Za-z0-9])R{rename.old}(?![0-9])", f"R{rename.new}",
-                                            want[rename.operand_index])
+        want[rename.operand_index] = with_register(want[rename.operand_index], rename.old, rename.new)
         got = _clean(operands)
         changed = [i for i, (a, b) in enumerate(zip(current, got)) if a != b]
         if opcode.replace(".reuse", "") == ins.opcode and changed == [rename.operand_index] and \

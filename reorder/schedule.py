@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from legality.latency import LatencyTable, load_table
-from legality.verify import FRESH_SCOREBOARD_CYCLES, State, Violation, merge, step, verify_instructions
-from reorder.cfg import basic_blocks, control_flow_graph
+from legality.verify import FRESH_SCOREBOARD_CYCLES, State, Violation, block_entry_states, step, verify_instructions
 from reorder.control import ControlCode
 from reorder.errors import LegalityError
 from reorder.sass import Instruction
@@ -55,26 +54,13 @@ def _bump(order: list[Instruction], index: int, cycles: int, floor: int) -> bool
     return cycles == 0
 
 
-def _entry_state(instructions: tuple[Instruction, ...], start: int, table: LatencyTable) -> State:
-    """The worst-case state at a block's entry, from a verifier pass over the kernel."""
-    blocks = {b.start: b for b in basic_blocks(instructions)}
-    cfg = control_flow_graph(instructions)
-    state = State()
-    for pred in cfg.predecessors(start):
-        s = State()
-        for i in blocks[pred].indices():
-            s = step(s, instructions[i], table, [])
-        state = merge(state, s)
-    return state
-
-
 def schedule_block(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
                    arch: int, keep_stalls: bool = False) -> tuple[Instruction, ...]:
     """Kernel instructions with block [start, end) replaced by `new_order` (indices into
     the block's original instructions, absolute) and its control codes recomputed."""
     table = load_table(arch)
     order = [_initial(instructions[i], keep_stalls) for i in new_order]
-    entry = _entry_state(instructions, start, table)
+    entry = block_entry_states(instructions, arch)[start]
     state = entry
     for j in range(len(order)):
         for _ in range(64):

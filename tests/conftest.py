@@ -1,4 +1,4 @@
-"""Shared fixtures: the corpus of cubins built from the project's own CUDA sources.
+"""Shared fixtures and the GPU-tier switch: the corpus of cubins built from the project's own CUDA sources.
 
 With nvcc present the corpus is rebuilt from tests/corpus/src into a temporary folder
 (so the tests exercise the real build); without it the checked-in copies are used.
@@ -11,6 +11,18 @@ import sys
 from pathlib import Path
 
 import pytest
+
+def _gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no cupy, no driver, no device
+        return False
+
+
+# The GPU tier (tests/gpu) is collected only where CuPy sees a CUDA device.
+collect_ignore_glob = [] if _gpu_available() else ["gpu/test_*.py"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
