@@ -1,144 +1,174 @@
-"""One GPU session: RMSNorm load batching, StallCut over the suite, A/A timing, fault isolation.
+"""One GPU session: RMSNorm load batching (with a bisection of its steps), StallCut over the
+suite, A/A timing of both methods, and fault isolation.
 
-Run on the GPU machine after `python -m benchmarks.gpu_session --prepare DIR` has built
-the candidate cubins on a CPU machine (the GPU machine has no nvdisasm wheel):
-
-    python -m benchmarks.gpu_session --run DIR --out OUT
+CPU side (needs nvdisasm): `python -m benchmarks.gpu_session --prepare DIR` writes every
+original and candidate cubin into DIR with a manifest. GPU side:
+`python -m benchmarks.gpu_session --run DIR --out OUT` evaluates every entry in a
+`timing.worker` process (a faulting candidate is a 'crashed' row, and the session goes
+on), writing OUT/gpu_session.csv with GPU, date, commit, L2 state and each ratio's CI.
 
 Every ratio is time(candidate)/time(original) from timing.paired (CUDA-graph replay,
-interleaved randomized rounds, bootstrap 95% CI), after timing.check proved the outputs
-byte-identical on 3 fresh input sets. Results: OUT/gpu_session.json and CSV rows.
+interleaved randomized rounds, bootstrap 95% CI), measured only after timing.check proved
+the outputs byte-identical on 3 fresh input sets.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 ROWS = (1, 16, 128, 1024, 8192)
 SUITE = Path(__file__).parent / "kernels"
+RMS = "rmsnorm_triton_style"
+AA_REPEATS = 5
 
 
-def _spec(kernel: str, point: dict | None):
+def load_suite_spec(kernel: str, point: dict | None = None):
+    """The suite's launch spec for `kernel`, resized to a sweep point."""
     import tomllib
 
     from benchmarks.kernels.sweep import apply_sweep
     from timing.spec import parse_spec
 
     raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
-    raw = apply_sweep(raw, point) if point else raw
+    raw = dict(apply_sweep(raw, point) if point else raw)
     raw.pop("grid_sweep", None)
-    return parse_spec(dict(raw), kernel)
+    return parse_spec(raw, kernel)
+
+
+def _suite_cubin(kernel: str) -> Path:
+    from reorder.cubin import read_cubin
+
+    return next(p for p in sorted((SUITE / "cubin").glob("*.cubin")) if kernel in {k.name for k in read_cubin(p).kernels})
+
+
+def _bisect_variants(out: Path) -> list[dict]:
+    """The batch-loads result and its parts, to locate a step that breaks on hardware."""
+    from reorder import moves
+    from reorder.cubin import read_cubin
+    from reorder.pipeline import apply_each, batch_loads
+    from reorder.sass import decode_kernel
+    from reorder.writer import patch_kernel, write_atomic
+
+    cubin = read_cubin(_suite_cubin(RMS))
+    code = decode_kernel(cubin, RMS)
+    entries = []
+
+    def add(name: str, data: bytes, note: str) -> None:
+        write_atomic(out / f"{name}.cubin", data)
+        entries.append({"variant": name, "note": note})
+
+    full = batch_loads(code, noalias=True)
+    add("batch_all", full.data, "; ".join(full.summary()[:5]))
+    add("regcount_only", patch_kernel(cubin, code.kernel, code.instructions, full.after.kernel.regcount),
+        f"original code, REGCOUNT {code.kernel.regcount} -> {full.after.kernel.regcount}")
+    for move in moves.LoadBatch.instances(code, noalias=True):
+        one = apply_each(code, [move])
+        if one.applied:
+            add(f"batch_block{move.block_start}", one.data, "; ".join(one.summary()[:5]))
+            block = next(b for b in moves.basic_blocks(code.instructions) if b.start == move.block_start)
+            plan = moves._plan_hoists(code, block, move.max_loads, True)
+            if plan and plan[1]:
+                renamed = moves._apply_renames(code, plan[1], plan[2])
+                add(f"rename_block{move.block_start}", renamed.cubin.data, "renamed registers only, original order")
+    return entries
 
 
 def prepare(out: Path) -> None:
     """CPU side: write original and candidate cubins for every experiment into `out`."""
     from legality.mutate import scoreboard_mutants
     from reorder.cubin import read_cubin
-    from reorder.pipeline import batch_loads, cut_stalls
+    from reorder.pipeline import cut_stalls
     from reorder.sass import decode_kernel
     from reorder.writer import patch_kernel, write_atomic
 
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {"stallcut": [], "batch": None}
-    rms = SUITE / "cubin" / "rmsnorm.cubin"
-    code = decode_kernel(read_cubin(rms), "rmsnorm_triton_style")
-    result = batch_loads(code, noalias=True)
-    write_atomic(out / "rmsnorm_orig.cubin", rms.read_bytes())
-    write_atomic(out / "rmsnorm_batched.cubin", result.data)
-    manifest["batch"] = {"summary": result.summary()}
+    manifest: dict = {"bisect": _bisect_variants(out), "stallcut": []}
     for spec_path in sorted((SUITE / "specs").glob("*.toml")):
         kernel = spec_path.stem
-        cubin_path = next(p for p in (SUITE / "cubin").glob("*.cubin") if kernel in
-                          {k.name for k in read_cubin(p).kernels})
-        code = decode_kernel(read_cubin(cubin_path), kernel)
+        path = _suite_cubin(kernel)
+        code = decode_kernel(read_cubin(path), kernel)
         cut = cut_stalls(code)
-        write_atomic(out / f"{kernel}_orig.cubin", cubin_path.read_bytes())
+        write_atomic(out / f"{kernel}_orig.cubin", path.read_bytes())
         write_atomic(out / f"{kernel}_stallcut.cubin", cut.data)
-        before = sum(i.ctrl.stall for i in code.instructions)
-        after = sum(i.ctrl.stall for i in cut.after.instructions)
-        manifest["stallcut"].append({"kernel": kernel, "stall_before": before, "stall_after": after})
-    cubin = read_cubin(rms)
-    code = decode_kernel(cubin, "rmsnorm_triton_style")
+        manifest["stallcut"].append({"kernel": kernel, "stall_before": sum(i.ctrl.stall for i in code.instructions),
+                                     "stall_after": sum(i.ctrl.stall for i in cut.after.instructions)})
+    cubin = read_cubin(_suite_cubin(RMS))
+    code = decode_kernel(cubin, RMS)
     mutant = next(m for m in scoreboard_mutants(code.instructions) if m.kind == "drop_wait")
     write_atomic(out / "rmsnorm_dropwait.cubin", patch_kernel(cubin, code.kernel, mutant.instructions))
+    manifest["commit"] = _commit()
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def _timed(a: Path, b: Path, spec, l2: str = "warm", method: str = "graph") -> dict:
-    from timing.check import check_pair
-    from timing.paired import time_pair
-    from timing.stats import verdict
-
-    chk = check_pair(str(a), str(b), spec, sets=3) if a != b else None
-    if chk is not None and not chk.ok:
-        return {"check": "MISMATCH", "reason": chk.reason}
-    t = time_pair(str(a), str(b), spec, l2=l2, method=method, target_ci_pct=0.5, budget_s=6.0)
-    return {"check": "identical" if chk else "same-file", "ratio": t.ratio.ratio, "ci_low": t.ratio.low,
-            "ci_high": t.ratio.high, "a_us": t.a_us, "b_us": t.b_us, "rounds": t.rounds,
-            "clock_mhz": t.clock_mhz, "verdict": verdict(t.ratio), "l2": l2, "method": method}
-
-
 def run(folder: Path, out: Path) -> None:
+    """GPU side: every evaluation in a worker; rows go to OUT/gpu_session.csv as they come."""
     import cupy
 
+    from timing.evaluate import check_and_time_job, check_job, describe_status
     from timing.worker import Job, WorkerPool
 
     out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((folder / "manifest.json").read_text())
     props = cupy.cuda.runtime.getDeviceProperties(0)
+    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "driver": cupy.cuda.runtime.driverGetVersion(), "commit": manifest.get("commit", "unknown")}
     rows: list[dict] = []
-    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "driver": cupy.cuda.runtime.driverGetVersion(), "commit": _commit()}
+    orig = str(folder / f"{RMS}_orig.cubin")
 
-    def record(**row):
-        rows.append({**meta, **row})
-        print(json.dumps(row), flush=True)
-
-    for n in ROWS:
-        spec = _spec("rmsnorm_triton_style", {"rows": n})
-        record(experiment="batch_loads", kernel="rmsnorm_triton_style", rows=n,
-               **_timed(folder / "rmsnorm_orig.cubin", folder / "rmsnorm_batched.cubin", spec))
-    for item in json.loads((folder / "manifest.json").read_text())["stallcut"]:
-        k = item["kernel"]
-        try:
-            res = _timed(folder / f"{k}_orig.cubin", folder / f"{k}_stallcut.cubin", _spec(k, None))
-        except Exception as exc:  # record failures too
-            res = {"check": "ERROR", "reason": f"{type(exc).__name__}: {exc}"[:200]}
-        record(experiment="stall_cut", kernel=k, **item, **res)
-    for label, kernel, point in (("short", "rmsnorm_triton_style", {"rows": 16}),
-                                 ("long", "warp_select_k32", None)):
-        spec = _spec(kernel, point)
-        a = folder / f"{kernel}_orig.cubin"
-        for method in ("graph", "backtoback"):
-            for rep in range(3):
-                record(experiment="aa", size=label, kernel=kernel, rep=rep, **_timed(a, a, spec, method=method))
     with WorkerPool(devices=[0]) as pool:
-        spec = _spec("rmsnorm_triton_style", {"rows": 16})
-        from timing.check import check_pair
+        def evaluate(job_fn, a, b, spec, **fields):
+            res = pool.run(Job.of(job_fn, str(a), str(b), spec, timeout_s=120, **fields.pop("kw", {})))
+            row = {**meta, **fields, **describe_status(res)}
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k not in meta}, default=str), flush=True)
+            _write(out, rows)
 
-        bad = pool.run(Job.of(check_pair, str(folder / "rmsnorm_orig.cubin"), str(folder / "rmsnorm_dropwait.cubin"),
-                              spec, timeout_s=120))
-        good = pool.run(Job.of(check_pair, str(folder / "rmsnorm_orig.cubin"), str(folder / "rmsnorm_batched.cubin"),
-                               spec, timeout_s=120))
-        record(experiment="isolation", dropwait_status=bad.status, dropwait_reason=str(bad.reason)[:200],
-               dropwait_ok=getattr(bad.value, "ok", None), next_status=good.status,
-               next_ok=getattr(good.value, "ok", None))
-    (out / "gpu_session.json").write_text(json.dumps(rows, indent=1, default=str))
+        small = load_suite_spec(RMS, {"rows": 16})
+        for v in manifest["bisect"]:
+            evaluate(check_job, orig, folder / f"{v['variant']}.cubin", small, experiment="bisect", **v)
+        evaluate(check_job, orig, folder / "rmsnorm_dropwait.cubin", small, experiment="isolation",
+                 variant="drop_wait (verifier rejects it)")
+        evaluate(check_job, orig, orig, small, experiment="isolation", variant="next job after the fault")
+        for n in ROWS:
+            evaluate(check_and_time_job, orig, folder / "batch_all.cubin", load_suite_spec(RMS, {"rows": n}),
+                     experiment="batch_loads", kernel=RMS, rows=n)
+        for item in manifest["stallcut"]:
+            k = item["kernel"]
+            evaluate(check_and_time_job, folder / f"{k}_orig.cubin", folder / f"{k}_stallcut.cubin",
+                     load_suite_spec(k), experiment="stall_cut", **item)
+        for size, kernel, point in (("short", RMS, {"rows": 16}), ("long", "warp_select_k32", None)):
+            a = folder / f"{kernel}_orig.cubin"
+            for method in ("graph", "backtoback"):
+                for rep in range(AA_REPEATS):
+                    evaluate(check_and_time_job, a, a, load_suite_spec(kernel, point), experiment="aa", size=size,
+                             kernel=kernel, rep=rep, kw={"method": method, "budget_s": 4.0})
+
+
+def _write(out: Path, rows: list[dict]) -> None:
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(out / "gpu_session.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=keys)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "unknown"
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=Path(__file__).parent).stdout.strip()
+    return done.stdout.strip() + ("+dirty" if dirty else "")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prepare", type=Path)
     parser.add_argument("--run", type=Path)
     parser.add_argument("--out", type=Path, default=Path("out"))
@@ -147,4 +177,3 @@ if __name__ == "__main__":
         prepare(args.prepare)
     if args.run:
         run(args.run, args.out)
-    sys.exit(0)

@@ -70,40 +70,49 @@ def _expected(ins: Instruction, renames: list[OperandRename]) -> tuple[str, ...]
     return tuple(ops)
 
 
-def _candidates(word: int, old: int, new: int) -> list[tuple[str, int]]:
-    return [(name, (word & ~(0xFF << bit)) | (new << bit)) for name, bit in FIELDS.items() if (word >> bit) & 0xFF == old]
+def _candidates(word: int, old: int, new: int) -> list[tuple[int, int]]:
+    """(field bit, patched word) for every register field of `word` that holds `old`."""
+    return [(bit, (word & ~(0xFF << bit)) | (new << bit)) for bit in FIELDS.values() if (word >> bit) & 0xFF == old]
+
+
+def _changes_only(ins: Instruction, listed: tuple[str, tuple[str, ...]], rename: OperandRename) -> bool:
+    """Does this disassembly differ from the original in exactly the intended operand?"""
+    opcode, operands = listed
+    current, got = _clean(ins.operands), _clean(operands)
+    want = with_register(current[rename.operand_index], rename.old, rename.new)
+    changed = [i for i, (a, b) in enumerate(zip(current, got)) if a != b]
+    return (opcode.replace(".reuse", "") == ins.opcode and len(got) == len(current)
+            and changed == [rename.operand_index] and got[rename.operand_index] == want)
 
 
 def rename_words(instructions: dict[int, Instruction], renames: list[OperandRename], arch: int) -> dict[int, int]:
-    """offset -> new word with every rename applied, each checked by disassembly."""
-    by_offset: dict[int, list[OperandRename]] = {}
+    """offset -> new word with every rename applied.
+
+    One nvdisasm call disassembles every single-field candidate of every rename; the
+    field whose candidate changes exactly the intended operand is taken. A second call
+    checks each instruction with all its renames applied together.
+    """
+    trials: list[tuple[OperandRename, int, int]] = []  # (rename, field bit, candidate word)
     for r in renames:
-        by_offset.setdefault(r.offset, []).append(r)
-    words = {off: instructions[off].word for off in by_offset}
-    for off, todo in by_offset.items():
-        current = list(_clean(instructions[off].operands))
-        for r in todo:
-            words[off], current = _apply_one(instructions[off], words[off], r, arch, current)
-        got = disassemble_words([words[off]], arch)[0]
-        if _clean(got[1]) != _expected(instructions[off], todo):
+        found = _candidates(instructions[r.offset].word, r.old, r.new)
+        if not found:
+            raise EncodingError(f"no register field holds R{r.old}", r.offset, instructions[r.offset].opcode)
+        trials += [(r, bit, word) for bit, word in found]
+    listed = disassemble_words([word for _, _, word in trials], arch)
+    chosen: dict[OperandRename, int] = {}
+    for (r, bit, _), text in zip(trials, listed):
+        if r not in chosen and _changes_only(instructions[r.offset], text, r):
+            chosen[r] = bit
+    words: dict[int, int] = {}
+    for r in renames:
+        if r not in chosen:
+            raise EncodingError(f"no field renames operand {r.operand_index} (R{r.old}->R{r.new})", r.offset,
+                                instructions[r.offset].opcode)
+        word = words.get(r.offset, instructions[r.offset].word)
+        words[r.offset] = (word & ~(0xFF << chosen[r])) | (r.new << chosen[r])
+    offsets = sorted(words)
+    for off, got in zip(offsets, disassemble_words([words[o] for o in offsets], arch)):
+        todo = [r for r in renames if r.offset == off]
+        if got[0].replace(".reuse", "") != instructions[off].opcode or _clean(got[1]) != _expected(instructions[off], todo):
             raise EncodingError(f"renaming at {off:#x} disassembles as {got}", off, instructions[off].opcode)
     return words
-
-
-def _apply_one(ins: Instruction, word: int, rename: OperandRename, arch: int,
-               current: list[str]) -> tuple[int, list[str]]:
-    """Patch the one field that moves operand `rename.operand_index` from old to new."""
-    candidates = _candidates(word, rename.old, rename.new)
-    if not candidates:
-        raise EncodingError(f"no register field holds R{rename.old}", ins.offset, ins.opcode)
-    listed = disassemble_words([w for _, w in candidates], arch)
-    for (_, patched), (opcode, operands) in zip(candidates, listed):
-        want = list(current)
-        want[rename.operand_index] = with_register(want[rename.operand_index], rename.old, rename.new)
-        got = _clean(operands)
-        changed = [i for i, (a, b) in enumerate(zip(current, got)) if a != b]
-        if opcode.replace(".reuse", "") == ins.opcode and changed == [rename.operand_index] and \
-                got[rename.operand_index] == want[rename.operand_index]:
-            return patched, list(got)
-    raise EncodingError(f"no field renames operand {rename.operand_index} (R{rename.old}->R{rename.new})",
-                        ins.offset, ins.opcode)
