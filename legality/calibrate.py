@@ -7,7 +7,7 @@ distance ptxas leaves anywhere in a set of cubins: the compiler's own choice, wh
 tool may rely on ("never below the compiler's choice without a silicon measurement").
 Pairs under complementary guards (@P0 / @!P0) are not dependencies and are skipped.
 
-Run: python -m legality.calibrate tests/corpus/cubin/sm_90 > legality/tables/ptxas_sm_90.toml
+Run: python -m legality.calibrate tests/corpus/cubin/sm_90 benchmarks/kernels/cubin > legality/tables/ptxas_sm_90.toml
 """
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ def to_toml(found: dict[tuple[str, str, str], tuple[int, int, str]], label: str,
 
 
 def main(argv: list[str]) -> int:
-    folder = Path(argv[0])
-    paths = sorted(folder.glob("*.cubin"))
-    label = f"the project corpus ({folder.as_posix()})"
+    """Calibrate over every cubin in the given folders (all of one architecture family)."""
+    paths = sorted(p for folder in argv for p in Path(folder).glob("*.cubin"))
+    label = "the project's cubins (" + ", ".join(Path(f).as_posix() for f in argv) + ")"
     print(to_toml(observed_minimums(paths), label), end="")
-    print(to_toml(observed_minimums(paths, exact=True), label + ", exact opcode pairs", "pair")[1:].split("\n", 1)[1], end="")
+    print(to_toml(observed_minimums(paths, exact=True), label + ", exact opcode pairs", "pair").split("\n", 1)[1], end="")
     return 0
 
 

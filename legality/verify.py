@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from legality.latency import LatencyTable, latency_class, load_table
 from reorder.cfg import basic_blocks, control_flow_graph
-from reorder.sass import Instruction, KernelCode
+from reorder.cubin import RESERVED_REGISTERS
+from reorder.sass import Instruction, KernelCode, highest_register
 
 FRESH_SCOREBOARD_CYCLES = 2
 
@@ -308,8 +309,20 @@ def verify_instructions(instructions: tuple[Instruction, ...], arch: int, table=
     return tuple(sorted(found.values(), key=lambda v: (v.consumer_offset, v.producer_offset, v.resource)))
 
 
+def register_budget(instructions: tuple[Instruction, ...], regcount: int) -> tuple[Violation, ...]:
+    """A register at or above REGCOUNT - RESERVED_REGISTERS is an illegal instruction on silicon."""
+    highest = highest_register(instructions)
+    if highest + 1 + RESERVED_REGISTERS <= regcount:
+        return ()
+    at = next(i for i in instructions if f"R{highest}" in i.access.reads | i.access.writes)
+    return (Violation("registers", f"R{highest}", at.offset, at.opcode, at.offset, at.opcode,
+                      f"REGCOUNT >= {highest + 1 + RESERVED_REGISTERS}", f"REGCOUNT {regcount}",
+                      f"{RESERVED_REGISTERS} registers above the highest used are reserved"),)
+
+
 def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None = None) -> Report:
-    """Verify a decoded kernel (or a new instruction order for it)."""
+    """Verify a decoded kernel (or a new instruction order for it): schedule and register budget."""
     ins = instructions if instructions is not None else code.instructions
     unknown = tuple((i.offset, i.opcode) for i in ins if not i.known)
-    return Report(code.kernel.name, code.arch, verify_instructions(ins, code.arch), unknown)
+    found = register_budget(ins, code.kernel.regcount) + verify_instructions(ins, code.arch)
+    return Report(code.kernel.name, code.arch, found, unknown)

@@ -29,6 +29,11 @@ SHT_CUDA_INFO = 0x70000000
 STO_CUDA_ENTRY = 0x10
 SUPPORTED_ARCHS: frozenset[int] = frozenset({75, 80, 86, 87, 89, 90})
 FATBIN_MAGIC = 0xBA55ED50
+# REGCOUNT is always the highest general register used + 1 + 2: true of every kernel of
+# the corpus and the suite (107 kernels, ptxas 13.0, sm_80 and sm_90). A kernel that used
+# a register at REGCOUNT-2 (REGCOUNT raised to highest + 1 only) raised
+# cudaErrorIllegalInstruction on the H200 (benchmarks/results/2026-11-29_h200_session.md).
+RESERVED_REGISTERS = 2
 
 
 @dataclass(frozen=True, slots=True)

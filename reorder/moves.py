@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from legality.graph import dependency, memory_conflict
 from reorder.buffers import address_parameters
 from reorder.cfg import Block, basic_blocks
-from reorder.cubin import parse_cubin
+from reorder.cubin import RESERVED_REGISTERS, parse_cubin
 from reorder.errors import EncodingError, LegalityError
 from reorder.liveness import live_out
 from reorder.operands import destination_count
@@ -143,7 +143,7 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: bool):
     live = live_out(ins)
     order = list(block.indices())
     renames: list[OperandRename] = []
-    next_reg = _align(code.kernel.regcount, 4)
+    next_reg = code.registers_used()
     notes: list[str] = []
     floor = 0  # loads keep their relative order
     hoisted = 0
@@ -181,7 +181,7 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: bool):
             notes.append(f"{ins[load_index].offset:#06x} {ins[load_index].opcode}: hoisted assuming no alias")
     if not hoisted:
         return None
-    regcount = max(code.kernel.regcount, next_reg) if renames else code.kernel.regcount
+    regcount = max(code.kernel.regcount, next_reg + RESERVED_REGISTERS) if renames else code.kernel.regcount
     if regcount > code.kernel.regcount:
         notes.append(f"registers {code.kernel.regcount} -> {regcount} (renamed {len(renames)} operands)")
     return order, renames, regcount, notes
@@ -200,7 +200,7 @@ def _rename_plan(code: KernelCode, block: Block, load_index: int, next_reg: int,
         return None
     base, width = int(dest[0][1:]), len(dest)
     new_base = _align(next_reg, width if width in (2, 4) else 1)
-    if new_base + width > 254:
+    if new_base + width + RESERVED_REGISTERS > 255:
         return None
     mapping = {base + k: new_base + k for k in range(width)}
     renames = [OperandRename(load.offset, 0, base, new_base)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from legality.verify import verify_instructions
+from legality.verify import verify_kernel
 from reorder.costmodel import kernel_cycles, stall_cycles
 from reorder.cubin import parse_cubin
 from reorder.errors import EncodingError, LegalityError
@@ -44,13 +44,14 @@ class Outcome:
         return lines + [f"note: {n}" for n in self.notes] + [f"skipped: {s}" for s in self.skipped]
 
 
-def _step(code: KernelCode, move) -> KernelCode:
+def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
+    """Apply one move, write it, read the bytes back, and verify what was written."""
     cand = move.apply(code, code.instructions)
-    violations = verify_instructions(cand.instructions, code.arch)
-    if violations:
-        raise LegalityError(f"verifier rejected {move}: {violations[0].line()}", violations)
-    data = cand.cubin_bytes()
-    return decode_kernel(parse_cubin(data, code.cubin.path), code.kernel.name), cand
+    written = decode_kernel(parse_cubin(cand.cubin_bytes(), code.cubin.path), code.kernel.name)
+    report = verify_kernel(written)
+    if not report.ok:
+        raise LegalityError(f"verifier rejected {move}: {report.violations[0].line()}", report.violations)
+    return written, cand
 
 
 def apply_each(code: KernelCode, moves: list) -> Outcome:

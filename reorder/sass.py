@@ -95,6 +95,16 @@ class KernelCode:
     def arch(self) -> int:
         return self.cubin.arch
 
+    def registers_used(self) -> int:
+        """1 + the highest general register any instruction names (0 if none)."""
+        return highest_register(self.instructions) + 1
+
+
+def highest_register(instructions) -> int:
+    """The highest general register index read or written, or -1."""
+    return max((int(r[1:]) for i in instructions for r in i.access.reads | i.access.writes
+                if r[0] == "R" and r[1:].isdigit()), default=-1)
+
 
 def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
     """Decode one kernel (the first entry kernel when name is None)."""

@@ -95,3 +95,22 @@ def test_verify_cli_exit_codes(corpus_dir, tmp_path):
             assert f"{mutant.consumer:#06x}" in done.stdout
             return
     pytest.fail("no scoreboard mutant found")
+
+
+def test_regcount_is_highest_register_plus_reserved(corpus):
+    """The fact the register budget check rests on, on every kernel ptxas emitted."""
+    from reorder.cubin import RESERVED_REGISTERS
+
+    for cubin, code in corpus:
+        assert code.kernel.regcount == code.registers_used() + RESERVED_REGISTERS, (cubin.path, code.kernel.name)
+
+
+def test_register_in_the_reserved_pair_is_rejected(corpus):
+    from legality.verify import verify_kernel
+    from reorder.cubin import parse_cubin
+    from reorder.writer import patch_kernel
+
+    cubin, code = next((c, k) for c, k in corpus if c.arch == 90 and k.kernel.regcount < 200)
+    lowered = parse_cubin(patch_kernel(cubin, code.kernel, code.instructions, code.kernel.regcount - 1))
+    report = verify_kernel(decode_kernel(lowered, code.kernel.name))
+    assert [v.kind for v in report.violations] == ["registers"]
