@@ -105,7 +105,10 @@ def prepare(out: Path) -> None:
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def run(folder: Path, out: Path) -> None:
+EXPERIMENTS = ("bisect", "isolation", "batch_loads", "stall_cut", "aa")
+
+
+def run(folder: Path, out: Path, only: tuple[str, ...] = EXPERIMENTS) -> None:
     """GPU side: every evaluation in a worker; rows go to OUT/gpu_session.csv as they come."""
     import cupy
 
@@ -129,19 +132,21 @@ def run(folder: Path, out: Path) -> None:
             _write(out, rows)
 
         small = load_suite_spec(RMS, {"rows": 16})
-        for v in manifest["bisect"]:
+        for v in manifest["bisect"] if "bisect" in only else []:
             evaluate(check_job, orig, folder / f"{v['variant']}.cubin", small, experiment="bisect", **v)
-        evaluate(check_job, orig, folder / "rmsnorm_dropwait.cubin", small, experiment="isolation",
-                 variant="drop_wait (verifier rejects it)")
-        evaluate(check_job, orig, orig, small, experiment="isolation", variant="next job after the fault")
-        for n in ROWS:
+        if "isolation" in only:
+            evaluate(check_job, orig, folder / "rmsnorm_dropwait.cubin", small, experiment="isolation",
+                     variant="drop_wait (verifier rejects it)")
+            evaluate(check_job, orig, orig, small, experiment="isolation", variant="next job after the fault")
+        for n in ROWS if "batch_loads" in only else ():
             evaluate(check_and_time_job, orig, folder / "batch_all.cubin", load_suite_spec(RMS, {"rows": n}),
                      experiment="batch_loads", kernel=RMS, rows=n)
-        for item in manifest["stallcut"]:
+        for item in manifest["stallcut"] if "stall_cut" in only else []:
             k = item["kernel"]
             evaluate(check_and_time_job, folder / f"{k}_orig.cubin", folder / f"{k}_stallcut.cubin",
                      load_suite_spec(k), experiment="stall_cut", **item)
-        for size, kernel, point in (("short", RMS, {"rows": 16}), ("long", "warp_select_k32", None)):
+        aa = (("short", RMS, {"rows": 16}), ("long", "warp_select_k32", None)) if "aa" in only else ()
+        for size, kernel, point in aa:
             a = folder / f"{kernel}_orig.cubin"
             for method in ("graph", "backtoback"):
                 for rep in range(AA_REPEATS):
@@ -172,8 +177,15 @@ if __name__ == "__main__":
     parser.add_argument("--prepare", type=Path)
     parser.add_argument("--run", type=Path)
     parser.add_argument("--out", type=Path, default=Path("out"))
+    parser.add_argument("--only", default=",".join(EXPERIMENTS), help="comma list of " + ", ".join(EXPERIMENTS))
+    parser.add_argument("--bisect-only", action="store_true", help="with --prepare: rebuild only the batch variants")
     args = parser.parse_args()
-    if args.prepare:
+    if args.prepare and args.bisect_only:
+        manifest_path = args.prepare / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        manifest["bisect"], manifest["commit"] = _bisect_variants(args.prepare), _commit()
+        manifest_path.write_text(json.dumps(manifest, indent=1))
+    elif args.prepare:
         prepare(args.prepare)
     if args.run:
-        run(args.run, args.out)
+        run(args.run, args.out, tuple(args.only.split(",")))
