@@ -182,7 +182,11 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                                        need.cycles, r.elapsed))
     for res in sorted(ins.access.writes):
         for p in s.writes.get(res, ()):
-            if p.sb == UNTRACKED and p.elapsed >= table.lookup("MIO", cls, "untracked").cycles:
+            if p.sb == UNTRACKED:
+                need = table.lookup("MIO", cls, "untracked")
+                if p.elapsed < need.cycles:
+                    found.append(Violation("untracked", res, p.offset, p.opcode, ins.offset, ins.opcode,
+                                           need.cycles, p.elapsed, "WAW on a variable-latency result with no scoreboard"))
                 continue
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
                                    _sb_name(p.sb), "no wait", "WAW on a variable-latency result"))

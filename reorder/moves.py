@@ -38,33 +38,35 @@ class Candidate:
 
 @dataclass(frozen=True)
 class StallCut:
-    """Recompute the stalls of one block in its original order: the minimum the tables allow."""
+    """Recompute the stalls of some blocks in their original order: the minimum the tables allow."""
 
-    block_start: int
+    block_starts: tuple[int, ...]
     name: str = field(default="stall_cut", init=False)
 
     @staticmethod
     def instances(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> list[StallCut]:
+        """One instance per block that has slack: a fixed-latency instruction stalling more than 1."""
         out = []
         for b in basic_blocks(code.instructions):
-            if ranges and not any(lo <= code.instructions[b.start].offset < hi for lo, hi in ranges):
+            block = code.instructions[b.start:b.end]
+            if ranges and not any(lo <= block[0].offset < hi for lo, hi in ranges):
                 continue
-            if b.end - b.start < 2:
-                continue
-            move = StallCut(b.start)
-            try:
-                cand = move.apply(code, code.instructions)
-            except LegalityError:
-                continue
-            before = sum(i.ctrl.stall for i in code.instructions[b.start:b.end])
-            after = sum(i.ctrl.stall for i in cand.instructions[b.start:b.end])
-            if after < before:
-                out.append(move)
+            if any(i.ctrl.stall > 1 and i.known and not i.is_barrier and not i.is_variable_latency for i in block):
+                out.append(StallCut((b.start,)))
         return out
 
+    @staticmethod
+    def merged(moves: list[StallCut]) -> StallCut:
+        """All the blocks of several instances as one move (one write, one verification)."""
+        return StallCut(tuple(sorted(start for m in moves for start in m.block_starts)))
+
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
-        block = _block_at(instructions, self.block_start)
-        new = schedule_block(instructions, block.start, block.end, list(block.indices()), code.arch)
+        new = instructions
+        for start in self.block_starts:
+            block = _block_at(new, start)
+            cut = schedule_block(new, block.start, block.end, list(block.indices()), code.arch)
+            if _stalls(cut) < _stalls(new):  # the greedy schedule can lose to the compiler's: keep the better
+                new = cut
         return Candidate(code, new, code.kernel.regcount)
 
 
@@ -127,6 +129,10 @@ class LoadBatch:
         new = schedule_block(renamed.instructions, block.start, block.end, order, code.arch)
         moved = sum(1 for k, i in enumerate(order) if i != block.start + k)
         return Candidate(renamed, new, regcount, tuple(notes), moved)
+
+
+def _stalls(instructions: tuple[Instruction, ...]) -> int:
+    return sum(i.ctrl.stall for i in instructions)
 
 
 def _block_at(instructions: tuple[Instruction, ...], index: int) -> Block:

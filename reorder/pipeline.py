@@ -61,7 +61,9 @@ def apply_each(code: KernelCode, moves: list) -> Outcome:
         try:
             current, cand = _step(current, move)
         except (LegalityError, EncodingError) as exc:
-            skipped.append(f"{move.name} @ block {getattr(move, 'block_start', '?')}: {str(exc).splitlines()[0]}")
+            where = getattr(move, "block_start", None)
+            where = where if where is not None else getattr(move, "block_starts", "?")
+            skipped.append(f"{move.name} @ block {where}: {str(exc).splitlines()[0]}")
             continue
         applied.append(move.name)
         notes += list(cand.notes)
@@ -70,7 +72,12 @@ def apply_each(code: KernelCode, moves: list) -> Outcome:
 
 
 def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> Outcome:
-    return apply_each(code, StallCut.instances(code, ranges))
+    """Every block with slack in one step; block by block only if that step is rejected."""
+    moves = StallCut.instances(code, ranges)
+    if not moves:
+        return apply_each(code, [])
+    together = apply_each(code, [StallCut.merged(moves)])
+    return together if together.applied else apply_each(code, moves)
 
 
 def batch_loads(code: KernelCode, noalias: bool) -> Outcome:

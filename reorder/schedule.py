@@ -54,27 +54,78 @@ def _bump(order: list[Instruction], index: int, cycles: int, floor: int) -> bool
     return cycles == 0
 
 
+class _EntryShortfall(Exception):
+    """The block's first instructions need more cycles than the predecessors leave."""
+
+    def __init__(self, cycles: int) -> None:
+        super().__init__(cycles)
+        self.cycles = cycles
+
+
 def schedule_block(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
                    arch: int, keep_stalls: bool = False) -> tuple[Instruction, ...]:
     """Kernel instructions with block [start, end) replaced by `new_order` (indices into
-    the block's original instructions, absolute) and its control codes recomputed."""
+    the block's original instructions, absolute) and its control codes recomputed.
+
+    When an instruction moved to the top of the block needs more distance from a producer
+    in a predecessor block, the predecessors' last stalls grow (an over-stall there, only
+    slower) and the block is scheduled again.
+    """
+    for _ in range(8):
+        try:
+            return _schedule_once(instructions, start, end, new_order, arch, keep_stalls)
+        except _EntryShortfall as short:
+            instructions = _lengthen_predecessors(instructions, start, short.cycles)
+    raise LegalityError(f"cannot schedule block at {instructions[start].offset:#x}: predecessors too short")
+
+
+def _lengthen_predecessors(instructions: tuple[Instruction, ...], start: int, cycles: int) -> tuple[Instruction, ...]:
+    from reorder.cfg import basic_blocks, control_flow_graph
+
+    ends = {b.start: b.end for b in basic_blocks(instructions)}
+    out = list(instructions)
+    for pred in control_flow_graph(instructions).predecessors(start):
+        if not _bump(out, ends[pred] - 1, cycles, pred):
+            raise LegalityError(f"cannot lengthen the block before {instructions[start].offset:#x}")
+    return tuple(out)
+
+
+def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
+                   arch: int, keep_stalls: bool) -> tuple[Instruction, ...]:
     table = load_table(arch)
     order = [_initial(instructions[i], keep_stalls) for i in new_order]
     entry = block_entry_states(instructions, arch)[start]
     state = entry
     for j in range(len(order)):
+        short = _fresh_wait_shortfall(state, order[j])
+        if short and j == 0:
+            raise _EntryShortfall(short)
+        if short:
+            _bump(order, j - 1, short, 0)
+            state = _replay(entry, order[:j], table)
         for _ in range(64):
             found: list[Violation] = []
             step(state, order[j], table, found)
             if not found:
                 break
+            if j == 0 and all(isinstance(v.required, int) and isinstance(v.provided, int) for v in found):
+                raise _EntryShortfall(max(v.required - v.provided for v in found))
             if not _repair(order, j, found, state):
                 raise LegalityError(f"cannot schedule instruction at {order[j].offset:#x}", tuple(found))
-            state = _replay(entry, order[:j], table)  # stalls before j may have grown
+            state = _replay(entry, order[:j], table)  # stalls or scoreboards before j may have changed
         state = step(state, order[j], table, [])
     kernel = list(instructions)
     kernel[start:end] = order
     return _fix_tail(tuple(kernel), start, end, arch)
+
+
+def _fresh_wait_shortfall(state: State, ins: Instruction) -> int:
+    """Cycles missing before `ins` for each of its waits to see the scoreboards it waits on:
+    a wait issued less than FRESH_SCOREBOARD_CYCLES after a producer does not cover it."""
+    mask = ins.ctrl.wait
+    elapsed = [p.elapsed for table in (state.writes, state.reads) for pend in table.values() for p in pend
+               if p.sb >= 0 and mask >> p.sb & 1]
+    return max([FRESH_SCOREBOARD_CYCLES - e for e in elapsed if e < FRESH_SCOREBOARD_CYCLES], default=0)
 
 
 def _replay(entry: State, prefix: list[Instruction], table: LatencyTable) -> State:
@@ -98,9 +149,27 @@ def _repair(order: list[Instruction], j: int, found: list[Violation], state: Sta
             if elapsed is not None and elapsed < FRESH_SCOREBOARD_CYCLES and j > 0:
                 _bump(order, j - 1, FRESH_SCOREBOARD_CYCLES - elapsed, 0)
             changed = True
+        elif v.kind == "untracked":
+            changed |= _track(order, j, v.producer_offset)
         elif isinstance(v.required, int) and isinstance(v.provided, int) and j > 0:
             changed |= _bump(order, j - 1, v.required - v.provided, 0)
     return changed
+
+
+def _track(order: list[Instruction], j: int, producer_offset: int) -> bool:
+    """Give a variable-latency producer that had no scoreboard one, so its consumer can wait.
+
+    The compiler left it untracked because a later op of the same queue covered it; the
+    new order broke that. Counters make sharing a scoreboard safe (a wait on it then also
+    waits for this op: only slower), so the consumer's own first waited scoreboard, or SB5,
+    is taken.
+    """
+    k = next((i for i in range(j) if order[i].offset == producer_offset), None)
+    if k is None or order[k].ctrl.wbar != 7:
+        return False
+    waited = [b for b in range(6) if order[j].ctrl.waits_on(b)]
+    order[k] = order[k].with_ctrl(order[k].ctrl.with_(wbar=waited[0] if waited else 5))
+    return True
 
 
 def _elapsed(state: State, resource: str, sb: int) -> int | None:

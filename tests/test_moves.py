@@ -1,0 +1,129 @@
+"""Moves: every output verifies, keeps the kernel's instructions (up to renaming), and is
+what `reorder disasm` shows; random legal orders all schedule into verified code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import networkx as nx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from legality.graph import build_graph
+from legality.verify import verify_instructions, verify_kernel
+from reorder.cfg import basic_blocks
+from reorder.control import CONTROL_MASK, CONTROL_SHIFT
+from reorder.cubin import read_cubin
+from reorder.moves import Swap
+from reorder.pipeline import apply_each, batch_loads, cut_stalls
+
+ROOT = Path(__file__).resolve().parent.parent
+RMS = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
+
+
+def _without_control(ins) -> int:
+    return ins.word & ~(CONTROL_MASK << CONTROL_SHIFT)
+
+
+def _canonical(ins) -> tuple:
+    """An instruction with register numbers erased: equal up to renaming."""
+    return (ins.guard, ins.opcode, tuple(re.sub(r"(?<![A-Za-z])R\d+", "R", o.replace(".reuse", "")) for o in ins.operands))
+
+
+def test_stall_cut_verifies_and_keeps_every_instruction(corpus):
+    removed = total = 0
+    for cubin, code in corpus:
+        if not code.kernel.is_entry:
+            continue
+        out = cut_stalls(code)
+        assert verify_kernel(out.after).ok, (cubin.path, code.kernel.name)
+        assert [_without_control(i) for i in out.after.instructions] == [_without_control(i) for i in code.instructions]
+        before = sum(i.ctrl.stall for i in code.instructions)
+        after = sum(i.ctrl.stall for i in out.after.instructions)
+        assert after <= before
+        removed, total = removed + before - after, total + before
+    assert removed > 0.02 * total, (removed, total)
+
+
+def test_swaps_verify_and_keep_the_multiset(corpus):
+    done = 0
+    for cubin, code in corpus[::3]:
+        for move in Swap.instances(code)[:3]:
+            out = apply_each(code, [move])
+            assert out.applied, out.skipped
+            assert verify_kernel(out.after).ok
+            assert Counter(map(_without_control, out.after.instructions)) == Counter(map(_without_control, code.instructions))
+            assert out.after.instructions[move.index].word != code.instructions[move.index].word
+            done += 1
+    assert done >= 30
+
+
+def test_load_batch_on_rmsnorm_verifies_renames_and_shows_in_disasm(tmp_path):
+    from reorder.sass import decode_kernel
+
+    code = decode_kernel(read_cubin(RMS), "rmsnorm_triton_style")
+    out = batch_loads(code, noalias=True)
+    assert out.moved > 20 and out.applied
+    assert verify_kernel(out.after).ok
+    assert out.after.kernel.regcount > code.kernel.regcount
+    assert Counter(map(_canonical, out.after.instructions)) == Counter(map(_canonical, code.instructions))
+    assert any("no alias" in n for n in out.notes)
+    path = tmp_path / "batched.cubin"
+    path.write_bytes(out.data)
+    listing = subprocess.run([sys.executable, "-m", "reorder", "disasm", str(path), "--kernel", "rmsnorm_triton_style"],
+                             capture_output=True, text=True, check=True).stdout
+    lines = [ln for ln in listing.splitlines() if ln.startswith("/*")]
+    assert [ln.split(None, 2)[2] for ln in lines] == [f"{i.text} ;" for i in out.after.instructions]
+
+
+def test_load_batch_without_noalias_never_passes_a_store(corpus):
+    for cubin, code in corpus[::4]:
+        out = batch_loads(code, noalias=False)
+        assert verify_kernel(out.after).ok
+        stores = [i for i, ins in enumerate(code.instructions) if ins.access.mem_writes]
+        new_pos = {ins.offset: k for k, ins in enumerate(out.after.instructions)}
+        for s in stores:
+            for j, ins in enumerate(code.instructions):
+                if j > s and ins.access.mem_reads and basic_blocks(code.instructions) and \
+                        _same_block(code, j, s):
+                    assert new_pos[ins.offset] > new_pos[code.instructions[s].offset]
+
+
+def _same_block(code, a: int, b: int) -> bool:
+    return any(blk.start <= a < blk.end and blk.start <= b < blk.end for blk in basic_blocks(code.instructions))
+
+
+def _blocks_for_property(corpus):
+    picked = []
+    for cubin, code in corpus:
+        for b in basic_blocks(code.instructions):
+            if 6 <= b.end - b.start <= 40:
+                picked.append((cubin, code, b))
+    return picked[::7]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_topological_orders_schedule_into_verified_code(corpus, data):
+    from reorder.schedule import schedule_block
+
+    cubin, code, block = data.draw(st.sampled_from(_blocks_for_property(corpus)))
+    graph = build_graph(code.instructions, block.indices(), cubin.arch)
+    order: list[int] = []
+    indegree = dict(graph.in_degree())
+    ready = sorted(n for n, d in indegree.items() if d == 0)
+    while ready:
+        node = ready.pop(data.draw(st.integers(0, len(ready) - 1)))
+        order.append(node)
+        for succ in graph.successors(node):
+            indegree[succ] -= 1
+            if indegree[succ] == 0:
+                ready.append(succ)
+    assert nx.is_directed_acyclic_graph(graph) and len(order) == block.end - block.start
+    new = schedule_block(code.instructions, block.start, block.end, order, cubin.arch)
+    assert not verify_instructions(new, cubin.arch), (cubin.path, code.kernel.name, block)
