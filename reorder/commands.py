@@ -174,3 +174,118 @@ def _batch_loads():
         return _write_outcome(args, batch_loads(code, bool(args.assume_noalias)))
 
     return run, add
+
+
+def _launch_args(p: argparse.ArgumentParser) -> None:
+    """Arguments shared by `check` and `time`: the pair, the launch spec, the kernel."""
+    p.add_argument("a", metavar="A.cubin", help="reference cubin")
+    p.add_argument("b", metavar="B.cubin", help="candidate cubin (may be A itself: an A/A run)")
+    p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid, block, parameters)")
+    p.add_argument("--kernel", help="kernel name (default: the spec's)")
+
+
+@command("check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 2 bad input/no GPU, "
+                  "3 crash/timeout")
+def _check():
+    def add(p: argparse.ArgumentParser) -> None:
+        _launch_args(p)
+        p.add_argument("--sets", type=int, default=3, help="fresh input sets to compare on (default 3)")
+        p.add_argument("--timeout", type=float, default=120.0, help="seconds before the job is killed (default 120)")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from reorder.errors import InputError
+        from timing import cli_support as cs
+        from timing.evaluate import check_job
+        from timing.worker import Job
+
+        if args.sets < 1:
+            raise InputError(f"--sets must be at least 1, got {args.sets}")
+        timeout = cs.require_positive(args.timeout, "--timeout")
+        spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
+        cs.require_gpu()
+        job = Job.of(check_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec,
+                     sets=args.sets, timeout_s=timeout)
+        return cs.emit(cs.check_outcome(cs.run_one(job)), "check")
+
+    return run, add
+
+
+@command("time", "time B against A on the GPU (after a byte check): ratio B/A with its 95% CI and a verdict")
+def _time():
+    def add(p: argparse.ArgumentParser) -> None:
+        _launch_args(p)
+        p.add_argument("--l2", choices=("warm", "cold"), default="warm", help="L2 state per launch (default warm)")
+        p.add_argument("--method", choices=("graph", "backtoback"), default="graph",
+                       help="graph: paired CUDA-graph rounds (default); backtoback: the naive way, for comparison")
+        p.add_argument("--target-ci", type=float, default=0.5, metavar="PCT",
+                       help="stop when the CI half-width is below this percentage (default 0.5)")
+        p.add_argument("--budget", type=float, default=10.0, metavar="S",
+                       help="seconds of timing rounds at most (default 10); the job may take 120 s more")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from timing import cli_support as cs
+        from timing.evaluate import check_and_time_job
+        from timing.worker import Job
+
+        target = cs.require_positive(args.target_ci, "--target-ci")
+        budget = cs.require_positive(args.budget, "--budget")
+        spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
+        cs.require_gpu()
+        job = Job.of(check_and_time_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec,
+                     l2=args.l2, method=args.method, target_ci_pct=target, budget_s=budget,
+                     timeout_s=budget + cs.TIME_SETUP_S)
+        return cs.emit(cs.time_outcome(cs.run_one(job)), "time")
+
+    return run, add
+
+
+@command("optimize", "search the move space (Optuna), keep the best proven candidate, write a report")
+def _optimize():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("-o", "--output", required=True)
+        p.add_argument("--kernel")
+        p.add_argument("--launch", help="launch spec (TOML); needed on a GPU")
+        p.add_argument("--budget", type=int, default=100, help="trials in the study (resumed ones count)")
+        p.add_argument("--time", default="30m", help="wall-clock limit for this run, e.g. 90s, 10m, 1h")
+        p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
+        p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")
+        p.add_argument("--l2", choices=("warm", "cold"), default="warm")
+        p.add_argument("--candidate-budget", type=float, default=2.0, metavar="S",
+                       help="seconds of paired timing per candidate (the final result gets 10 s)")
+        p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+        p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
+        p.add_argument("--seed", type=int, default=0)
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from reorder.optimize import OptimizeArgs, optimize
+
+        if args.budget < 1 or args.jobs < 1:
+            from reorder.errors import InputError
+
+            raise InputError("--budget and --jobs must be at least 1")
+        return optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
+                                     Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
+                                     args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
+                                     args.candidate_budget))
+
+    return run, add
+
+
+def _seconds(text: str) -> float:
+    from reorder.errors import InputError
+
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        value = float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+    except (ValueError, IndexError):
+        raise InputError(f"--time: cannot read {text!r} (use e.g. 90s, 10m, 1h)") from None
+    if value <= 0:
+        raise InputError("--time must be positive")
+    return value

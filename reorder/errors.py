@@ -45,6 +45,10 @@ class LegalityError(ReorderError):
         self.violations = violations
 
 
+class NotApplicable(LegalityError):
+    """A move has nothing to do on this kernel (e.g. an earlier move already changed its block)."""
+
+
 class SpecError(ReorderError):
     """A launch spec is malformed or does not match the kernel's parameters."""
 

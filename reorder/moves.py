@@ -13,7 +13,7 @@ from legality.graph import dependency, memory_conflict
 from reorder.buffers import address_parameters
 from reorder.cfg import Block, basic_blocks
 from reorder.cubin import RESERVED_REGISTERS, parse_cubin
-from reorder.errors import EncodingError, LegalityError
+from reorder.errors import EncodingError, LegalityError, NotApplicable
 from reorder.liveness import live_out
 from reorder.operands import destination_count
 from reorder.rename import OperandRename, register_regex, rename_words
@@ -89,6 +89,8 @@ class Swap:
 
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
         block = _block_at(instructions, self.index)
+        if self.index + 1 >= block.end or dependency(instructions[self.index], instructions[self.index + 1]):
+            raise NotApplicable(f"instructions {self.index} and {self.index + 1} are no longer independent")
         order = list(block.indices())
         k = self.index - block.start
         order[k], order[k + 1] = order[k + 1], order[k]
@@ -110,10 +112,11 @@ class LoadBatch:
 
     @staticmethod
     def instances(code: KernelCode, noalias: bool = False) -> list[LoadBatch]:
+        """Blocks where at least one load can move up (the hoisting plan is found, not guessed)."""
         out = []
         for b in basic_blocks(code.instructions):
             loads = [i for i in b.indices() if _is_hoistable_load(code.instructions[i])]
-            if len(loads) >= 2 or (loads and loads[0] > b.start):
+            if loads and _plan_hoists(code, b, LoadBatch.max_loads, noalias) is not None:
                 out.append(LoadBatch(b.start, noalias=noalias))
         return out
 
@@ -123,7 +126,7 @@ class LoadBatch:
         block = _block_at(instructions, self.block_start)
         plan = _plan_hoists(code, block, self.max_loads, self.noalias)
         if plan is None:
-            raise LegalityError(f"no load of block {self.block_start} can move")
+            raise NotApplicable(f"no load of block {self.block_start} can move")
         order, renames, regcount, notes = plan
         renamed = _apply_renames(code, renames, regcount)
         new = schedule_block(renamed.instructions, block.start, block.end, order, code.arch)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from legality.verify import verify_kernel
 from reorder.costmodel import kernel_cycles, stall_cycles
 from reorder.cubin import parse_cubin
-from reorder.errors import EncodingError, LegalityError
+from reorder.errors import EncodingError, LegalityError, NotApplicable
 from reorder.moves import LoadBatch, StallCut
 from reorder.sass import KernelCode, decode_kernel
 
@@ -26,9 +26,10 @@ class Outcome:
     before: KernelCode
     after: KernelCode
     applied: tuple[str, ...]
-    skipped: tuple[str, ...]
+    skipped: tuple[str, ...]  # rejected by the verifier or the encoder
     notes: tuple[str, ...]
     moved: int
+    inapplicable: tuple[str, ...] = ()  # nothing to do (an earlier step changed the block)
 
     def summary(self) -> list[str]:
         b, a = self.before, self.after
@@ -41,7 +42,8 @@ class Outcome:
             f"{kernel_cycles(b.instructions)} -> {kernel_cycles(a.instructions)}",
             f"registers: {b.kernel.regcount} -> {a.kernel.regcount}",
         ]
-        return lines + [f"note: {n}" for n in self.notes] + [f"skipped: {s}" for s in self.skipped]
+        return (lines + [f"note: {n}" for n in self.notes] + [f"skipped: {s}" for s in self.skipped]
+                + [f"nothing to do: {s}" for s in self.inapplicable])
 
 
 def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
@@ -56,10 +58,13 @@ def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
 
 def apply_each(code: KernelCode, moves: list) -> Outcome:
     current = code
-    applied, skipped, notes, moved = [], [], [], 0
+    applied, skipped, notes, moved, inapplicable = [], [], [], 0, []
     for move in moves:
         try:
             current, cand = _step(current, move)
+        except NotApplicable as exc:
+            inapplicable.append(f"{move.name}: {exc}")
+            continue
         except (LegalityError, EncodingError) as exc:
             where = getattr(move, "block_start", None)
             where = where if where is not None else getattr(move, "block_starts", "?")
@@ -68,7 +73,8 @@ def apply_each(code: KernelCode, moves: list) -> Outcome:
         applied.append(move.name)
         notes += list(cand.notes)
         moved += cand.moved
-    return Outcome(current.cubin.data, code, current, tuple(applied), tuple(skipped), tuple(notes), moved)
+    return Outcome(current.cubin.data, code, current, tuple(applied), tuple(skipped), tuple(notes), moved,
+                   tuple(inapplicable))
 
 
 def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> Outcome:

@@ -1,0 +1,161 @@
+"""`reorder optimize`: search the move space, keep the best proven candidate, report.
+
+With a GPU every figure is measured (byte check, then paired timing); without one the
+same search runs on the static cost model and every figure is labelled predicted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from legality.verify import verify_kernel
+from reorder.cubin import parse_cubin, read_cubin
+from reorder.errors import GpuError, InputError
+from reorder.report import Report, versions, write_report
+from reorder.sass import decode_kernel
+from reorder.scoring import GpuScorer, Rejected, Score, StaticScorer
+from reorder.search import SearchConfig, best_choice, run_search, study_name_for
+from reorder.space import Choice, build_candidate, search_space
+from reorder.writer import write_atomic
+
+
+@dataclass(frozen=True)
+class OptimizeArgs:
+    cubin: Path
+    output: Path
+    kernel: str | None
+    launch: Path | None
+    budget: int
+    seconds: float
+    jobs: int
+    storage: str | None
+    l2: str
+    device: str  # auto | gpu | cpu
+    noalias: bool
+    seed: int
+    candidate_budget_s: float = 2.0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _choose_device(args: OptimizeArgs) -> bool:
+    """True for the GPU. 'auto' falls back to the static model with a loud line."""
+    if args.device == "cpu":
+        return False
+    from timing.cli_support import gpu_unavailable_reason
+
+    reason = gpu_unavailable_reason()
+    if not reason:
+        if args.launch is None:
+            raise InputError("a GPU is present: --launch SPEC is needed to check and time candidates "
+                             "(or --device cpu for the static model)")
+        return True
+    if args.device == "gpu":
+        raise GpuError(f"no CUDA GPU available: {reason}")
+    _say(f"no GPU ({reason}): searching on the static cost model; every figure below is PREDICTED, not measured")
+    return False
+
+
+def optimize(args: OptimizeArgs) -> int:
+    if args.output.exists() and args.output.resolve() == args.cubin.resolve():
+        raise InputError(f"{args.output}: refusing to overwrite the input file; choose another -o")
+    cubin = read_cubin(args.cubin)
+    code = decode_kernel(cubin, args.kernel)
+    kernel = code.kernel.name
+    space = search_space(code, args.noalias)
+    _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
+    on_gpu = _choose_device(args)
+    folder = args.output.with_name(args.output.stem + ".reorder")
+    folder.mkdir(parents=True, exist_ok=True)
+    storage = args.storage or f"sqlite:///{(folder / 'study.db').resolve()}"
+    with contextlib.ExitStack() as stack:
+        scorer = _scorer(args, kernel, on_gpu, stack)
+        config = SearchConfig(args.cubin, kernel, args.noalias, args.budget, args.seconds, args.jobs, storage,
+                              study_name_for(args.cubin, kernel, args.noalias, on_gpu), args.seed)
+        _say(f"study {config.study_name} in {storage}")
+        study = run_search(config, space, scorer)
+        report = _conclude(args, code, space, study, scorer, folder)
+    md, csv = write_report(folder, report, study)
+    _say(f"report: {md}\ntrials: {csv}")
+    return 0
+
+
+def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.ExitStack):
+    if not on_gpu:
+        return StaticScorer(args.cubin, kernel)
+    from timing.cli_support import validated_spec, worker_device
+    from timing.worker import WorkerPool
+
+    spec = validated_spec(args.launch, [args.cubin], kernel)
+    pool = stack.enter_context(WorkerPool(devices=[worker_device()]))
+    return GpuScorer(args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s)
+
+
+def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> Report:
+    import optuna
+
+    trials = study.trials
+    failed = sum(t.state == optuna.trial.TrialState.FAIL for t in trials)
+    dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)
+    found = best_choice(study, space)
+    report = Report(code.kernel.name, f"sm_{code.arch}", str(args.cubin), space.size_line(), len(trials), failed, dups,
+                    "(none)", None, l2=args.l2, versions=versions())
+    if found is None:
+        write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
+        report.notes.append("no candidate completed: the output is a copy of the input")
+        return report
+    choice, _ = found
+    built = build_candidate(str(args.cubin), code.kernel.name, args.noalias, choice)
+    with tempfile.TemporaryDirectory() as tmp:
+        best = Path(tmp) / "best.cubin"
+        best.write_bytes(built.data)
+        final = _final_score(scorer, best)
+        report.best_moves = choice.label()
+        report.result = final
+        report.contributions = _contributions(args, code.kernel.name, choice, final, scorer, Path(tmp))
+    after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
+    verdict = verify_kernel(after)
+    report.verifier = "legal" if verdict.ok else f"REJECTED: {verdict.violations[0].line()}"
+    report.check = (final.detail.get("check_detail", "") if final.measured
+                    else "not run: no GPU (the candidate is verified, not executed)")
+    if args.noalias:
+        report.notes.append("assumed: pointer parameters do not alias (--assume-noalias)")
+    better = final.high < 1.0 if final.measured else final.value < 1.0
+    if verdict.ok and better:
+        write_atomic(args.output, built.data, protect=[args.cubin])
+        report.notes.append(f"wrote the best candidate to {args.output}")
+    else:
+        write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
+        report.notes.append("the best candidate is not proven faster: the output is a copy of the input")
+    return report
+
+
+def _final_score(scorer, path: Path) -> Score:
+    if isinstance(scorer, GpuScorer):
+        return scorer.score(path, budget_s=10.0, target_ci_pct=0.5)
+    return scorer.score(path)
+
+
+def _contributions(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path) -> list[dict]:
+    rows = []
+    for family, index in choice.moves():
+        reduced = choice.without(family, index)
+        built = build_candidate(str(args.cubin), kernel, args.noalias, reduced)
+        if built.data is None:
+            rows.append({"move": f"{family}#{index}", "without": f"unbuildable: {built.reason}", "effect": "-"})
+            continue
+        path = tmp / f"without_{family}_{index}.cubin"
+        path.write_bytes(built.data)
+        try:
+            score = scorer.score(path)
+        except Rejected as exc:
+            rows.append({"move": f"{family}#{index}", "without": f"rejected: {exc}", "effect": "-"})
+            continue
+        rows.append({"move": f"{family}#{index}", "without": score.line(), "effect": f"{score.value / final.value:.4f}"})
+    return rows

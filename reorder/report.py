@@ -1,0 +1,90 @@
+"""The optimize report: what was found, how sure, and why (Markdown, plus CSV via pandas)."""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reorder import __version__
+from reorder.scoring import Score
+
+
+@dataclass
+class Report:
+    """Everything the report states; each number says whether it is measured or predicted."""
+
+    kernel: str
+    arch: str
+    cubin: str
+    space: str
+    trials: int
+    failed: int
+    duplicates: int
+    best_moves: str
+    result: Score | None
+    contributions: list[dict] = field(default_factory=list)
+    check: str = ""
+    verifier: str = ""
+    l2: str = ""
+    notes: list[str] = field(default_factory=list)
+    versions: dict = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        lines = [f"# reorder optimize: {self.kernel} ({self.arch})", "",
+                 f"- input: `{self.cubin}`", f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+                 f"- move space: {self.space}",
+                 f"- trials: {self.trials} ({self.failed} failed, {self.duplicates} duplicate binaries not re-scored)",
+                 f"- best candidate's moves: {self.best_moves}", ""]
+        lines += ["## Result", ""]
+        if self.result is None:
+            lines.append("No candidate completed; the original is kept.")
+        else:
+            r = self.result
+            kind = "measured on the GPU" if r.measured else "PREDICTED by the static model (no GPU), not measured"
+            lines.append(f"time(optimized)/time(original) = {r.value:.4f}, 95% CI [{r.low:.4f}, {r.high:.4f}], "
+                         f"{kind}" + (f", L2 {self.l2}" if r.measured else ""))
+            if r.measured:
+                d = r.detail
+                lines.append(f"original {d.get('a_us', float('nan')):.3f} us, optimized {d.get('b_us', float('nan')):.3f} "
+                             f"us per launch; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
+                             f"verdict: {d.get('verdict')}")
+        lines += ["", "## Each move's contribution (remove it, score again)", ""]
+        if self.contributions:
+            lines += ["| move | without it | ratio without / with |", "|---|---|---|"]
+            lines += [f"| {c['move']} | {c['without']} | {c['effect']} |" for c in self.contributions]
+        else:
+            lines.append("(no moves applied)")
+        lines += ["", "## Evidence", "", f"- byte check: {self.check}", f"- verifier: {self.verifier}"]
+        lines += [f"- note: {n}" for n in self.notes]
+        lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in sorted(self.versions.items())]
+        return "\n".join(lines) + "\n"
+
+
+def versions() -> dict:
+    from reorder.tools import run_tool
+
+    out = {"reorder": __version__, "python": platform.python_version()}
+    try:
+        out["nvdisasm"] = run_tool("nvdisasm", "--version").strip().splitlines()[-1]
+    except Exception as exc:  # a version line must never stop the report
+        out["nvdisasm"] = f"unknown ({exc})"
+    try:
+        import optuna
+
+        out["optuna"] = optuna.__version__
+    except ImportError:
+        out["optuna"] = "missing"
+    return out
+
+
+def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
+    """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    md = folder / "report.md"
+    md.write_text(report.markdown())
+    frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
+    csv = folder / "trials.csv"
+    frame.to_csv(csv, index=False)
+    return md, csv

@@ -1,0 +1,229 @@
+"""The Optuna search over a kernel's move space.
+
+Each trial picks which load batches, stall-cut blocks and swaps to apply; candidates are
+built on the CPU in parallel (joblib), a binary already scored is not scored again, and
+each new binary is scored by the Scorer (GPU: byte check then paired timing; no GPU:
+static model). A candidate that cannot be built or is rejected becomes a FAIL trial with
+its reason in the trial's user attributes, never a crash. The study lives in Optuna
+storage (SQLite in the output folder by default, or a shared database URL), so a killed
+run resumes where it stopped and several workers can share one study.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reorder.space import MAX_SWAPS, Built, Choice, SearchSpace, build_candidate
+from reorder.scoring import Rejected, Score, Scorer
+
+
+HEARTBEAT_S = 10  # a worker's in-flight trials are marked alive this often
+GRACE_S = 60  # a trial not marked alive for this long belonged to a killed worker
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    cubin: Path
+    kernel: str
+    noalias: bool
+    budget: int  # finished trials in the study, resumed ones included
+    seconds: float  # wall-clock limit for this run
+    jobs: int  # candidates built in parallel
+    storage: str
+    study_name: str
+    seed: int = 0
+    heartbeat_s: int = HEARTBEAT_S
+    grace_s: int = GRACE_S
+
+
+def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S):
+    """Optuna storage for a URL. Databases (sqlite:///file for one host, postgresql://
+    for many) get heartbeats: a trial whose worker died is failed after `grace_s` and run
+    again once (RetryFailedTrialCallback). `journal:PATH` is Optuna's journal file for
+    many processes of one host (no heartbeats there: a killed worker's trial stays RUNNING)."""
+    import optuna
+
+    if url.startswith("journal:"):
+        from optuna.storages.journal import JournalFileBackend
+
+        return optuna.storages.JournalStorage(JournalFileBackend(url[len("journal:"):]))
+    return optuna.storages.RDBStorage(url, heartbeat_interval=heartbeat_s, grace_period=grace_s,
+                                      heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(1))
+
+
+class _Heartbeat:
+    """Marks this worker's in-flight trials alive from a background thread."""
+
+    def __init__(self, storage, interval_s: int) -> None:
+        import threading
+
+        self.storage, self.interval = storage, interval_s
+        self.trial_ids: set[int] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.beat()
+
+    def beat(self) -> None:
+        if hasattr(self.storage, "record_heartbeat"):
+            for trial_id in list(self.trial_ids):
+                self.storage.record_heartbeat(trial_id)
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+def finished_trials(study) -> int:
+    """Trials that count against the budget: completed, or failed for a stated reason
+    (a trial failed only because its worker died is retried, not counted)."""
+    import optuna
+
+    state = optuna.trial.TrialState
+    return sum(t.state == state.COMPLETE or (t.state == state.FAIL and "failure" in t.user_attrs)
+               for t in study.trials)
+
+
+def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool) -> str:
+    """Stable across runs of the same input, so a rerun resumes the same study."""
+    digest = hashlib.sha256(cubin.read_bytes()).hexdigest()[:12]
+    return f"{kernel}-{digest}-{'noalias' if noalias else 'alias'}-{'gpu' if measured else 'static'}"
+
+
+def suggest(trial, space: SearchSpace) -> Choice:
+    """The trial's parameters: one on/off per load batch and stall-cut block, up to
+    MAX_SWAPS swap slots (each 'none' or an index)."""
+    lb = tuple(i for i in range(len(space.load_batches)) if trial.suggest_categorical(f"lb{i}", [0, 1]))
+    sc = tuple(i for i in range(len(space.stall_cuts)) if trial.suggest_categorical(f"sc{i}", [0, 1]))
+    swaps = []
+    if space.swaps:
+        for k in range(MAX_SWAPS):
+            pick = trial.suggest_int(f"swap{k}", -1, len(space.swaps) - 1)
+            if pick >= 0:
+                swaps.append(pick)
+    return Choice(lb, sc, tuple(sorted(set(swaps))))
+
+
+def choice_of(params: dict, space: SearchSpace) -> Choice:
+    """Rebuild a Choice from a finished trial's parameters (for the best trial, on resume)."""
+    lb = tuple(i for i in range(len(space.load_batches)) if params.get(f"lb{i}"))
+    sc = tuple(i for i in range(len(space.stall_cuts)) if params.get(f"sc{i}"))
+    swaps = sorted({params[f"swap{k}"] for k in range(MAX_SWAPS) if params.get(f"swap{k}", -1) >= 0})
+    return Choice(lb, sc, tuple(swaps))
+
+
+def _seen_scores(study) -> dict[str, float]:
+    """sha256 -> value of every completed trial: a binary already scored is not scored again."""
+    import optuna
+
+    return {t.user_attrs["sha256"]: t.value for t in study.trials
+            if t.state == optuna.trial.TrialState.COMPLETE and "sha256" in t.user_attrs}
+
+
+def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
+               progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)):
+    """Run (or resume) the study until `budget` trials are finished or time runs out; return it."""
+    import warnings
+
+    import optuna
+    from joblib import Parallel, delayed
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    # ask/tell with heartbeats is what we want (our own heartbeat thread keeps trials alive)
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+    storage = open_storage(config.storage, config.heartbeat_s, config.grace_s)
+    study = optuna.create_study(study_name=config.study_name, storage=storage, direction="minimize",
+                                sampler=optuna.samplers.TPESampler(seed=config.seed), load_if_exists=True)
+    seen = _seen_scores(study)
+    deadline = time.monotonic() + config.seconds
+    with tempfile.TemporaryDirectory(prefix="reorder-search-") as tmp, _Heartbeat(storage, config.heartbeat_s) as beat:
+        while time.monotonic() < deadline:
+            optuna.storages.fail_stale_trials(study)
+            n = min(config.jobs, config.budget - finished_trials(study))
+            if n <= 0:
+                break
+            trials = [study.ask() for _ in range(n)]
+            beat.trial_ids |= {t._trial_id for t in trials}
+            beat.beat()
+            choices = [suggest(t, space) for t in trials]
+            built = Parallel(n_jobs=config.jobs, backend="loky")(
+                delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c) for c in choices)
+            for trial, choice, b in zip(trials, choices, built):
+                _finish(study, trial, choice, b, scorer, seen, Path(tmp))
+                beat.trial_ids.discard(trial._trial_id)
+                progress(_progress_line(study, config.budget))
+    return study
+
+
+def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: dict[str, float], tmp: Path) -> None:
+    import optuna
+
+    trial.set_user_attr("moves", choice.label())
+    if built.data is None:
+        trial.set_user_attr("failure", f"build: {built.reason}")
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        return
+    trial.set_user_attr("sha256", built.sha256)
+    trial.set_user_attr("moved", built.moved)
+    if built.sha256 in seen:
+        trial.set_user_attr("duplicate", True)
+        study.tell(trial, seen[built.sha256])
+        return
+    path = tmp / f"{built.sha256[:16]}.cubin"
+    path.write_bytes(built.data)
+    try:
+        score = scorer.score(path)
+    except Rejected as exc:
+        trial.set_user_attr("failure", str(exc))
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        return
+    trial.set_user_attr("ci_low", score.low)
+    trial.set_user_attr("ci_high", score.high)
+    trial.set_user_attr("measured", score.measured)
+    seen[built.sha256] = score.value
+    study.tell(trial, score.value)
+
+
+def _progress_line(study, budget: int) -> str:
+    import optuna
+
+    done = finished_trials(study)
+    width = 30
+    bar = "#" * int(width * done / max(budget, 1))
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    failed = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials)
+    if complete:
+        best = min(complete, key=lambda t: t.value)
+        kind = "measured" if best.user_attrs.get("measured") else "predicted"
+        best_text = (f"best {best.value:.4f} [{best.user_attrs.get('ci_low', best.value):.4f}, "
+                     f"{best.user_attrs.get('ci_high', best.value):.4f}] {kind}")
+    else:
+        best_text = "no candidate yet"
+    return f"[{bar:<{width}}] {done}/{budget} trials, {failed} failed, {best_text}"
+
+
+def best_choice(study, space: SearchSpace) -> tuple[Choice, float] | None:
+    """The best completed trial's choice and value (None when nothing completed)."""
+    import optuna
+
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not complete:
+        return None
+    best = min(complete, key=lambda t: (t.value, t.number))
+    return choice_of(best.params, space), best.value
+
+
+__all__ = ["SearchConfig", "Score", "best_choice", "run_search", "study_name_for", "suggest"]

@@ -1,0 +1,114 @@
+"""The move space of one kernel, and building the candidate a choice of moves describes.
+
+A `Choice` names which instances of each move family a trial picked (indices into the
+`SearchSpace` lists). Building applies them in a fixed order (swaps, then load batching,
+then stall cuts), each step written, re-read and verified (`reorder.pipeline`), so a
+candidate that exists is legal. `build_candidate` is a module-level function of plain
+arguments so joblib can run it in worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from reorder.cubin import read_cubin
+from reorder.errors import ReorderError
+from reorder.moves import LoadBatch, StallCut, Swap
+from reorder.pipeline import Outcome, apply_each
+from reorder.sass import KernelCode, decode_kernel
+
+MAX_SWAPS = 3
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Every legal instance of every move family in one kernel."""
+
+    load_batches: tuple[LoadBatch, ...]
+    stall_cuts: tuple[StallCut, ...]
+    swaps: tuple[Swap, ...]
+
+    def size_line(self) -> str:
+        return (f"{len(self.load_batches)} load batches, {len(self.stall_cuts)} stall-cut blocks, "
+                f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The moves of one candidate, as sorted indices into the space's lists."""
+
+    load_batches: tuple[int, ...] = ()
+    stall_cuts: tuple[int, ...] = ()
+    swaps: tuple[int, ...] = ()
+
+    def moves(self) -> list[tuple[str, int]]:
+        return ([("load_batch", i) for i in self.load_batches] + [("stall_cut", i) for i in self.stall_cuts]
+                + [("swap", i) for i in self.swaps])
+
+    def without(self, family: str, index: int) -> Choice:
+        """The same choice with one move left out (to measure that move's contribution)."""
+        pick = {"load_batch": self.load_batches, "stall_cut": self.stall_cuts, "swap": self.swaps}
+        kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
+        return Choice(kept["load_batch"], kept["stall_cut"], kept["swap"])
+
+    def label(self) -> str:
+        return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
+
+
+def search_space(code: KernelCode, noalias: bool) -> SearchSpace:
+    return SearchSpace(tuple(LoadBatch.instances(code, noalias)), tuple(StallCut.instances(code)),
+                       tuple(Swap.instances(code)))
+
+
+def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:
+    """Build a candidate: load batches, then swaps, then stall cuts (the instances were
+    listed on the original kernel; one an earlier step made moot is skipped as a no-op).
+    Raises ReorderError when any chosen move is rejected by the verifier or the encoder."""
+    steps = [space.load_batches[i] for i in choice.load_batches]
+    steps += _independent_swaps([space.swaps[i] for i in choice.swaps])
+    if choice.stall_cuts:
+        steps.append(StallCut.merged([space.stall_cuts[i] for i in choice.stall_cuts]))
+    out = apply_each(code, steps)
+    if out.skipped:
+        raise ReorderError(f"move rejected: {out.skipped[0]}")
+    return out
+
+
+def _independent_swaps(swaps: list[Swap]) -> list[Swap]:
+    """Drop a swap that touches an instruction an earlier chosen swap already moved."""
+    taken: set[int] = set()
+    kept = []
+    for s in sorted(swaps, key=lambda s: s.index):
+        if {s.index, s.index + 1} & taken:
+            continue
+        taken |= {s.index, s.index + 1}
+        kept.append(s)
+    return kept
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built candidate (bytes and digest) or the one-line reason it could not be built."""
+
+    data: bytes | None
+    sha256: str
+    reason: str = ""
+    moved: int = 0
+    stalls: int = 0
+    predicted_cycles: int = 0
+
+
+def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice) -> Built:
+    """Decode, rebuild the space (deterministic), apply the choice. Runs in joblib workers."""
+    from reorder.costmodel import kernel_cycles
+
+    code = decode_kernel(read_cubin(cubin_path), kernel)
+    space = search_space(code, noalias)
+    try:
+        out = apply_choice(code, space, choice)
+    except ReorderError as exc:
+        return Built(None, "", str(exc).splitlines()[0])
+    return Built(out.data, hashlib.sha256(out.data).hexdigest(), moved=out.moved,
+                 stalls=sum(i.ctrl.stall for i in out.after.instructions),
+                 predicted_cycles=kernel_cycles(out.after.instructions))

@@ -1,0 +1,123 @@
+"""The search loop on the static cost model: deterministic under a seed, resumable, failures
+as trial states, a killed worker's trial retried."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from reorder.cubin import read_cubin
+from reorder.sass import decode_kernel
+from reorder.scoring import Rejected, StaticScorer
+from reorder.search import SearchConfig, finished_trials, run_search
+from reorder.space import search_space
+
+ROOT = Path(__file__).resolve().parent.parent
+CUBIN = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
+KERNEL = "saxpy_grid_stride"
+
+
+def _config(tmp_path: Path, name: str, budget: int, **kw) -> SearchConfig:
+    return SearchConfig(CUBIN, KERNEL, False, budget, 600.0, 1, f"sqlite:///{tmp_path / 'study.db'}", name,
+                        seed=kw.pop("seed", 3), **kw)
+
+
+@pytest.fixture(scope="module")
+def space():
+    return search_space(decode_kernel(read_cubin(CUBIN), KERNEL), False)
+
+
+def _history(study) -> list[tuple]:
+    return [(t.params, t.value, t.state.name) for t in sorted(study.trials, key=lambda t: t.number)]
+
+
+def test_search_is_deterministic_under_a_seed(tmp_path, space):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = run_search(_config(tmp_path / "a", "s", 5), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None)
+    b = run_search(_config(tmp_path / "b", "s", 5), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None)
+    assert _history(a) == _history(b)
+    assert finished_trials(a) == 5
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in a.trials), [t.user_attrs for t in a.trials]
+    assert min(t.value for t in a.trials) < 1.0
+
+
+def test_an_interrupted_study_resumes(tmp_path, space):
+    first = run_search(_config(tmp_path, "r", 3), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None)
+    before = _history(first)
+    again = run_search(_config(tmp_path, "r", 6), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None)
+    assert finished_trials(again) == 6
+    assert _history(again)[:3] == before
+
+
+class _RejectAll:
+    measured = True
+
+    def score(self, candidate: Path):
+        raise Rejected("crashed: CUDARuntimeError: an illegal instruction was encountered")
+
+
+def test_rejected_candidates_are_failed_trials_with_their_reason(tmp_path, space):
+    study = run_search(_config(tmp_path, "f", 3), space, _RejectAll(), progress=lambda _: None)
+    failed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    assert failed and all("illegal instruction" in t.user_attrs["failure"] for t in failed)
+    assert finished_trials(study) == 3
+
+
+def test_a_build_failure_is_a_failed_trial(tmp_path, space, monkeypatch):
+    import reorder.space
+    from reorder.errors import LegalityError
+
+    def rejected(code, space, choice):
+        raise LegalityError("verifier rejected the candidate: raw R4 0x10 -> 0x20 required 4, provided 1")
+
+    monkeypatch.setattr(reorder.space, "apply_choice", rejected)  # jobs=1: joblib builds in this process
+    study = run_search(_config(tmp_path, "b", 2), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None)
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.FAIL] * 2
+    assert all(t.user_attrs["failure"].startswith("build: verifier rejected") for t in study.trials)
+
+
+def test_a_killed_workers_trial_is_retried(tmp_path, space):
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from pathlib import Path
+        from reorder.cubin import read_cubin
+        from reorder.sass import decode_kernel
+        from reorder.scoring import StaticScorer
+        from reorder.search import SearchConfig, run_search
+        from reorder.space import search_space
+
+        class DiesOnThird(StaticScorer):
+            calls = 0
+            def score(self, candidate):
+                DiesOnThird.calls += 1
+                if DiesOnThird.calls == 3:
+                    os._exit(9)  # the worker is killed while it holds a trial
+                return super().score(candidate)
+
+        cubin = Path({str(CUBIN)!r})
+        space = search_space(decode_kernel(read_cubin(cubin), {KERNEL!r}), False)
+        config = SearchConfig(cubin, {KERNEL!r}, False, 5, 600.0, 1, {f"sqlite:///{tmp_path / 'study.db'}"!r}, "k",
+                              seed=3, heartbeat_s=1, grace_s=2)
+        run_search(config, space, DiesOnThird(cubin, {KERNEL!r}), progress=lambda _: None)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+    time.sleep(3)  # past the grace period: the dead worker's trial is stale
+    study = run_search(_config(tmp_path, "k", 5, heartbeat_s=1, grace_s=2), space, StaticScorer(CUBIN, KERNEL),
+                       progress=lambda _: None)
+    states = [t.state for t in study.trials]
+    stale = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL and "failure" not in t.user_attrs]
+    assert len(stale) == 1
+    retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale[0].number]
+    assert len(retried) == 1 and retried[0].params == stale[0].params
+    assert retried[0].state == optuna.trial.TrialState.COMPLETE
+    assert finished_trials(study) == 5 and optuna.trial.TrialState.RUNNING not in states
+    assert len({t.number for t in study.trials}) == len(study.trials)
