@@ -192,3 +192,26 @@ def smallest_point(spec_dict: Mapping[str, Any]) -> dict[str, int]:
 def grid_threads(spec_dict: Mapping[str, Any]) -> int:
     """Total threads launched, a quick size measure for ordering sweep points."""
     return math.prod(spec_dict["kernel"]["grid"]) * math.prod(spec_dict["kernel"]["block"])
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise SpecError(f"cannot write {type(value).__name__} into a launch spec")
+
+
+def spec_toml(spec: Mapping[str, Any]) -> str:
+    """A spec dict (e.g. a sweep point from apply_sweep) as a launch-spec TOML file, so a
+    point can be handed to `reorder optimize --launch` and `reorder time`."""
+    lines = ["[kernel]"] + [f"{k} = {_toml_value(v)}" for k, v in spec["kernel"].items()]
+    for param in spec["param"]:
+        lines += ["", "[[param]]"] + [f"{k} = {_toml_value(v)}" for k, v in param.items()]
+    return "\n".join(lines) + "\n"
