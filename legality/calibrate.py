@@ -21,7 +21,7 @@ from legality.verify import verify_instructions
 from reorder.cubin import read_cubin
 from reorder.sass import decode_kernel
 
-FIXED_KINDS = ("raw", "raw_pred", "raw_guard", "raw_u", "waw", "untracked")
+FIXED_KINDS = ("raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "untracked")
 
 
 @dataclass(frozen=True)

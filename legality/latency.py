@@ -140,6 +140,8 @@ def load_table(arch: int) -> LatencyTable:
         pairs = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": observed_doc.get("pair", [])},
                                                                                 observed.name)}
         for e in _entries_from_toml(observed_doc, observed.name):
+            if e.kind == "war":
+                continue  # a write-after-read floor is only taken from the exact opcode pair ptxas used
             key = (e.producer, e.consumer, e.kind)
             current = entries.get(key) or defaults.get((e.producer, e.kind))
             if current is None or e.cycles < current.cycles:

@@ -27,7 +27,7 @@ FRESH_SCOREBOARD_CYCLES = 2
 class Violation:
     """One broken dependency: who produced, who consumed too early, and by how much."""
 
-    kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, encoding
+    kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, untracked, encoding, registers
     resource: str
     producer_offset: int
     producer_opcode: str
@@ -77,17 +77,22 @@ class Recent:
 class State:
     """What is in flight at one program point (mutable only inside the transfer function)."""
 
-    recent: dict[str, dict[str, Recent]] = field(default_factory=dict)  # resource -> class -> worst
+    recent: dict[str, dict[str, Recent]] = field(default_factory=dict)  # resource -> writer class -> newest write
     writes: dict[str, frozenset[Pending]] = field(default_factory=dict)
     reads: dict[str, frozenset[Pending]] = field(default_factory=dict)
+    read_by: dict[str, dict[str, Recent]] = field(default_factory=dict)  # resource -> reader class -> newest read
 
     def copy(self) -> State:
-        return State({k: dict(v) for k, v in self.recent.items()}, dict(self.writes), dict(self.reads))
+        return State({k: dict(v) for k, v in self.recent.items()}, dict(self.writes), dict(self.reads),
+                     {k: dict(v) for k, v in self.read_by.items()})
 
     def key(self) -> tuple:
-        return (tuple(sorted((r, tuple(sorted(v.items()))) for r, v in self.recent.items())),
-                tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
-                tuple(sorted(self.reads.items(), key=lambda kv: kv[0])))
+        return (_recent_key(self.recent), tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
+                tuple(sorted(self.reads.items(), key=lambda kv: kv[0])), _recent_key(self.read_by))
+
+
+def _recent_key(table: dict[str, dict[str, Recent]]) -> tuple:
+    return tuple(sorted((r, tuple(sorted(v.items()))) for r, v in table.items()))
 
 
 @dataclass(frozen=True)
@@ -107,11 +112,12 @@ class Report:
 def merge(a: State, b: State) -> State:
     """Worst case of two states: the most recent fixed write, every pending access."""
     out = a.copy()
-    for res, by_cls in b.recent.items():
-        mine = out.recent.setdefault(res, {})
-        for cls, r in by_cls.items():
-            if cls not in mine or r.elapsed < mine[cls].elapsed:
-                mine[cls] = r
+    for mine_all, theirs in ((out.recent, b.recent), (out.read_by, b.read_by)):
+        for res, by_cls in theirs.items():
+            mine = mine_all.setdefault(res, {})
+            for cls, r in by_cls.items():
+                if cls not in mine or r.elapsed < mine[cls].elapsed:
+                    mine[cls] = r
     for table_a, table_b in ((out.writes, b.writes), (out.reads, b.reads)):
         for res, pend in table_b.items():
             table_a[res] = table_a.get(res, frozenset()) | pend
@@ -193,6 +199,13 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
         for p in s.reads.get(res, ()):
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
                                    _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read"))
+        for r in s.read_by.get(res, {}).values():
+            if r.offset == ins.offset or _exclusive(r.guard, ins.guard):
+                continue
+            need = _need(table, r, ins, cls, "war")
+            if r.elapsed < need.cycles:
+                found.append(Violation("war", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, r.elapsed,
+                                       "overwrites an operand of a fixed-latency reader too soon"))
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
@@ -241,6 +254,9 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
         cls = latency_class(ins)
         for res in writes:
             s.recent[res] = {cls: Recent(cls, ins.offset, ins.opcode, 0, ins.guard)}
+        for res in ins.access.reads:
+            if not res.startswith("SR_"):
+                s.read_by.setdefault(res, {})[cls] = Recent(cls, ins.offset, ins.opcode, 0, ins.guard)
 
 
 def _cover_untracked(s: State, queue: str, sb: int) -> None:
@@ -252,24 +268,30 @@ def _cover_untracked(s: State, queue: str, sb: int) -> None:
 
 
 def _forget_guards(s: State, predicate: str) -> None:
-    for res, by_cls in s.recent.items():
-        for c, r in by_cls.items():
-            if r.guard.lstrip("@!") == predicate:
-                by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.elapsed, "")
+    for table in (s.recent, s.read_by):
+        for by_cls in table.values():
+            for c, r in by_cls.items():
+                if r.guard.lstrip("@!") == predicate:
+                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.elapsed, "")
 
 
 def _advance(s: State, stall: int, horizon: int) -> None:
-    for res in list(s.recent):
-        aged = {c: Recent(r.cls, r.offset, r.opcode, r.elapsed + stall, r.guard) for c, r in s.recent[res].items()
-                if r.elapsed + stall < horizon}
-        if aged:
-            s.recent[res] = aged
-        else:
-            del s.recent[res]
+    for table in (s.recent, s.read_by):
+        _age(table, stall, horizon)
     for table in (s.writes, s.reads):
         for res in table:
             table[res] = frozenset(Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, 64), p.queue)
                                    for p in table[res])
+
+
+def _age(table: dict[str, dict[str, Recent]], stall: int, horizon: int) -> None:
+    for res in list(table):
+        aged = {c: Recent(r.cls, r.offset, r.opcode, r.elapsed + stall, r.guard) for c, r in table[res].items()
+                if r.elapsed + stall < horizon}
+        if aged:
+            table[res] = aged
+        else:
+            del table[res]
 
 
 def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State], dict[tuple, Violation]]:
