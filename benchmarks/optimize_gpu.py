@@ -96,7 +96,7 @@ def _one_kernel(kernel, point, noalias, args, work: Path) -> list[dict]:
     with WorkerPool(devices=[0]) as pool:
         for name, path in candidates.items():
             res = describe_status(pool.run(Job.of(check_and_time_job, str(cubin), str(path), spec, timeout_s=200,
-                                                  budget_s=6.0, target_ci_pct=0.5)))
+                                                  budget_s=4.0, target_ci_pct=0.5)))
             row = {"kernel": kernel, "point": json.dumps(point), "candidate": name, "optimize_rc": done.returncode,
                    "optimize_seconds": round(elapsed, 1), **res}
             rows.append(row)
