@@ -29,11 +29,14 @@ def _spaces_overlap(a: str, b: str) -> bool:
 
 
 def memory_conflict(a: Instruction, b: Instruction, noalias: bool = False,
-                    buffers: dict[int, frozenset[int]] | None = None) -> bool:
+                    buffers: dict[int, frozenset[int]] | None = None,
+                    declared: frozenset[int] | None = None) -> bool:
     """True when a and b may touch the same memory and at least one writes it.
 
     With `noalias`, two global accesses whose address registers derive from disjoint,
-    known sets of kernel parameters (`buffers`: offset -> parameter indices) do not conflict.
+    known sets of kernel parameters (`buffers`: offset -> parameter indices) do not conflict,
+    provided one of them uses only parameters declared not to alias anything (`declared`;
+    None declares every pointer parameter).
     """
     aw, bw = a.access.mem_writes, b.access.mem_writes
     ar, br = a.access.mem_reads, b.access.mem_reads
@@ -42,13 +45,16 @@ def memory_conflict(a: Instruction, b: Instruction, noalias: bool = False,
         return False
     if noalias and buffers is not None:
         pa, pb = buffers.get(a.offset), buffers.get(b.offset)
-        if pa and pb and not (pa & pb) and "shared" not in (aw, bw, ar, br) and "local" not in (aw, bw, ar, br):
+        covered = declared is None or (pa is not None and pa <= declared) or (pb is not None and pb <= declared)
+        if pa and pb and not (pa & pb) and covered and "shared" not in (aw, bw, ar, br) \
+                and "local" not in (aw, bw, ar, br):
             return False
     return True
 
 
 def dependency(a: Instruction, b: Instruction, noalias: bool = False,
-               buffers: dict[int, frozenset[int]] | None = None) -> tuple[str, str] | None:
+               buffers: dict[int, frozenset[int]] | None = None,
+               declared: frozenset[int] | None = None) -> tuple[str, str] | None:
     """(kind, resource) of the first reason b must stay after a, or None if independent."""
     if a.is_barrier or b.is_barrier:
         return ("CTRL", a.opcode if a.is_barrier else b.opcode)
@@ -57,7 +63,7 @@ def dependency(a: Instruction, b: Instruction, noalias: bool = False,
         shared = left & right
         if shared:
             return (kind, sorted(shared)[0])
-    if memory_conflict(a, b, noalias, buffers):
+    if memory_conflict(a, b, noalias, buffers, declared):
         return ("MEM", a.access.mem_writes or a.access.mem_reads or "memory")
     return None
 

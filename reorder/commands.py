@@ -169,9 +169,11 @@ def _batch_loads():
         from reorder.pipeline import batch_loads
 
         code = decode_kernel(read_cubin(args.cubin), args.kernel)
-        if args.assume_noalias:
-            print(f"ASSUMPTION: pointer parameters {args.assume_noalias} do not alias each other")
-        return _write_outcome(args, batch_loads(code, bool(args.assume_noalias)))
+        noalias = _noalias(args.assume_noalias, len(code.kernel.params))
+        if noalias:
+            which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
+            print(f"ASSUMPTION: {which} do not alias any other buffer")
+        return _write_outcome(args, batch_loads(code, noalias))
 
     return run, add
 
@@ -241,6 +243,23 @@ def _time():
         return cs.emit(cs.time_outcome(cs.run_one(job)), "time")
 
     return run, add
+
+
+def _noalias(value: str | None, count: int) -> bool | tuple[int, ...]:
+    """--assume-noalias: absent -> False, alone -> True (all), or a comma list of parameter indices."""
+    from reorder.errors import InputError
+
+    if value is None:
+        return False
+    if value == "all":
+        return True
+    try:
+        indices = tuple(sorted({int(v) for v in value.split(",")}))
+    except ValueError:
+        raise InputError(f"--assume-noalias: expected a comma list of parameter indices, got {value!r}") from None
+    if not indices or indices[0] < 0 or indices[-1] >= count:
+        raise InputError(f"--assume-noalias: parameter indices must be in 0..{count - 1}, got {value!r}")
+    return indices
 
 
 @command("optimize", "search the move space (Optuna), keep the best proven candidate, write a report")

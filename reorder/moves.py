@@ -107,11 +107,11 @@ class LoadBatch:
 
     block_start: int
     max_loads: int = 64
-    noalias: bool = False
+    noalias: Noalias = False
     name: str = field(default="load_batch", init=False)
 
     @staticmethod
-    def instances(code: KernelCode, noalias: bool = False) -> list[LoadBatch]:
+    def instances(code: KernelCode, noalias: Noalias = False) -> list[LoadBatch]:
         """Blocks where at least one load can move up (the hoisting plan is found, not guessed)."""
         out = []
         for b in basic_blocks(code.instructions):
@@ -146,9 +146,18 @@ def _is_hoistable_load(ins: Instruction) -> bool:
     return ins.base in ("LDG", "LDS", "LDC", "LD", "LDL") and ins.known and not ins.is_barrier
 
 
-def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: bool):
+Noalias = bool | tuple[int, ...]  # False: nothing assumed; True: all pointer parameters; or these indices
+
+
+def _declared(noalias: Noalias) -> frozenset[int] | None:
+    """The parameters declared not to alias anything: None for all of them."""
+    return None if noalias is True or not noalias else frozenset(noalias)
+
+
+def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalias):
     ins = code.instructions
     buffers = address_parameters(code) if noalias else None
+    declared = _declared(noalias)
     live = live_out(ins)
     order = list(block.indices())
     renames: list[OperandRename] = []
@@ -160,15 +169,17 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: bool):
         pos = order.index(load_index)
         target = pos
         clobbered: set[str] = set()
+        passed_store = False
         while target > floor:
             other = ins[order[target - 1]]
-            dep = dependency(other, ins[load_index], noalias, buffers)
+            dep = dependency(other, ins[load_index], bool(noalias), buffers, declared)
             if dep is None:
+                passed_store |= bool(other.access.mem_writes)
                 target -= 1
                 continue
             kind, _ = dep
             if kind in ("WAR", "WAW") and not (other.access.writes & ins[load_index].access.reads) \
-                    and not memory_conflict(other, ins[load_index], noalias, buffers):
+                    and not memory_conflict(other, ins[load_index], bool(noalias), buffers, declared):
                 clobbered |= ins[load_index].access.writes & (other.access.reads | other.access.writes)
                 target -= 1
                 continue
@@ -186,8 +197,9 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: bool):
         order.insert(target, order.pop(pos))
         floor = target + 1
         hoisted += 1
-        if noalias:
-            notes.append(f"{ins[load_index].offset:#06x} {ins[load_index].opcode}: hoisted assuming no alias")
+        if passed_store and ins[load_index].access.mem_reads:
+            notes.append(f"{ins[load_index].offset:#06x} {ins[load_index].opcode}: hoisted above a store, "
+                         "assuming the buffers do not alias")
     if not hoisted:
         return None
     regcount = max(code.kernel.regcount, next_reg + RESERVED_REGISTERS) if renames else code.kernel.regcount

@@ -86,5 +86,5 @@ def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) ->
     return together if together.applied else apply_each(code, moves)
 
 
-def batch_loads(code: KernelCode, noalias: bool) -> Outcome:
+def batch_loads(code: KernelCode, noalias: bool | tuple[int, ...]) -> Outcome:
     return apply_each(code, LoadBatch.instances(code, noalias))
