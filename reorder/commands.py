@@ -279,20 +279,24 @@ def _optimize():
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
         p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--workers", type=int, default=1,
+                       help="search processes sharing the study (one per GPU on a GPU host)")
+        p.add_argument("--search-only", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
 
     def run(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from reorder.optimize import OptimizeArgs, optimize
 
-        if args.budget < 1 or args.jobs < 1:
+        if args.budget < 1 or args.jobs < 1 or args.workers < 1:
             from reorder.errors import InputError
 
-            raise InputError("--budget and --jobs must be at least 1")
+            raise InputError("--budget, --jobs and --workers must be at least 1")
         return optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
-                                     args.candidate_budget))
+                                     args.candidate_budget, args.workers, args.search_only, args.worker_index))
 
     return run, add
 

@@ -38,6 +38,9 @@ class OptimizeArgs:
     noalias: bool
     seed: int
     candidate_budget_s: float = 2.0
+    workers: int = 1  # search processes sharing one study (one per GPU on a GPU host)
+    search_only: bool = False  # a helper worker: search, then leave reporting to worker 0
+    worker_index: int = 0
 
 
 def _say(line: str) -> None:
@@ -69,21 +72,76 @@ def optimize(args: OptimizeArgs) -> int:
     code = decode_kernel(cubin, args.kernel)
     kernel = code.kernel.name
     space = search_space(code, args.noalias)
-    _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
+    if not args.search_only:
+        _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
     on_gpu = _choose_device(args)
     folder = args.output.with_name(args.output.stem + ".reorder")
     folder.mkdir(parents=True, exist_ok=True)
-    storage = args.storage or f"sqlite:///{(folder / 'study.db').resolve()}"
+    storage = args.storage or _default_storage(folder, args.workers)
+    helpers = [] if args.search_only else _start_helpers(args, kernel, on_gpu, storage)
     with contextlib.ExitStack() as stack:
         scorer = _scorer(args, kernel, on_gpu, stack)
         config = SearchConfig(args.cubin, kernel, args.noalias, args.budget, args.seconds, args.jobs, storage,
-                              study_name_for(args.cubin, kernel, args.noalias, on_gpu), args.seed)
-        _say(f"study {config.study_name} in {storage}")
-        study = run_search(config, space, scorer)
+                              study_name_for(args.cubin, kernel, args.noalias, on_gpu), args.seed + args.worker_index)
+        if not args.search_only:
+            _say(f"study {config.study_name} in {storage} ({args.workers} worker(s))")
+        study = run_search(config, space, scorer,
+                           progress=(lambda _: None) if args.search_only else (lambda line: _say(line)))
+        if args.search_only:
+            return 0
+        _wait(helpers, args.seconds + 300)
+        study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder)
     md, csv = write_report(folder, report, study)
     _say(f"report: {md}\ntrials: {csv}")
     return 0
+
+
+def _default_storage(folder: Path, workers: int) -> str:
+    """SQLite for one worker; for several on one host Optuna's journal file (many writers to
+    one SQLite file is what the journal exists to avoid). Many hosts: pass --storage postgresql://."""
+    if workers > 1:
+        return f"journal:{(folder / 'study.journal').resolve()}"
+    return f"sqlite:///{(folder / 'study.db').resolve()}"
+
+
+def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) -> list:
+    """Workers 1..N-1 as processes running the same search on the same study; on a GPU host
+    worker i gets GPU i (worker 0 is this process, on GPU 0)."""
+    import os
+    import subprocess
+
+    procs = []
+    for i in range(1, args.workers):
+        cmd = [sys.executable, "-m", "reorder", "optimize", str(args.cubin), "-o", str(args.output), "--kernel", kernel,
+               "--budget", str(args.budget), "--time", f"{args.seconds}s", "--jobs", str(args.jobs),
+               "--storage", storage, "--l2", args.l2, "--device", "gpu" if on_gpu else "cpu", "--seed", str(args.seed),
+               "--candidate-budget", str(args.candidate_budget_s), "--search-only", "--worker-index", str(i)]
+        cmd += ["--launch", str(args.launch)] if args.launch else []
+        cmd += ["--assume-noalias"] if args.noalias else []
+        env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": str(i)} if on_gpu else {}))
+        procs.append(subprocess.Popen(cmd, env=env))
+    return procs
+
+
+def _wait(procs: list, timeout_s: float) -> None:
+    import subprocess
+
+    for p in procs:
+        try:
+            if p.wait(timeout=timeout_s) != 0:
+                _say(f"worker pid {p.pid} exited with {p.returncode}; its trials stay in the study")
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _say(f"worker pid {p.pid} did not finish in time and was stopped")
+
+
+def _reload(config: SearchConfig):
+    import optuna
+
+    from reorder.search import open_storage
+
+    return optuna.load_study(study_name=config.study_name, storage=open_storage(config.storage))
 
 
 def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.ExitStack):

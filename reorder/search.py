@@ -47,8 +47,11 @@ def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_
     for many) get heartbeats: a trial whose worker died is failed after `grace_s` and run
     again once (RetryFailedTrialCallback). `journal:PATH` is Optuna's journal file for
     many processes of one host (no heartbeats there: a killed worker's trial stays RUNNING)."""
+    import warnings
+
     import optuna
 
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if url.startswith("journal:"):
         from optuna.storages.journal import JournalFileBackend
 
@@ -84,6 +87,25 @@ class _Heartbeat:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join(timeout=5)
+
+
+def _open_study(config: SearchConfig, attempts: int = 5):
+    """Storage and study, tolerating workers that start together on a fresh database: the
+    first creates the schema and the study, the others retry and find them."""
+    import optuna
+    from sqlalchemy.exc import SQLAlchemyError
+
+    for attempt in range(attempts):
+        try:
+            storage = open_storage(config.storage, config.heartbeat_s, config.grace_s)
+            study = optuna.create_study(study_name=config.study_name, storage=storage, direction="minimize",
+                                        sampler=optuna.samplers.TPESampler(seed=config.seed), load_if_exists=True)
+            return storage, study
+        except (SQLAlchemyError, optuna.exceptions.DuplicatedStudyError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def finished_trials(study) -> int:
@@ -144,9 +166,7 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     # ask/tell with heartbeats is what we want (our own heartbeat thread keeps trials alive)
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
-    storage = open_storage(config.storage, config.heartbeat_s, config.grace_s)
-    study = optuna.create_study(study_name=config.study_name, storage=storage, direction="minimize",
-                                sampler=optuna.samplers.TPESampler(seed=config.seed), load_if_exists=True)
+    storage, study = _open_study(config)
     seen = _seen_scores(study)
     deadline = time.monotonic() + config.seconds
     with tempfile.TemporaryDirectory(prefix="reorder-search-") as tmp, _Heartbeat(storage, config.heartbeat_s) as beat:
