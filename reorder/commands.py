@@ -293,10 +293,11 @@ def _optimize():
             from reorder.errors import InputError
 
             raise InputError("--budget, --jobs and --workers must be at least 1")
-        return optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
+        optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
                                      args.candidate_budget, args.workers, args.search_only, args.worker_index))
+        return 0
 
     return run, add
 
@@ -312,3 +313,26 @@ def _seconds(text: str) -> float:
     if value <= 0:
         raise InputError("--time must be positive")
     return value
+
+
+@command("bench", "optimize every kernel of a suite over its parameter grid; CSV, heatmaps, medians")
+def _bench():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("suite")
+        p.add_argument("--kernels", help="comma list (default: the whole suite)")
+        p.add_argument("--l2", help="comma list of warm,cold (default: the suite's)")
+        p.add_argument("--out", default="bench_out")
+        p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+        p.add_argument("--jobs", type=int, default=2)
+        p.add_argument("--budget", type=int, help="override every kernel's trial budget")
+
+    def run(args: argparse.Namespace) -> int:
+        from benchmarks.bench import main
+
+        argv = [args.suite, "--out", args.out, "--device", args.device, "--jobs", str(args.jobs)]
+        for flag, value in (("--kernels", args.kernels), ("--l2", args.l2), ("--budget", args.budget)):
+            if value:
+                argv += [flag, str(value)]
+        return main(argv)
+
+    return run, add

@@ -65,7 +65,8 @@ def _choose_device(args: OptimizeArgs) -> bool:
     return False
 
 
-def optimize(args: OptimizeArgs) -> int:
+def optimize(args: OptimizeArgs) -> Report | None:
+    """Run the search and write the output and report; the Report (None for a helper worker)."""
     if args.output.exists() and args.output.resolve() == args.cubin.resolve():
         raise InputError(f"{args.output}: refusing to overwrite the input file; choose another -o")
     cubin = read_cubin(args.cubin)
@@ -88,13 +89,13 @@ def optimize(args: OptimizeArgs) -> int:
         study = run_search(config, space, scorer,
                            progress=(lambda _: None) if args.search_only else (lambda line: _say(line)))
         if args.search_only:
-            return 0
+            return None
         _wait(helpers, args.seconds + 300)
         study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder)
     md, csv = write_report(folder, report, study)
     _say(f"report: {md}\ntrials: {csv}")
-    return 0
+    return report
 
 
 def _default_storage(folder: Path, workers: int) -> str:

@@ -1,0 +1,170 @@
+"""`reorder bench`: run the optimizer over the kernel suite and its sweep grid.
+
+For each kernel, each point of its parameter grid and each L2 state, the launch spec is
+written for that point and `reorder optimize` runs with the kernel's budget. Every row of
+the results CSV holds the compiler's time and ours with the ratio's CI (measured on a GPU;
+on a machine without one, the static model's prediction, labelled as such), the byte check
+and the moves used. Heatmaps (one panel per kernel, cells = compiler's time / ours, for L2
+warm and cold) and a bar chart of the per-kernel median are drawn with matplotlib.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from reorder.errors import InputError
+
+
+@dataclass(frozen=True)
+class BenchKernel:
+    name: str
+    cubin: Path
+    spec: Path
+    noalias: bool
+    budget: int
+    seconds: float
+    points: tuple[dict, ...]
+
+
+def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKernel], tuple[str, ...]]:
+    """Kernels of a suite file (paths relative to it) and the L2 states to run."""
+    from benchmarks.kernels.sweep import sweep_points
+    from reorder.commands import _seconds
+
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the suite ({exc})") from None
+    defaults = doc.get("defaults", {})
+    kernels = []
+    for entry in doc.get("kernel", []):
+        if only and entry["name"] not in only:
+            continue
+        spec = path.parent / entry["spec"]
+        raw = tomllib.loads(spec.read_text())
+        points = tuple(entry.get("points") or sweep_points(raw) or [{}])
+        kernels.append(BenchKernel(entry["name"], path.parent / entry["cubin"], spec, bool(entry.get("noalias")),
+                                   int(entry.get("budget", defaults.get("budget", 100))),
+                                   _seconds(str(entry.get("time", defaults.get("time", "5m")))), points))
+    if only and {k.name for k in kernels} != only:
+        raise InputError(f"{path}: no kernel named {sorted(only - {k.name for k in kernels})}")
+    return kernels, tuple(defaults.get("l2", ["warm"]))
+
+
+def _point_spec(kernel: BenchKernel, point: dict, folder: Path) -> Path:
+    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+
+    raw = tomllib.loads(kernel.spec.read_text())
+    raw = dict(apply_sweep(raw, point) if point else raw)
+    raw.pop("grid_sweep", None)
+    path = folder / "spec.toml"
+    path.write_text(spec_toml(raw))
+    return path
+
+
+def run_bench(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path, device: str, jobs: int) -> Path:
+    """Optimize every (kernel, point, L2) and append one row each to OUT/bench.csv."""
+    import pandas as pd
+
+    from reorder.optimize import OptimizeArgs, optimize
+
+    rows = []
+    for kernel in kernels:
+        for point in kernel.points:
+            for l2 in l2_states:
+                label = "_".join(f"{k}{v}" for k, v in sorted(point.items())) or "default"
+                folder = out / kernel.name / f"{label}_{l2}"
+                folder.mkdir(parents=True, exist_ok=True)
+                spec = _point_spec(kernel, point, folder)
+                started = time.monotonic()
+                report = optimize(OptimizeArgs(kernel.cubin, folder / "fast.cubin", kernel.name, spec, kernel.budget,
+                                               kernel.seconds, jobs, None, l2, device, kernel.noalias, 0))
+                rows.append(_row(kernel, point, l2, report, time.monotonic() - started))
+                pd.DataFrame(rows).to_csv(out / "bench.csv", index=False)
+    return out / "bench.csv"
+
+
+def _row(kernel: BenchKernel, point: dict, l2: str, report, seconds: float) -> dict:
+    r = report.result
+    row = {"kernel": kernel.name, "point": ",".join(f"{k}={v}" for k, v in sorted(point.items())) or "default",
+           "point_order": kernel.points.index(point), "l2": l2, "budget": kernel.budget,
+           "trials": report.trials, "failed": report.failed, "seconds": round(seconds, 1),
+           "moves": report.best_moves, "check": report.check, "verifier": report.verifier,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    if r is None:
+        return {**row, "measured": None, "ratio": None, "ci_low": None, "ci_high": None}
+    d = r.detail
+    return {**row, "measured": r.measured, "ratio": r.value, "ci_low": r.low, "ci_high": r.high,
+            "compiler_us": d.get("a_us"), "ours_us": d.get("b_us"), "clock_mhz": d.get("clock_mhz"),
+            "gpu": d.get("gpu", "")}
+
+
+def draw(csv_path: Path) -> list[Path]:
+    """Heatmaps (kernel panels, points x L2, cells = compiler's time / ours) and the median bar chart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    frame = pd.read_csv(csv_path).dropna(subset=["ratio"])
+    frame["speedup"] = 1.0 / frame["ratio"]
+    measured = bool(frame["measured"].all()) if len(frame) else False
+    what = "measured" if measured else "PREDICTED (static model, no GPU)"
+    kernels = sorted(frame["kernel"].unique())
+    fig, axes = plt.subplots(1, max(len(kernels), 1), figsize=(3.2 * max(len(kernels), 1), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], kernels):
+        rows = frame[frame["kernel"] == name].sort_values("point_order")
+        part = rows.pivot_table(index="point", columns="l2", values="speedup").reindex(rows["point"].unique())
+        image = ax.imshow(part.values, cmap="RdYlGn", vmin=0.9, vmax=1.1, aspect="auto")
+        ax.set_title(name, fontsize=8)
+        ax.set_xticks(range(len(part.columns)), part.columns, fontsize=7)
+        ax.set_yticks(range(len(part.index)), part.index, fontsize=6)
+        for (i, j), v in pd.DataFrame(part.values).stack().items():
+            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=6)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="compiler time / ours")
+    fig.suptitle(f"reorder bench: compiler time / ours per grid point\n{what}", fontsize=8)
+    fig.subplots_adjust(left=0.22, top=0.8, right=0.78)
+    heat = csv_path.with_name("heatmaps.png")
+    fig.savefig(heat, dpi=130)
+    plt.close(fig)
+    medians = frame.groupby("kernel")["speedup"].median().sort_values()
+    fig, ax = plt.subplots(figsize=(6, 0.35 * len(medians) + 1.2))
+    ax.barh(medians.index, medians.values, color=["tab:green" if v > 1 else "tab:red" for v in medians.values])
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xlabel(f"median compiler time / ours ({what})")
+    fig.tight_layout()
+    bars = csv_path.with_name("medians.png")
+    fig.savefig(bars, dpi=130)
+    plt.close(fig)
+    return [heat, bars]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="reorder bench")
+    parser.add_argument("suite", type=Path)
+    parser.add_argument("--kernels", help="comma list (default: the whole suite)")
+    parser.add_argument("--l2", help="comma list of warm,cold (default: the suite's)")
+    parser.add_argument("--out", type=Path, default=Path("bench_out"))
+    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--budget", type=int, help="override every kernel's budget")
+    args = parser.parse_args(argv)
+    kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
+    if args.budget:
+        kernels = [BenchKernel(k.name, k.cubin, k.spec, k.noalias, args.budget, k.seconds, k.points) for k in kernels]
+    l2 = tuple(args.l2.split(",")) if args.l2 else l2
+    csv_path = run_bench(kernels, l2, args.out, args.device, args.jobs)
+    for path in [csv_path, *draw(csv_path)]:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
