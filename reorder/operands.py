@@ -131,9 +131,9 @@ def access(opcode: str, operands: tuple[str, ...], guard: str) -> Access:
         else:
             reads += _operand_resources(operand, _source_width(base, mods, i - n_dst, src_width))
             if operand == "PR":
-                reads += [f"P{k}" for k in range(7)]
+                reads += predicate_file(operands)
     if base == "R2P":
-        writes += [f"P{k}" for k in range(7)]
+        writes += predicate_file(operands)
     if base == "BSSY" and operands:
         writes.append(operands[0])
     if base in ("BSYNC", "BREAK") and operands and re.fullmatch(r"B\d+", operands[0]):
@@ -149,6 +149,16 @@ def access(opcode: str, operands: tuple[str, ...], guard: str) -> Access:
 
 
 _DATA_CARRIERS = op.STORES | {"ATOM", "ATOMG", "ATOMS", "RED", "REDG", "F2F", "F2I", "I2F", "FRND", "I2I"}
+
+
+def predicate_file(operands: tuple[str, ...]) -> list[str]:
+    """The predicates P2R reads / R2P writes: bit k of the trailing mask selects Pk (all
+    seven when the mask is not an immediate)."""
+    try:
+        mask = int(operands[-1], 16) if operands[-1].startswith("0x") else int(operands[-1])
+    except (ValueError, IndexError):
+        mask = 0x7F
+    return [f"P{k}" for k in range(7) if mask >> k & 1]
 
 
 def _source_width(base: str, mods: list[str], source_index: int, data_width: int) -> int:

@@ -131,6 +131,11 @@ def make_instruction(offset: int, word: int, record: dict, has_relocation: bool 
     opcode = record.get("opcode", "")
     operands = split_operands(record.get("operands", ""))
     guard = record.get("predicate", "")
+    if guard and not guard.startswith("@"):
+        # nvdisasm's JSON puts P2R's `PR` source in the predicate field ("P2R R80, PR, RZ, 0x2"
+        # in the text listing): it is an operand, the whole predicate file read, not a guard.
+        operands = operands[:1] + (guard,) + operands[1:]
+        guard = ""
     base = opcode.split(".")[0]
     known = base in op.KNOWN
     acc = access(opcode, operands, guard) if known else Access(frozenset(), frozenset(), None, None)
