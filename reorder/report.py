@@ -25,6 +25,7 @@ class Report:
     best_moves: str
     result: Score | None
     contributions: list[dict] = field(default_factory=list)
+    finalists: list[dict] = field(default_factory=list)
     check: str = ""
     verifier: str = ""
     l2: str = ""
@@ -50,6 +51,10 @@ class Report:
                 lines.append(f"original {d.get('a_us', float('nan')):.3f} us, optimized {d.get('b_us', float('nan')):.3f} "
                              f"us per launch; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
                              f"verdict: {d.get('verdict')}")
+        if self.finalists:
+            lines += ["", "## Finalists (the search's best binaries, scored again; the best final score wins)", "",
+                      "| moves | search score | final score |", "|---|---|---|"]
+            lines += [f"| {f['moves']} | {f['search']} | {f['final']} |" for f in self.finalists]
         lines += ["", "## Each move's contribution (remove it, score again)", ""]
         if self.contributions:
             lines += ["| move | without it | ratio without / with |", "|---|---|---|"]

@@ -146,6 +146,33 @@ def choice_of(params: dict, space: SearchSpace) -> Choice:
     return Choice(lb, sc, tuple(swaps))
 
 
+def seed_params(space: SearchSpace) -> list[dict]:
+    """The hand-chosen configurations every study starts with: each move family alone
+    (all its instances on) and all families together. The search then cannot end worse
+    than the best single move it could have been told about (up to timing noise)."""
+    off = {f"swap{k}": -1 for k in range(MAX_SWAPS)} if space.swaps else {}
+    lb_all = {f"lb{i}": 1 for i in range(len(space.load_batches))}
+    sc_all = {f"sc{i}": 1 for i in range(len(space.stall_cuts))}
+    lb_none = {f"lb{i}": 0 for i in range(len(space.load_batches))}
+    sc_none = {f"sc{i}": 0 for i in range(len(space.stall_cuts))}
+    seeds = []
+    if lb_all:
+        seeds.append({**lb_all, **sc_none, **off})
+    if sc_all:
+        seeds.append({**lb_none, **sc_all, **off})
+    if lb_all and sc_all:
+        seeds.append({**lb_all, **sc_all, **off})
+    return seeds
+
+
+def _seed(study, space: SearchSpace, budget: int) -> None:
+    """Enqueue the seed configurations (no more than the budget) once, on a fresh study."""
+    if study.trials:
+        return
+    for params in seed_params(space)[:budget]:
+        study.enqueue_trial(params, skip_if_exists=True)
+
+
 def _seen_scores(study) -> dict[str, float]:
     """sha256 -> value of every completed trial: a binary already scored is not scored again."""
     import optuna
@@ -167,6 +194,7 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
     # ask/tell with heartbeats is what we want (our own heartbeat thread keeps trials alive)
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
     storage, study = _open_study(config)
+    _seed(study, space, config.budget)
     seen = _seen_scores(study)
     deadline = time.monotonic() + config.seconds
     with tempfile.TemporaryDirectory(prefix="reorder-search-") as tmp, _Heartbeat(storage, config.heartbeat_s) as beat:
@@ -237,13 +265,30 @@ def _progress_line(study, budget: int) -> str:
 
 def best_choice(study, space: SearchSpace) -> tuple[Choice, float] | None:
     """The best completed trial's choice and value (None when nothing completed)."""
+    ranked = ranked_choices(study, space, 1)
+    return ranked[0] if ranked else None
+
+
+def ranked_choices(study, space: SearchSpace, count: int) -> list[tuple[Choice, float]]:
+    """The `count` best completed trials with distinct binaries, best first. The best of
+    many noisy short timings is biased low (the winner's curse), so the finalists are
+    timed again, longer, before one is chosen."""
     import optuna
 
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    if not complete:
-        return None
-    best = min(complete, key=lambda t: (t.value, t.number))
-    return choice_of(best.params, space), best.value
+    complete = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
+                      key=lambda t: (t.value, t.number))
+    out: list[tuple[Choice, float]] = []
+    binaries: set[str] = set()
+    for t in complete:
+        sha = t.user_attrs.get("sha256", f"trial{t.number}")
+        if sha in binaries:
+            continue
+        binaries.add(sha)
+        out.append((choice_of(t.params, space), t.value))
+        if len(out) == count:
+            break
+    return out
 
 
-__all__ = ["SearchConfig", "Score", "best_choice", "run_search", "study_name_for", "suggest"]
+__all__ = ["Score", "SearchConfig", "best_choice", "ranked_choices", "run_search", "seed_params", "study_name_for",
+           "suggest"]

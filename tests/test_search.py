@@ -121,3 +121,21 @@ def test_a_killed_workers_trial_is_retried(tmp_path, space):
     assert retried[0].state == optuna.trial.TrialState.COMPLETE
     assert finished_trials(study) == 5 and optuna.trial.TrialState.RUNNING not in states
     assert len({t.number for t in study.trials}) == len(study.trials)
+
+
+def test_a_fresh_study_starts_with_the_single_move_seeds(tmp_path, space):
+    """Each move family alone and all together are scored first, so the search can never
+    report less than the best single move it was given."""
+    from reorder.search import ranked_choices, seed_params
+
+    seeds = seed_params(space)
+    assert seeds and all(set(s) == set(seeds[0]) for s in seeds)
+    study = run_search(_config(tmp_path, "seeded", len(seeds) + 2), space, StaticScorer(CUBIN, KERNEL),
+                       progress=lambda _: None)
+    first = sorted(study.trials, key=lambda t: t.number)[: len(seeds)]
+    assert [{k: v for k, v in t.params.items()} for t in first] == seeds
+    ranked = ranked_choices(study, space, 3)
+    values = [v for _, v in ranked]
+    assert values == sorted(values)
+    shas = [t.user_attrs.get("sha256") for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(ranked) == min(3, len(set(shas)))
