@@ -336,3 +336,80 @@ def _bench():
         return main(argv)
 
     return run, add
+
+
+@command("probe", "sliding clock probe: one variant per instruction position -> timeline CSV with jumps explained")
+def _probe():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid and block shape the "
+                                                                             "record addresses)")
+        p.add_argument("--kernel", help="kernel name (default: the spec's)")
+        p.add_argument("--range", metavar="C0-D40", help="hex byte offsets of the instructions to probe after")
+        p.add_argument("--build-only", metavar="DIR", help="CPU only: write and check every variant into DIR")
+        p.add_argument("-o", "--output", default="timeline.csv", help="timeline CSV (default timeline.csv)")
+        p.add_argument("--launches", type=int, default=5, help="launches per variant (default 5)")
+        p.add_argument("--no-cost", action="store_true", help="skip timing the probe's own cost")
+
+    def run(args: argparse.Namespace) -> int:
+        import tempfile
+        from pathlib import Path
+
+        from reorder.errors import InputError
+        from reorder.probes import parse_range, probe_positions
+        from timing import cli_support as cs
+        from timing import probe as tp
+
+        if args.launches < 1:
+            raise InputError(f"--launches must be at least 1, got {args.launches}")
+        spec = cs.validated_spec(args.launch, [args.cubin], args.kernel)
+        code = decode_kernel(read_cubin(args.cubin), spec.name)
+        first, last = parse_range(args.range, code) if args.range else (0, None)
+        positions = probe_positions(code, first, last)
+        if not positions:
+            raise InputError(f"{args.cubin}: no instruction to probe in {args.range or 'the kernel'}")
+        if args.build_only:
+            built = tp.build_variants(code, positions, tp.layout_of(spec), Path(args.build_only))
+            print(f"{code.kernel.name}: {len(built)} probe variants in {args.build_only} "
+                  f"(originals bit-identical, verifier: legal)")
+            print(built[0][2].occupancy.line())
+            return 0
+        cs.require_gpu()
+        folder = Path(tempfile.mkdtemp(prefix="reorder-probe-"))
+        result = tp.run_probe(args.cubin, spec, folder, first, last, args.launches, time_cost=not args.no_cost)
+        from reorder.timeline import write_csv
+
+        write_csv(args.output, result.points, result.found)
+        print(result.occupancy)
+        for j in result.found:
+            source = f", waited for {j.producer_offset:#06x} {j.producer_text}" if j.producer_offset is not None else ""
+            print(f"jump +{j.excess:.0f} cycles at {j.offset:#06x} {j.text}{source}")
+        for k, reason in result.failed:
+            print(f"position {k}: {reason}")
+        if result.cost:
+            print(f"probe cost: {result.cost}")
+        print(f"wrote {args.output}")
+        return 1 if result.failed else 0
+
+    return run, add
+
+
+@command("timeline", "plot one or two timeline CSVs (original, optimized) as a PNG with jumps annotated")
+def _timeline():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("csv", nargs="+", help="one or two timeline CSVs from `reorder probe`")
+        p.add_argument("-o", "--output", default="timeline.png")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from reorder.errors import InputError
+        from reorder.timeline import plot, read_csv
+
+        if len(args.csv) > 2:
+            raise InputError("timeline: give one or two CSVs (original, optimized)")
+        tables = [(Path(c).stem, read_csv(c)) for c in args.csv]
+        print(f"wrote {plot(tables, args.output)}")
+        return 0
+
+    return run, add

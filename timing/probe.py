@@ -1,0 +1,115 @@
+"""Run probe variants on the GPU and turn their records into a timeline.
+
+Building is CPU work (reorder.probes); this module adds the launch side: the spec of a
+probe variant is the kernel's spec plus one trailing `out` buffer for the records (the
+original kernel ignores an extra argument, so both run from one spec), each variant runs
+in an isolated worker (a fault costs that variant only), and the probe's own cost is the
+paired timing of the original against a variant probed mid-kernel (timing.paired).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reorder.cubin import read_cubin
+from reorder.probes import ProbeBuild, ProbeLayout, build_slide, check_build, probe_positions
+from reorder.sass import KernelCode, decode_kernel
+from reorder.timeline import Jump, Point, jumps, point
+from timing.spec import BufferParam, LaunchSpec
+
+RECORDS_PARAM = "probe_records"
+DEFAULT_LAUNCHES = 5
+
+
+def layout_of(spec: LaunchSpec) -> ProbeLayout:
+    return ProbeLayout(spec.block, spec.grid)
+
+
+def probe_spec(spec: LaunchSpec, record_bytes: int) -> LaunchSpec:
+    """The spec with the record buffer appended (poisoned: unwritten slots stay all ones)."""
+    words = layout_of(spec).warps * record_bytes // 4
+    extra = BufferParam(RECORDS_PARAM, "uint32", (words,), "out")
+    return dataclasses.replace(spec, params=spec.params + (extra,))
+
+
+def run_records(cubin: str, spec: LaunchSpec, launches: int = DEFAULT_LAUNCHES) -> np.ndarray:
+    """Records of `launches` launches, shape (launches, warps, words per warp); run in a worker."""
+    from timing import gpu
+    from timing.spec import draw_inputs
+
+    kernel = gpu.load_kernel(cubin, spec)
+    host = draw_inputs(spec, 0)
+    out = []
+    for _ in range(launches):
+        dev = gpu.to_device(host)  # fresh inputs and poisoned records each launch
+        gpu.launch(kernel, spec, gpu.launch_args(spec, dev))
+        gpu.synchronize()
+        out.append(dev[RECORDS_PARAM].get())
+    warps = layout_of(spec).warps
+    return np.stack(out).reshape(launches, warps, -1)
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """A whole sliding-probe run: the timeline, its jumps, the probe's cost, what failed."""
+
+    points: tuple[Point, ...]
+    found: tuple[Jump, ...]
+    cost: dict[str, Any]  # time_job's row for original vs a probed variant ({} when skipped)
+    failed: tuple[tuple[int, str], ...]  # (position, reason) of variants that did not run
+    occupancy: str
+
+
+def build_variants(code: KernelCode, positions: Sequence[int], layout: ProbeLayout, folder: Path,
+                   check: bool = True) -> list[tuple[int, Path, ProbeBuild]]:
+    """Write one cubin per position into `folder`; every one checked unless `check` is False."""
+    from reorder.errors import LegalityError
+    from reorder.writer import write_atomic
+
+    out = []
+    for k in positions:
+        build = build_slide(code, k, layout)
+        if check:
+            result = check_build(code, build)
+            if result.changed or result.violations:
+                raise LegalityError(f"probe after {k}: originals changed at {list(map(hex, result.changed))}, "
+                                    f"{len(result.violations)} verifier violations", result.violations)
+        path = write_atomic(folder / f"{code.kernel.name}.probe_{k:04d}.cubin", build.data)
+        out.append((k, path, build))
+    return out
+
+
+def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0, last: int | None = None,
+              launches: int = DEFAULT_LAUNCHES, time_cost: bool = True, timeout_s: float = 120.0) -> ProbeRun:
+    """Build, run and analyse every probe position in [first, last] (GPU; workers isolate faults)."""
+    from timing.cli_support import worker_device
+    from timing.evaluate import time_job
+    from timing.worker import Job, WorkerPool
+
+    code = decode_kernel(read_cubin(cubin), spec.name)
+    positions = probe_positions(code, first, last)
+    variants = build_variants(code, positions, layout_of(spec), folder)
+    pspec = probe_spec(spec, variants[0][2].record_bytes) if variants else spec
+    jobs = [Job.of(run_records, str(path.resolve()), pspec, launches, timeout_s=timeout_s) for _, path, _ in variants]
+    with WorkerPool(devices=[worker_device()]) as pool:
+        results = pool.map(jobs)
+        cost: dict[str, Any] = {}
+        if time_cost and variants:
+            middle = variants[len(variants) // 2][1]
+            done = pool.run(Job.of(time_job, str(Path(cubin).resolve()), str(middle.resolve()), pspec,
+                                   timeout_s=timeout_s + 30))
+            cost = done.value if done.ok else {"status": done.status, "reason": done.reason}
+    points, failed = [], []
+    for (k, _, _), result in zip(variants, results):
+        if result.ok:
+            points.append(point(code.instructions[k], k, result.value))
+        else:
+            failed.append((k, f"{result.status}: {result.reason}"))
+    occ = variants[0][2].occupancy.line() if variants else ""
+    return ProbeRun(tuple(points), jumps(code.instructions, points), cost, tuple(failed), occ)
