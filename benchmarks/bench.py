@@ -10,6 +10,7 @@ warm and cold) and a bar chart of the per-kernel median are drawn with matplotli
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import tomllib
@@ -28,6 +29,12 @@ class BenchKernel:
     budget: int
     seconds: float
     points: tuple[dict, ...]
+    candidate_budget_s: float = 2.0  # paired timing per trial
+    final_budget_s: float = 5.0  # per finalist
+    contributions: bool = True  # re-score the winner without each move
+
+
+_TIMING_KEYS = (("candidate_budget_s", 2.0), ("final_budget_s", 5.0))
 
 
 def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKernel], tuple[str, ...]]:
@@ -49,7 +56,9 @@ def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKern
         points = tuple(entry.get("points") or sweep_points(raw) or [{}])
         kernels.append(BenchKernel(entry["name"], path.parent / entry["cubin"], spec, bool(entry.get("noalias")),
                                    int(entry.get("budget", defaults.get("budget", 100))),
-                                   _seconds(str(entry.get("time", defaults.get("time", "5m")))), points))
+                                   _seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
+                                   *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
+                                   bool(entry.get("contributions", defaults.get("contributions", True)))))
     if only and {k.name for k in kernels} != only:
         raise InputError(f"{path}: no kernel named {sorted(only - {k.name for k in kernels})}")
     return kernels, tuple(defaults.get("l2", ["warm"]))
@@ -82,7 +91,10 @@ def run_bench(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path,
                 spec = _point_spec(kernel, point, folder)
                 started = time.monotonic()
                 report = optimize(OptimizeArgs(kernel.cubin, folder / "fast.cubin", kernel.name, spec, kernel.budget,
-                                               kernel.seconds, jobs, None, l2, device, kernel.noalias, 0))
+                                               kernel.seconds, jobs, None, l2, device, kernel.noalias, 0,
+                                               candidate_budget_s=kernel.candidate_budget_s,
+                                               final_budget_s=kernel.final_budget_s,
+                                               contributions=kernel.contributions))
                 rows.append(_row(kernel, point, l2, report, time.monotonic() - started))
                 pd.DataFrame(rows).to_csv(out / "bench.csv", index=False)
     return out / "bench.csv"
@@ -100,7 +112,24 @@ def _row(kernel: BenchKernel, point: dict, l2: str, report, seconds: float) -> d
     d = r.detail
     return {**row, "measured": r.measured, "ratio": r.value, "ci_low": r.low, "ci_high": r.high,
             "compiler_us": d.get("a_us"), "ours_us": d.get("b_us"), "clock_mhz": d.get("clock_mhz"),
-            "gpu": d.get("gpu", "")}
+            "gpu": _gpu_name() if r.measured else "none (static model)", "commit": _commit()}
+
+
+def _gpu_name() -> str:
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+
+
+def _commit() -> str:
+    """The commit measured: COMMIT (written where the tree travels without .git), else git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    if (root / "COMMIT").exists():
+        return (root / "COMMIT").read_text().strip()
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 def draw(csv_path: Path) -> list[Path]:
@@ -144,6 +173,23 @@ def draw(csv_path: Path) -> list[Path]:
     return [heat, bars]
 
 
+def _overridden(kernel: BenchKernel, args) -> BenchKernel:
+    """The suite's settings with the command line's overrides (a quick sweep on a short lease)."""
+    changes: dict = {}
+    if args.budget:
+        changes["budget"] = args.budget
+    if args.points:
+        wanted = [int(i) for i in args.points.split(",")]
+        changes["points"] = tuple(kernel.points[i] for i in wanted if i < len(kernel.points)) or kernel.points[:1]
+    if args.candidate_budget:
+        changes["candidate_budget_s"] = args.candidate_budget
+    if args.final_budget:
+        changes["final_budget_s"] = args.final_budget
+    if args.no_contributions:
+        changes["contributions"] = False
+    return dataclasses.replace(kernel, **changes)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -155,10 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--budget", type=int, help="override every kernel's budget")
+    parser.add_argument("--points", help="comma list of sweep-point indices to run (default: every point)")
+    parser.add_argument("--candidate-budget", type=float, help="seconds of paired timing per trial")
+    parser.add_argument("--final-budget", type=float, help="seconds of paired timing per finalist")
+    parser.add_argument("--no-contributions", action="store_true", help="skip re-scoring the winner without each move")
     args = parser.parse_args(argv)
     kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
-    if args.budget:
-        kernels = [BenchKernel(k.name, k.cubin, k.spec, k.noalias, args.budget, k.seconds, k.points) for k in kernels]
+    kernels = [_overridden(k, args) for k in kernels]
     l2 = tuple(args.l2.split(",")) if args.l2 else l2
     csv_path = run_bench(kernels, l2, args.out, args.device, args.jobs)
     for path in [csv_path, *draw(csv_path)]:

@@ -325,15 +325,21 @@ def _bench():
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
         p.add_argument("--jobs", type=int, default=2)
         p.add_argument("--budget", type=int, help="override every kernel's trial budget")
+        p.add_argument("--points", help="comma list of sweep-point indices to run (default: every point)")
+        p.add_argument("--candidate-budget", type=float, help="seconds of paired timing per trial")
+        p.add_argument("--final-budget", type=float, help="seconds of paired timing per finalist")
+        p.add_argument("--no-contributions", action="store_true", help="skip re-scoring the winner without each move")
 
     def run(args: argparse.Namespace) -> int:
         from benchmarks.bench import main
 
         argv = [args.suite, "--out", args.out, "--device", args.device, "--jobs", str(args.jobs)]
-        for flag, value in (("--kernels", args.kernels), ("--l2", args.l2), ("--budget", args.budget)):
+        for flag, value in (("--kernels", args.kernels), ("--l2", args.l2), ("--budget", args.budget),
+                            ("--points", args.points), ("--candidate-budget", args.candidate_budget),
+                            ("--final-budget", args.final_budget)):
             if value:
                 argv += [flag, str(value)]
-        return main(argv)
+        return main(argv + (["--no-contributions"] if args.no_contributions else []))
 
     return run, add
 

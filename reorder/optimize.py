@@ -23,6 +23,9 @@ from reorder.space import Choice, build_candidate, search_space
 from reorder.writer import write_atomic
 
 
+FINALISTS = 3
+
+
 @dataclass(frozen=True)
 class OptimizeArgs:
     cubin: Path
@@ -41,6 +44,9 @@ class OptimizeArgs:
     workers: int = 1  # search processes sharing one study (one per GPU on a GPU host)
     search_only: bool = False  # a helper worker: search, then leave reporting to worker 0
     worker_index: int = 0
+    finalists: int = FINALISTS  # the best distinct binaries scored again before one is chosen
+    final_budget_s: float = 5.0  # seconds of paired timing per finalist
+    contributions: bool = True  # re-score the winner without each of its moves
 
 
 def _say(line: str) -> None:
@@ -156,8 +162,6 @@ def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.Exi
     return GpuScorer(args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s)
 
 
-FINALISTS = 3
-FINAL_BUDGET_S = 5.0  # seconds of paired timing per finalist
 
 
 def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> Report:
@@ -166,7 +170,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     trials = study.trials
     failed = sum(t.state == optuna.trial.TrialState.FAIL for t in trials)
     dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)
-    ranked = ranked_choices(study, space, FINALISTS)
+    ranked = ranked_choices(study, space, max(1, args.finalists))
     report = Report(code.kernel.name, f"sm_{code.arch}", str(args.cubin), space.size_line(), len(trials), failed, dups,
                     "(none)", None, l2=args.l2, versions=versions())
     if not ranked:
@@ -182,7 +186,8 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
         choice, built, final = picked
         report.best_moves = choice.label()
         report.result = final
-        report.contributions = _contributions(args, code.kernel.name, choice, final, scorer, Path(tmp))
+        if args.contributions:
+            report.contributions = _contributions(args, code.kernel.name, choice, final, scorer, Path(tmp))
     after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
     verdict = verify_kernel(after)
     report.verifier = "legal" if verdict.ok else f"REJECTED: {verdict.violations[0].line()}"
@@ -213,7 +218,7 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
         path = tmp / f"finalist{rank}.cubin"
         path.write_bytes(built.data)
         try:
-            final = _final_score(scorer, path)
+            final = _final_score(scorer, path, args.final_budget_s)
         except Rejected as exc:
             report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}", "final": f"rejected: {exc}"})
             continue
@@ -223,9 +228,9 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
     return best
 
 
-def _final_score(scorer, path: Path) -> Score:
+def _final_score(scorer, path: Path, budget_s: float) -> Score:
     if isinstance(scorer, GpuScorer):
-        return scorer.score(path, budget_s=FINAL_BUDGET_S, target_ci_pct=0.5)
+        return scorer.score(path, budget_s=budget_s, target_ci_pct=0.5)
     return scorer.score(path)
 
 

@@ -1,0 +1,204 @@
+"""The probe timeline of rmsnorm_triton_style on the H200: original vs load-batched.
+
+Building the probe variants is CPU work (one cubin per probed position, each checked:
+originals bit-identical, verifier accepts); running them needs the GPU. So, like the
+latency probe, this runs in two steps:
+
+    python -m benchmarks.probe_gpu --prebuild DIR [--batched B.cubin] [--rows 16]   # CPU
+    python -m benchmarks.probe_gpu --run DIR --out OUT                               # GPU
+
+`--run` writes, for each version, a timeline CSV; one PNG with both overlaid; and
+probe_summary.json with what issue 7 asks to show: the share of the normalise pass the
+probes cover, whether each load-wait jump sits on (or within two instructions of) the
+first use of the loaded value, the probe's own cost (paired timing of the kernel with
+vs without a mid-pass probe), and a byte check of the probed kernel's outputs against
+the original's (the records buffer aside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+from benchmarks.gpu_session import SUITE, _suite_cubin
+from benchmarks.kernels.sweep import apply_sweep, spec_toml
+
+KERNEL = "rmsnorm_triton_style"
+NEAR = 2  # a load-wait jump must sit within this many instructions of the first use
+
+
+def normalise_pass(code) -> tuple[int, int]:
+    """Instruction indices of the normalise pass: after the guarded EXIT that ends the
+    reduction (rows past the grid leave there) up to the kernel's final EXIT."""
+    exits = [i for i, ins in enumerate(code.instructions) if ins.opcode == "EXIT"]
+    if len(exits) < 2:
+        raise SystemExit(f"{KERNEL}: expected a guarded EXIT before the normalise pass, found {len(exits)} EXITs")
+    return exits[0] + 1, exits[-1]
+
+
+def first_use(code, producer_index: int) -> int | None:
+    """The first instruction after the producer that reads a register the producer writes."""
+    from reorder.operands import access
+
+    p = code.instructions[producer_index]
+    written = set(access(p.opcode, p.operands, p.guard).writes)
+    for i in range(producer_index + 1, len(code.instructions)):
+        ins = code.instructions[i]
+        if written & set(access(ins.opcode, ins.operands, ins.guard).reads):
+            return i
+    return None
+
+
+def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
+    from reorder.cubin import read_cubin
+    from reorder.pipeline import batch_loads
+    from reorder.probes import probe_positions
+    from reorder.sass import decode_kernel
+    from timing.probe import build_variants, layout_of
+    from timing.spec import parse_spec
+
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = dict(apply_sweep(tomllib.loads((SUITE / "specs" / f"{KERNEL}.toml").read_text()), {"rows": rows}))
+    raw.pop("grid_sweep", None)
+    spec_text = spec_toml(raw)
+    (folder / "spec.toml").write_text(spec_text)
+    spec = parse_spec(tomllib.loads(spec_text), "spec.toml")
+    original = _suite_cubin(KERNEL)
+    shutil.copy(original, folder / "original.cubin")
+    if batched is None:
+        outcome = batch_loads(decode_kernel(read_cubin(original), KERNEL), True)
+        (folder / "batched.cubin").write_bytes(outcome.data)
+    else:
+        shutil.copy(batched, folder / "batched.cubin")
+    manifest = {"rows": rows, "versions": {}}
+    for name in ("original", "batched"):
+        code = decode_kernel(read_cubin(folder / f"{name}.cubin"), KERNEL)
+        first, last = normalise_pass(code)
+        positions = probe_positions(code, first, last)
+        built = build_variants(code, positions, layout_of(spec), folder / name)
+        manifest["versions"][name] = {"pass": [first, last], "positions": [k for k, _, _ in built],
+                                      "record_bytes": built[0][2].record_bytes, "occupancy": built[0][2].occupancy.line()}
+        print(f"{name}: pass {first}..{last} ({last - first + 1} instructions), {len(built)} probe variants", flush=True)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return 0
+
+
+def identical_outputs(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
+    """Outputs of the probed kernel vs the original on fresh inputs, records buffer aside."""
+    from timing import gpu
+    from timing.check import compare_outputs, run_once
+    from timing.probe import RECORDS_PARAM
+    from timing.spec import draw_inputs
+
+    a, b = gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec)
+    for s in range(sets):
+        host = draw_inputs(spec, 1000 + s)
+        ref, cand = run_once(a, spec, host), run_once(b, spec, host)
+        ref.pop(RECORDS_PARAM, None)
+        cand.pop(RECORDS_PARAM, None)
+        bad = compare_outputs(ref, cand)
+        if bad is not None:
+            return f"MISMATCH on input set {s}: {bad.describe()}"
+    return f"identical on {sets} input sets"
+
+
+def run(folder: Path, out: Path) -> int:
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+    from reorder.timeline import jumps, plot, point, read_csv, write_csv
+    from timing.cli_support import worker_device
+    from timing.evaluate import time_job
+    from timing.probe import probe_spec, run_records
+    from timing.spec import parse_spec
+    from timing.worker import Job, WorkerPool
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    spec = parse_spec(tomllib.loads((folder / "spec.toml").read_text()), "spec.toml")
+    summary: dict = {"gpu": _gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": _commit(),
+                     "kernel": KERNEL, "rows": manifest["rows"], "l2": "warm", "versions": {}}
+    tables = []
+    with WorkerPool(devices=[worker_device()]) as pool:
+        for name, info in manifest["versions"].items():
+            base = folder / f"{name}.cubin"
+            code = decode_kernel(read_cubin(base), KERNEL)
+            pspec = probe_spec(spec, info["record_bytes"])
+            paths = [folder / name / f"{KERNEL}.probe_{k:04d}.cubin" for k in info["positions"]]
+            results = pool.map([Job.of(run_records, str(p.resolve()), pspec, 5, timeout_s=60) for p in paths])
+            points = [point(code.instructions[k], k, r.value) for k, r in zip(info["positions"], results) if r.ok]
+            failed = [(k, f"{r.status}: {r.reason}") for k, r in zip(info["positions"], results) if not r.ok]
+            found = jumps(code.instructions, points)
+            csv_path = write_csv(out / f"timeline_{name}.csv", points, found)
+            tables.append((name, read_csv(csv_path)))
+            mid = paths[len(paths) // 2]
+            cost = pool.run(Job.of(time_job, str(base.resolve()), str(mid.resolve()), pspec, budget_s=4.0,
+                                   timeout_s=120))
+            check = pool.run(Job.of(identical_outputs, str(base.resolve()), str(mid.resolve()), pspec, timeout_s=120))
+            summary["versions"][name] = _version_summary(code, info, points, failed, found, cost, check)
+            print(json.dumps({name: summary["versions"][name]}, indent=1, default=str), flush=True)
+    plot(tables, out / "timeline_original_vs_batched.png")
+    (out / "probe_summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return 0
+
+
+def _version_summary(code, info, points, failed, found, cost, check) -> dict:
+    first, last = info["pass"]
+    measured = sorted(p.index for p in points if p.samples)
+    in_pass = [k for k in measured if first <= k <= last]
+    load_jumps = []
+    for j in found:
+        if j.producer_offset is None:
+            continue
+        producer = j.producer_offset // 16
+        if not code.instructions[producer].opcode.startswith(("LDG", "LDS", "LD.", "LDL")):
+            continue
+        use = first_use(code, producer)
+        load_jumps.append({"waiter": f"{j.offset:#06x} {j.text}", "excess_cycles": round(j.excess, 1),
+                           "load": f"{j.producer_offset:#06x} {j.producer_text}",
+                           "first_use": f"{use * 16:#06x}" if use is not None else None,
+                           "distance": None if use is None else abs(j.index - use),
+                           "located": use is not None and abs(j.index - use) <= NEAR})
+    pass_cycles = [p.cycles for p in points if p.samples and first <= p.index <= last]
+    return {"pass_instructions": last - first + 1, "probed_in_pass": len(in_pass),
+            "coverage": round(len(in_pass) / (last - first + 1), 3), "failed": failed,
+            "pass_span_cycles": (max(pass_cycles) - min(pass_cycles)) if pass_cycles else None,
+            "load_jumps": load_jumps, "all_located": all(j["located"] for j in load_jumps) if load_jumps else None,
+            "probe_cost": cost.value if cost.ok else f"{cost.status}: {cost.reason}",
+            "probed_outputs": check.value if check.ok else f"{check.status}: {check.reason}",
+            "occupancy": info["occupancy"]}
+
+
+def _gpu_name() -> str:
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+
+
+def _commit() -> str:
+    path = Path(__file__).parent.parent / "COMMIT"
+    return path.read_text().strip() if path.exists() else "unknown"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prebuild", type=Path)
+    ap.add_argument("--batched", type=Path, help="the load-batched cubin (default: reorder batch-loads --assume-noalias)")
+    ap.add_argument("--rows", type=int, default=16)
+    ap.add_argument("--run", type=Path)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    if args.prebuild:
+        return prebuild(args.prebuild, args.batched, args.rows)
+    if args.run and args.out:
+        return run(args.run, args.out)
+    ap.error("give --prebuild DIR, or --run DIR --out OUT")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
