@@ -223,9 +223,14 @@ CSV_FIELDS = ("pair", "status", "producer", "consumer", "producer_class", "consu
               "edges", "note")
 
 
-def to_csv(rows: list[PairResult]) -> str:
+STAMP_FIELDS = ("gpu", "date", "commit")
+
+
+def to_csv(rows: list[PairResult], stamp: dict[str, str] | None = None) -> str:
+    """One row per pair; `stamp` (gpu, date, commit) leads every row when given."""
+    stamp = stamp or {}
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=[*(k for k in STAMP_FIELDS if k in stamp), *CSV_FIELDS], lineterminator="\n")
     w.writeheader()
     for r in rows:
         d = asdict(r)
@@ -233,11 +238,15 @@ def to_csv(rows: list[PairResult]) -> str:
         d["verifier_min_stall"] = min(r.verifier_accepted) if r.verifier_accepted else ""
         for k in ("verifier_accepted", "verifier_unsafe", "correct_stalls", "wrong_stalls", "error_stalls"):
             d[k] = " ".join(map(str, d[k]))
-        w.writerow({k: ("" if d[k] is None else d[k]) for k in CSV_FIELDS})
+        w.writerow({**stamp, **{k: ("" if d[k] is None else d[k]) for k in CSV_FIELDS}})
     return buf.getvalue()
 
 
 def git_commit() -> str:
+    """The commit measured: git where the tree has .git, else the COMMIT file a GPU run carries."""
+    stamp = Path(__file__).resolve().parents[1] / "COMMIT"
+    if stamp.exists():
+        return stamp.read_text().strip() or "unknown"
     try:
         done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(__file__).resolve().parents[1],
                               capture_output=True, timeout=10, check=False)
@@ -289,7 +298,9 @@ def _s(v: object) -> str:
 
 
 def write_outputs(rows: list[PairResult], arch: int, gpu: str, csv_path: Path, toml_path: Path) -> None:
-    write_atomic(csv_path, to_csv(rows).encode())
+    """The CSV (every row stamped with GPU, date and commit) and the measured table."""
+    stamp = {"gpu": gpu, "date": _dt.date.today().isoformat(), "commit": git_commit()}
+    write_atomic(csv_path, to_csv(rows, stamp).encode())
     write_atomic(toml_path, to_toml(rows, arch, gpu).encode())
 
 

@@ -255,7 +255,8 @@ def test_outputs_csv_and_toml(tmp_path):
     csv_path, toml_path = tmp_path / "r.csv", tmp_path / "m.toml"
     lp.write_outputs(rows, 90, "Fake H200", csv_path, toml_path)
     lines = csv_path.read_text().splitlines()
-    assert lines[0].startswith("pair,status,") and len(lines) == 5
+    assert lines[0].startswith("gpu,date,commit,pair,status,") and len(lines) == 5
+    assert lines[1].startswith("Fake H200,")
     doc = tomllib.loads(toml_path.read_text())
     assert len(doc["entry"]) == 1
     e = doc["entry"][0]
