@@ -7,18 +7,17 @@ returns a `Candidate`; callers check it with `legality.verify` before writing it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from legality.graph import dependency, memory_conflict
 from reorder.buffers import address_parameters
 from reorder.cfg import Block, basic_blocks
-from reorder.cubin import RESERVED_REGISTERS, parse_cubin
-from reorder.errors import EncodingError, LegalityError, NotApplicable
-from reorder.liveness import live_out
-from reorder.operands import destination_count
-from reorder.rename import OperandRename, register_regex, rename_words
-from reorder.sass import Instruction, KernelCode, decode_kernel
+from reorder.cubin import RESERVED_REGISTERS
+from reorder.errors import LegalityError, NotApplicable
+from reorder.rename import OperandRename, rename_instructions
+from reorder.sass import Instruction, KernelCode
 from reorder.schedule import schedule_block
+from reorder.webs import BlockWebs, analyse_block, guarded_live_out, web_renames
 from reorder.writer import patch_kernel
 
 
@@ -158,7 +157,7 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalia
     ins = code.instructions
     buffers = address_parameters(code) if noalias else None
     declared = _declared(noalias)
-    live = live_out(ins)
+    webs = analyse_block(ins, block, guarded_live_out(ins)[block.start])
     order = list(block.indices())
     renames: list[OperandRename] = []
     next_reg = code.registers_used()
@@ -188,7 +187,7 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalia
             floor = pos + 1
             continue
         if clobbered:
-            planned = _rename_plan(code, block, load_index, next_reg, live)
+            planned = _rename_plan(code, webs, load_index, next_reg)
             if planned is None:
                 floor = pos + 1
                 continue
@@ -212,53 +211,28 @@ def _align(value: int, to: int) -> int:
     return (value + to - 1) // to * to
 
 
-def _rename_plan(code: KernelCode, block: Block, load_index: int, next_reg: int, live: dict[int, frozenset[str]]):
-    """Operand renames that give the load's result fresh registers up to its last use."""
-    ins = code.instructions
-    load = ins[load_index]
-    dest = sorted(load.access.writes, key=lambda r: int(r[1:]))
-    if not dest or not all(r.startswith("R") for r in dest):
+def _rename_plan(code: KernelCode, webs: BlockWebs, load_index: int, next_reg: int):
+    """Operand renames that give the load's result fresh registers for all its reads.
+
+    Only a destination the block's webs call renamable qualifies: the only value each of
+    its reads can see, not live after the block (a guarded load's value read under another
+    guard, or after the block, keeps its register and the load stays)."""
+    pos = load_index - webs.block.start
+    d = next((k for k, df in enumerate(webs.defs) if df.pos == pos and df.operand == 0), None)
+    if d is None or d not in webs.renamable or webs.defs[d].regs[0][0] != "R":
         return None
-    base, width = int(dest[0][1:]), len(dest)
+    width = len(webs.defs[d].regs)
     new_base = _align(next_reg, width if width in (2, 4) else 1)
     if new_base + width + RESERVED_REGISTERS > 255:
         return None
-    mapping = {base + k: new_base + k for k in range(width)}
-    renames = [OperandRename(load.offset, 0, base, new_base)]
-    alive = set(dest)
-    for j in range(load_index + 1, block.end):
-        other = ins[j]
-        for k, operand in enumerate(other.operands):
-            if k < _dest_count(other):
-                continue
-            for reg in sorted(alive):
-                if _names_register(operand, int(reg[1:])):
-                    renames.append(OperandRename(other.offset, k, int(reg[1:]), mapping[int(reg[1:])]))
-        alive -= other.access.writes
-        if not alive:
-            break
-    if alive & live.get(block.start, frozenset()):
-        return None  # the loaded value is still needed after the block
-    return renames, new_base + width
-
-
-def _dest_count(ins: Instruction) -> int:
-    return destination_count(ins.base, ins.operands)
-
-
-def _names_register(operand: str, index: int) -> bool:
-    return register_regex(index).search(operand) is not None
+    return web_renames(code.instructions, webs, d, new_base), new_base + width
 
 
 def _apply_renames(code: KernelCode, renames: list[OperandRename], regcount: int) -> KernelCode:
+    """The kernel with the renamed words, each re-read from its own nvdisasm listing (the
+    candidate's bytes are written and decoded whole again by the pipeline)."""
     if not renames:
         return code
     by_offset = {i.offset: i for i in code.instructions}
-    words = rename_words(by_offset, renames, code.arch)
-    ordered = [i.with_word(words.get(i.offset, i.word)) for i in code.instructions]
-    data = patch_kernel(code.cubin, code.kernel, ordered, regcount)
-    cubin = parse_cubin(data, code.cubin.path + " (renamed)")
-    renamed = decode_kernel(cubin, code.kernel.name)
-    if len(renamed.instructions) != len(code.instructions):
-        raise EncodingError("renaming changed the instruction count")
-    return renamed
+    renamed = rename_instructions(by_offset, renames, code.arch)
+    return replace(code, instructions=tuple(renamed.get(i.offset, i) for i in code.instructions))

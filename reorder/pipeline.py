@@ -16,6 +16,7 @@ from reorder.cubin import parse_cubin
 from reorder.errors import EncodingError, LegalityError, NotApplicable
 from reorder.moves import LoadBatch, StallCut
 from reorder.sass import KernelCode, decode_kernel
+from reorder.slicebatch import SliceBatch
 
 
 @dataclass(frozen=True)
@@ -86,5 +87,43 @@ def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) ->
     return together if together.applied else apply_each(code, moves)
 
 
-def batch_loads(code: KernelCode, noalias: bool | tuple[int, ...]) -> Outcome:
-    return apply_each(code, LoadBatch.instances(code, noalias))
+def batch_loads(code: KernelCode, noalias: bool | tuple[int, ...], slices: bool = True,
+                extra_registers: int = 32) -> Outcome:
+    """Group each block's loads. With `slices` (the default) a load travels with the ALU
+    instructions computing its address and guard (SliceBatch, renaming registers and
+    predicates), block by block; a block's step is kept only if the static model does not
+    predict it slower, and a block whose slice batch is rejected or not kept falls back to
+    plain hoisting (LoadBatch, under the same rule) on the kernel as it then stands.
+    `extra_registers` caps how far a slice batch may raise REGCOUNT."""
+    if not slices:
+        return apply_each(code, LoadBatch.instances(code, noalias))
+    steps: list[Outcome] = []
+    current = code
+    for move in SliceBatch.instances(code, noalias, extra_registers=extra_registers):
+        step = _kept(current, apply_each(current, [move]))
+        if not step.applied:
+            fallback = [m for m in LoadBatch.instances(current, noalias) if m.block_start == move.block_start]
+            step = _merged(current, [step, _kept(current, apply_each(current, fallback))])
+        steps.append(step)
+        current = step.after
+    return _merged(code, steps)
+
+
+def _kept(before: KernelCode, step: Outcome) -> Outcome:
+    """`step`, or nothing done (with the reason) when the static model predicts it slower."""
+    old, new = kernel_cycles(before.instructions), kernel_cycles(step.after.instructions)
+    if new <= old:
+        return step
+    why = tuple(f"{name}: not kept, predicted slower by the static model ({old} -> {new} cycles)"
+                for name in step.applied)
+    return Outcome(before.cubin.data, before, before, (), step.skipped, (), 0, step.inapplicable + why)
+
+
+def _merged(code: KernelCode, steps: list[Outcome]) -> Outcome:
+    """One Outcome for consecutive steps (each starting where the previous one ended)."""
+    if not steps:
+        return apply_each(code, [])
+    last = steps[-1]
+    return Outcome(last.data, code, last.after, sum((s.applied for s in steps), ()), sum((s.skipped for s in steps), ()),
+                   sum((s.notes for s in steps), ()), sum(s.moved for s in steps),
+                   sum((s.inapplicable for s in steps), ()))

@@ -29,9 +29,13 @@ def _without_control(ins) -> int:
     return ins.word & ~(CONTROL_MASK << CONTROL_SHIFT)
 
 
+def _erase_numbers(text: str) -> str:
+    return re.sub(r"(?<![A-Za-z])([RP])\d+", r"\1", text.replace(".reuse", ""))
+
+
 def _canonical(ins) -> tuple:
-    """An instruction with register numbers erased: equal up to renaming."""
-    return (ins.guard, ins.opcode, tuple(re.sub(r"(?<![A-Za-z])R\d+", "R", o.replace(".reuse", "")) for o in ins.operands))
+    """An instruction with register and predicate numbers erased: equal up to renaming."""
+    return (_erase_numbers(ins.guard), ins.opcode, tuple(_erase_numbers(o) for o in ins.operands))
 
 
 def test_stall_cut_verifies_and_keeps_every_instruction(corpus):
