@@ -156,7 +156,8 @@ def _stalls():
     return run, add
 
 
-@command("batch-loads", "hoist loads and group them (LoadBatch), renaming registers where needed")
+@command("batch-loads", "hoist loads with their address/guard slices and group them (SliceBatch; LoadBatch "
+                        "fallback), renaming registers and predicates where needed")
 def _batch_loads():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
@@ -164,6 +165,10 @@ def _batch_loads():
         p.add_argument("--kernel")
         p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
                        help="assume pointer parameters do not alias (all, or a comma list of indices)")
+        p.add_argument("--no-slices", action="store_true",
+                       help="hoist loads alone (LoadBatch), not with their address and guard slices")
+        p.add_argument("--extra-registers", type=int, default=32, metavar="N",
+                       help="how far a slice batch may raise the register count (default 32)")
 
     def run(args: argparse.Namespace) -> int:
         from reorder.pipeline import batch_loads
@@ -173,7 +178,8 @@ def _batch_loads():
         if noalias:
             which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
             print(f"ASSUMPTION: {which} do not alias any other buffer")
-        return _write_outcome(args, batch_loads(code, noalias))
+        return _write_outcome(args, batch_loads(code, noalias, slices=not args.no_slices,
+                                                extra_registers=args.extra_registers))
 
     return run, add
 

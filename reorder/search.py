@@ -127,6 +127,7 @@ def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool) -> s
 def suggest(trial, space: SearchSpace) -> Choice:
     """The trial's parameters: one on/off per load batch and stall-cut block, up to
     MAX_SWAPS swap slots (each 'none' or an index)."""
+    sb = tuple(i for i in range(len(space.slice_batches)) if trial.suggest_categorical(f"sb{i}", [0, 1]))
     lb = tuple(i for i in range(len(space.load_batches)) if trial.suggest_categorical(f"lb{i}", [0, 1]))
     sc = tuple(i for i in range(len(space.stall_cuts)) if trial.suggest_categorical(f"sc{i}", [0, 1]))
     swaps = []
@@ -135,34 +136,32 @@ def suggest(trial, space: SearchSpace) -> Choice:
             pick = trial.suggest_int(f"swap{k}", -1, len(space.swaps) - 1)
             if pick >= 0:
                 swaps.append(pick)
-    return Choice(lb, sc, tuple(sorted(set(swaps))))
+    return Choice(lb, sc, tuple(sorted(set(swaps))), sb)
 
 
 def choice_of(params: dict, space: SearchSpace) -> Choice:
     """Rebuild a Choice from a finished trial's parameters (for the best trial, on resume)."""
+    sb = tuple(i for i in range(len(space.slice_batches)) if params.get(f"sb{i}"))
     lb = tuple(i for i in range(len(space.load_batches)) if params.get(f"lb{i}"))
     sc = tuple(i for i in range(len(space.stall_cuts)) if params.get(f"sc{i}"))
     swaps = sorted({params[f"swap{k}"] for k in range(MAX_SWAPS) if params.get(f"swap{k}", -1) >= 0})
-    return Choice(lb, sc, tuple(swaps))
+    return Choice(lb, sc, tuple(swaps), sb)
 
 
 def seed_params(space: SearchSpace) -> list[dict]:
-    """The hand-chosen configurations every study starts with: each move family alone
-    (all its instances on) and all families together. The search then cannot end worse
-    than the best single move it could have been told about (up to timing noise)."""
-    off = {f"swap{k}": -1 for k in range(MAX_SWAPS)} if space.swaps else {}
-    lb_all = {f"lb{i}": 1 for i in range(len(space.load_batches))}
-    sc_all = {f"sc{i}": 1 for i in range(len(space.stall_cuts))}
-    lb_none = {f"lb{i}": 0 for i in range(len(space.load_batches))}
-    sc_none = {f"sc{i}": 0 for i in range(len(space.stall_cuts))}
-    seeds = []
-    if lb_all:
-        seeds.append({**lb_all, **sc_none, **off})
-    if sc_all:
-        seeds.append({**lb_none, **sc_all, **off})
-    if lb_all and sc_all:
-        seeds.append({**lb_all, **sc_all, **off})
-    return seeds
+    """The hand-chosen configurations every study starts with: each load-grouping family
+    alone (all its instances on), stall cuts alone, and each grouping family with the
+    stall cuts. The search then cannot end worse than the best single move it could have
+    been told about (up to timing noise)."""
+    families = {"sb": len(space.slice_batches), "lb": len(space.load_batches), "sc": len(space.stall_cuts)}
+    off = {f"{f}{i}": 0 for f, n in families.items() for i in range(n)}
+    off |= {f"swap{k}": -1 for k in range(MAX_SWAPS)} if space.swaps else {}
+
+    def on(*names: str) -> dict:
+        return off | {f"{f}{i}": 1 for f in names for i in range(families[f])}
+
+    combos = [("sb",), ("lb",), ("sc",), ("sb", "sc"), ("lb", "sc")]
+    return [on(*c) for c in combos if all(families[f] for f in c)]
 
 
 def _seed(study, space: SearchSpace, budget: int) -> None:

@@ -17,6 +17,7 @@ from reorder.errors import ReorderError
 from reorder.moves import LoadBatch, StallCut, Swap
 from reorder.pipeline import Outcome, apply_each
 from reorder.sass import KernelCode, decode_kernel
+from reorder.slicebatch import SliceBatch
 
 MAX_SWAPS = 3
 
@@ -28,9 +29,11 @@ class SearchSpace:
     load_batches: tuple[LoadBatch, ...]
     stall_cuts: tuple[StallCut, ...]
     swaps: tuple[Swap, ...]
+    slice_batches: tuple[SliceBatch, ...] = ()
 
     def size_line(self) -> str:
-        return (f"{len(self.load_batches)} load batches, {len(self.stall_cuts)} stall-cut blocks, "
+        return (f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
+                f"{len(self.stall_cuts)} stall-cut blocks, "
                 f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)")
 
 
@@ -41,16 +44,18 @@ class Choice:
     load_batches: tuple[int, ...] = ()
     stall_cuts: tuple[int, ...] = ()
     swaps: tuple[int, ...] = ()
+    slice_batches: tuple[int, ...] = ()
 
     def moves(self) -> list[tuple[str, int]]:
-        return ([("load_batch", i) for i in self.load_batches] + [("stall_cut", i) for i in self.stall_cuts]
-                + [("swap", i) for i in self.swaps])
+        return ([("slice_batch", i) for i in self.slice_batches] + [("load_batch", i) for i in self.load_batches]
+                + [("stall_cut", i) for i in self.stall_cuts] + [("swap", i) for i in self.swaps])
 
     def without(self, family: str, index: int) -> Choice:
         """The same choice with one move left out (to measure that move's contribution)."""
-        pick = {"load_batch": self.load_batches, "stall_cut": self.stall_cuts, "swap": self.swaps}
+        pick = {"load_batch": self.load_batches, "stall_cut": self.stall_cuts, "swap": self.swaps,
+                "slice_batch": self.slice_batches}
         kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
-        return Choice(kept["load_batch"], kept["stall_cut"], kept["swap"])
+        return Choice(kept["load_batch"], kept["stall_cut"], kept["swap"], kept["slice_batch"])
 
     def label(self) -> str:
         return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
@@ -58,14 +63,16 @@ class Choice:
 
 def search_space(code: KernelCode, noalias: bool) -> SearchSpace:
     return SearchSpace(tuple(LoadBatch.instances(code, noalias)), tuple(StallCut.instances(code)),
-                       tuple(Swap.instances(code)))
+                       tuple(Swap.instances(code)), tuple(SliceBatch.instances(code, noalias)))
 
 
 def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:
-    """Build a candidate: load batches, then swaps, then stall cuts (the instances were
-    listed on the original kernel; one an earlier step made moot is skipped as a no-op).
-    Raises ReorderError when any chosen move is rejected by the verifier or the encoder."""
-    steps = [space.load_batches[i] for i in choice.load_batches]
+    """Build a candidate: slice batches, load batches, then swaps, then stall cuts (the
+    instances were listed on the original kernel; one an earlier step made moot is skipped
+    as a no-op). Raises ReorderError when any chosen move is rejected by the verifier or
+    the encoder."""
+    steps = [space.slice_batches[i] for i in choice.slice_batches]
+    steps += [space.load_batches[i] for i in choice.load_batches]
     steps += _independent_swaps([space.swaps[i] for i in choice.swaps])
     if choice.stall_cuts:
         steps.append(StallCut.merged([space.stall_cuts[i] for i in choice.stall_cuts]))
