@@ -22,8 +22,9 @@ import json
 import shutil
 import sys
 import time
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
 from benchmarks.kernels.sweep import apply_sweep, spec_toml
@@ -88,32 +89,13 @@ def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
     return 0
 
 
-def identical_outputs(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
-    """Outputs of the probed kernel vs the original on fresh inputs, records buffer aside."""
-    from timing import gpu
-    from timing.check import compare_outputs, run_once
-    from timing.probe import RECORDS_PARAM
-    from timing.spec import draw_inputs
-
-    a, b = gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec)
-    for s in range(sets):
-        host = draw_inputs(spec, 1000 + s)
-        ref, cand = run_once(a, spec, host), run_once(b, spec, host)
-        ref.pop(RECORDS_PARAM, None)
-        cand.pop(RECORDS_PARAM, None)
-        bad = compare_outputs(ref, cand)
-        if bad is not None:
-            return f"MISMATCH on input set {s}: {bad.describe()}"
-    return f"identical on {sets} input sets"
-
-
 def run(folder: Path, out: Path) -> int:
     from reorder.cubin import read_cubin
     from reorder.sass import decode_kernel
     from reorder.timeline import jumps, plot, point, read_csv, write_csv
     from timing.cli_support import worker_device
     from timing.evaluate import time_job
-    from timing.probe import probe_spec, run_records
+    from timing.probe import probe_spec, probed_outputs_job, run_records
     from timing.spec import parse_spec
     from timing.worker import Job, WorkerPool
 
@@ -138,7 +120,7 @@ def run(folder: Path, out: Path) -> int:
             mid = paths[len(paths) // 2]
             cost = pool.run(Job.of(time_job, str(base.resolve()), str(mid.resolve()), pspec, budget_s=4.0,
                                    timeout_s=120))
-            check = pool.run(Job.of(identical_outputs, str(base.resolve()), str(mid.resolve()), pspec, timeout_s=120))
+            check = pool.run(Job.of(probed_outputs_job, str(base.resolve()), str(mid.resolve()), pspec, timeout_s=120))
             summary["versions"][name] = _version_summary(code, info, points, failed, found, cost, check)
             print(json.dumps({name: summary["versions"][name]}, indent=1, default=str), flush=True)
     plot(tables, out / "timeline_original_vs_batched.png")

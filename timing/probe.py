@@ -113,3 +113,22 @@ def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0,
             failed.append((k, f"{result.status}: {result.reason}"))
     occ = variants[0][2].occupancy.line() if variants else ""
     return ProbeRun(tuple(points), jumps(code.instructions, points), cost, tuple(failed), occ)
+
+
+def probed_outputs_job(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
+    """Outputs of a probed kernel vs the original on fresh inputs, the records buffer aside:
+    a probe must observe, never change, what the kernel computes. Runs in a worker."""
+    from timing import gpu
+    from timing.check import compare_outputs, run_once
+    from timing.spec import draw_inputs
+
+    a, b = gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec)
+    for s in range(sets):
+        host = draw_inputs(spec, 1000 + s)
+        ref, cand = run_once(a, spec, host), run_once(b, spec, host)
+        ref.pop(RECORDS_PARAM, None)
+        cand.pop(RECORDS_PARAM, None)
+        bad = compare_outputs(ref, cand)
+        if bad is not None:
+            return f"MISMATCH on input set {s}: {bad.describe()}"
+    return f"identical on {sets} input sets"
