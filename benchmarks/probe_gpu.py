@@ -22,6 +22,7 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import tomllib
@@ -44,13 +45,9 @@ def normalise_pass(code) -> tuple[int, int]:
 
 def first_use(code, producer_index: int) -> int | None:
     """The first instruction after the producer that reads a register the producer writes."""
-    from reorder.operands import access
-
-    p = code.instructions[producer_index]
-    written = set(access(p.opcode, p.operands, p.guard).writes)
+    written = set(code.instructions[producer_index].access.writes)
     for i in range(producer_index + 1, len(code.instructions)):
-        ins = code.instructions[i]
-        if written & set(access(ins.opcode, ins.operands, ins.guard).reads):
+        if written & set(code.instructions[i].access.reads):
             return i
     return None
 
@@ -128,6 +125,48 @@ def run(folder: Path, out: Path) -> int:
     return 0
 
 
+def reanalyse(folder: Path, out: Path) -> int:
+    """Recompute the jumps and the summary from a run's timeline CSVs (CPU): the measured
+    cycles, the probe's cost and the output check are kept as the GPU run wrote them."""
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+    from reorder.timeline import jumps, plot, points_of, read_csv, write_csv
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    summary = json.loads((out / "probe_summary.json").read_text())
+    tables = []
+    for name, info in manifest["versions"].items():
+        code = decode_kernel(read_cubin(folder / f"{name}.cubin"), KERNEL)
+        points = points_of(read_csv(out / f"timeline_{name}.csv"))
+        found = jumps(code.instructions, points)
+        write_csv(out / f"timeline_{name}.csv", points, found)
+        tables.append((name, read_csv(out / f"timeline_{name}.csv")))
+        old = summary["versions"][name]
+        cost, check = _Kept(old["probe_cost"]), _Kept(old["probed_outputs"])
+        summary["versions"][name] = _version_summary(code, info, points, old["failed"], found, cost, check)
+    summary["analysis"] = f"jumps re-derived on the CPU at commit {_git_head()} from the measured timelines"
+    plot(tables, out / "timeline_original_vs_batched.png")
+    (out / "probe_summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    print(json.dumps(summary, indent=1, default=str))
+    return 0
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A measured result carried over from the GPU run (the shape of a worker result)."""
+
+    value: object
+    ok: bool = True
+
+
+def _git_head() -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                          text=True)
+    return done.stdout.strip() or "unknown"
+
+
 def _version_summary(code, info, points, failed, found, cost, check) -> dict:
     first, last = info["pass"]
     measured = sorted(p.index for p in points if p.samples)
@@ -173,12 +212,15 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--run", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--reanalyse", type=Path, metavar="OUT", help="CPU: recompute jumps from OUT's timeline CSVs")
     args = ap.parse_args()
+    if args.reanalyse and args.run:
+        return reanalyse(args.run, args.reanalyse)
     if args.prebuild:
         return prebuild(args.prebuild, args.batched, args.rows)
     if args.run and args.out:
         return run(args.run, args.out)
-    ap.error("give --prebuild DIR, or --run DIR --out OUT")
+    ap.error("give --prebuild DIR, --run DIR --out OUT, or --run DIR --reanalyse OUT")
     return 2
 
 

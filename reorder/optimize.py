@@ -22,7 +22,6 @@ from reorder.search import SearchConfig, ranked_choices, run_search, study_name_
 from reorder.space import Choice, build_candidate, search_space
 from reorder.writer import write_atomic
 
-
 FINALISTS = 3
 
 
@@ -209,8 +208,8 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
     """Score the search's best few binaries again, longer, and keep the best of those
     scores: a single short timing that won among a hundred is biased low."""
     best = None
-    for rank, (choice, search_value) in enumerate(ranked):
-        built = build_candidate(str(args.cubin), kernel, args.noalias, choice)
+    builds = _build_all(args, kernel, [choice for choice, _ in ranked])
+    for rank, ((choice, search_value), built) in enumerate(zip(ranked, builds)):
         if built.data is None:
             report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}",
                                      "final": f"unbuildable: {built.reason}"})
@@ -228,6 +227,16 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
     return best
 
 
+def _build_all(args, kernel: str, choices: list[Choice]) -> list:
+    """Build candidates in parallel on the CPU (the GPU then scores them one at a time)."""
+    from joblib import Parallel, delayed
+
+    if len(choices) <= 1 or args.jobs <= 1:
+        return [build_candidate(str(args.cubin), kernel, args.noalias, c) for c in choices]
+    return Parallel(n_jobs=min(args.jobs, len(choices)), backend="loky")(
+        delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c) for c in choices)
+
+
 def _final_score(scorer, path: Path, budget_s: float) -> Score:
     if isinstance(scorer, GpuScorer):
         return scorer.score(path, budget_s=budget_s, target_ci_pct=0.5)
@@ -236,9 +245,9 @@ def _final_score(scorer, path: Path, budget_s: float) -> Score:
 
 def _contributions(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path) -> list[dict]:
     rows = []
-    for family, index in choice.moves():
-        reduced = choice.without(family, index)
-        built = build_candidate(str(args.cubin), kernel, args.noalias, reduced)
+    moves = choice.moves()
+    builds = _build_all(args, kernel, [choice.without(family, index) for family, index in moves])
+    for (family, index), built in zip(moves, builds):
         if built.data is None:
             rows.append({"move": f"{family}#{index}", "without": f"unbuildable: {built.reason}", "effect": "-"})
             continue

@@ -9,8 +9,10 @@ Between two probed positions p < k the clock advances by the stalls of instructi
 p+1..k plus whatever they waited (the probe's own cost is the same in every variant and
 cancels). A jump is an advance exceeding those stalls by more than a threshold; it names
 the instruction that waited (the one with a wait mask in p+1..k, else k) and, for each
-scoreboard it waited on, the nearest earlier instruction that set that scoreboard (the
-load it waited for).
+scoreboard it waited on, the load it waited for: among the earlier instructions that set
+one of those scoreboards since it was last waited on (a compiler often gives several
+loads one scoreboard, and a wait covers all of them), the nearest one whose result the
+waiter reads, else the nearest one.
 """
 
 from __future__ import annotations
@@ -99,10 +101,22 @@ def jumps(instructions: Sequence[Instruction], points: Sequence[Point],
 def _jump(instructions: Sequence[Instruction], at: int, waiter: Instruction, excess: float) -> Jump:
     sbs = tuple(sb for sb in range(6) if waiter.ctrl.wait >> sb & 1)
     index = waiter.offset // 16
-    producer = next((i for i in reversed(instructions[:index])
-                     if any(sb in (i.ctrl.wbar, i.ctrl.rbar) for sb in sbs if sb != NO_SCOREBOARD)), None)
+    producer = waited_producer(instructions[:index], waiter, sbs)
     return Jump(at, index, waiter.offset, waiter.text, excess, sbs,
                 producer.offset if producer else None, producer.text if producer else "")
+
+
+def waited_producer(before: Sequence[Instruction], waiter: Instruction, sbs: tuple[int, ...]) -> Instruction | None:
+    """The instruction `waiter` waited for on scoreboards `sbs` (see the module docstring)."""
+    in_flight = []
+    for ins in reversed(before):
+        if any(ins.ctrl.wait >> sb & 1 for sb in sbs):
+            break  # that scoreboard was drained here: nothing older is still in flight on it
+        if any(sb in (ins.ctrl.wbar, ins.ctrl.rbar) for sb in sbs if sb != NO_SCOREBOARD):
+            in_flight.append(ins)
+    reads = set(waiter.access.reads)
+    feeding = [i for i in in_flight if reads & set(i.access.writes)]
+    return (feeding or in_flight or [None])[0]
 
 
 # ---------------------------------------------------------------- files
@@ -142,6 +156,15 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
     return rows
 
 
+def points_of(rows: list[dict[str, str]]) -> list[Point]:
+    """The measured points of a timeline CSV (to analyse a run again without the GPU)."""
+    def num(text: str) -> float:
+        return float(text) if text else math.nan
+
+    return [Point(int(r["index"]), int(r["offset"], 16), r["instruction"], int(r["stall"]), int(r["wait_mask"]),
+                  num(r["cycles"]), num(r["p10"]), num(r["p90"]), int(r["samples"])) for r in rows]
+
+
 def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path) -> Path:
     """Issue cycle vs instruction index, one line per timeline, jumps annotated."""
     import matplotlib
@@ -156,7 +179,8 @@ def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path) -
         ax.plot(xs, ys, marker=".", linewidth=1, label=label)
         for r in rows:
             if r["jump_cycles"] and r["cycles"]:
-                note = r["instruction"].split(" ")[0] + (f" <- {r['waited_on_offset']}" if r["waited_on_offset"] else "")
+                opcode = next(t for t in r["instruction"].split(" ") if not t.startswith("@"))
+                note = opcode + (f" <- {r['waited_on_offset']}" if r["waited_on_offset"] else "")
                 ax.annotate(f"+{float(r['jump_cycles']):.0f} {note}", (int(r["index"]), float(r["cycles"])),
                             fontsize=7, rotation=30, xytext=(4, 4), textcoords="offset points")
     ax.set_xlabel("instruction index (probe after it)")

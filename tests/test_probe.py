@@ -187,6 +187,19 @@ def test_jumps_name_the_waiter_and_its_load():
     assert found[0].excess == pytest.approx(400)
 
 
+def test_a_shared_scoreboard_names_the_load_the_waiter_reads():
+    """Two loads on one scoreboard: the wait covers both, and the load named is the one
+    whose result the waiting instruction reads (not merely the nearest)."""
+    plain = ControlCode(2, 1, 7, 7, 0, 0)
+    code = [_ins(0x00, "LDG.E R2, [R4.64]", plain.with_(wbar=2)), _ins(0x10, "LDG.E R3, [R4.64+0x4]", plain.with_(wbar=2)),
+            _ins(0x20, "FADD R8, R2, R2", plain.with_(wait=1 << 2)), _ins(0x30, "FADD R9, R3, R3", plain)]
+    entry = np.full(32, 1000, dtype=np.uint32)
+    issue = {0: 2, 1: 4, 2: 406, 3: 408}
+    points = [point(code[k], k, np.stack([entry, entry + issue[k]], axis=-1)) for k in range(4)]
+    found = jumps(code, points)
+    assert len(found) == 1 and found[0].offset == 0x20 and found[0].producer_offset == 0x00
+
+
 def test_unwritten_records_and_wraparound():
     records = np.array([[0xFFFFFFFF, 0xFFFFFFFF], [0xFFFFFFF0, 0x10], [5, 9]], dtype=np.uint32)
     assert sorted(deltas(records).tolist()) == [4, 32]
