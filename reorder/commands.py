@@ -362,6 +362,8 @@ def _probe():
         p.add_argument("-o", "--output", default="timeline.csv", help="timeline CSV (default timeline.csv)")
         p.add_argument("--launches", type=int, default=5, help="launches per variant (default 5)")
         p.add_argument("--no-cost", action="store_true", help="skip timing the probe's own cost")
+        p.add_argument("--stamps", metavar="OFF,OFF", help="region stamps instead of the sliding probe: a global-timer "
+                       "and clock read (with SM id, per warp) after each listed hex offset; -o names the CSV")
 
     def run(args: argparse.Namespace) -> int:
         import tempfile
@@ -375,6 +377,8 @@ def _probe():
         if args.launches < 1:
             raise InputError(f"--launches must be at least 1, got {args.launches}")
         spec = cs.validated_spec(args.launch, [args.cubin], args.kernel)
+        if args.stamps:
+            return _region_stamps(args, spec)
         code = decode_kernel(read_cubin(args.cubin), spec.name)
         first, last = parse_range(args.range, code) if args.range else (0, None)
         positions = probe_positions(code, first, last)
@@ -404,6 +408,41 @@ def _probe():
         return 1 if result.failed else 0
 
     return run, add
+
+
+def _region_stamps(args: argparse.Namespace, spec) -> int:
+    """`reorder probe --stamps`: build (and with a GPU, run) the region-stamp variant."""
+    import csv
+    from pathlib import Path
+
+    from reorder.errors import InputError
+    from reorder.probes import build_stamps, check_build, layout_of_spec
+    from reorder.writer import write_atomic
+    from timing import probe as tp
+
+    try:
+        offsets = [int(t, 16) for t in args.stamps.split(",") if t.strip()]
+    except ValueError:
+        raise InputError(f"--stamps: expected hex offsets like c0,d40, got {args.stamps!r}") from None
+    if args.build_only:
+        code = decode_kernel(read_cubin(args.cubin), spec.name)
+        by_offset = {ins.offset: k for k, ins in enumerate(code.instructions)}
+        if any(o not in by_offset for o in offsets):
+            raise InputError(f"{args.cubin}: --stamps names an offset that is not an instruction")
+        build = build_stamps(code, [by_offset[o] for o in offsets], layout_of_spec(spec))
+        result = check_build(code, build)
+        path = write_atomic(Path(args.build_only) / f"{code.kernel.name}.stamps.cubin", build.data)
+        print(f"{path}: {len(offsets)} stamps, originals changed: {len(result.changed)}, "
+              f"verifier violations: {len(result.violations)}; {build.occupancy.line()}")
+        return 0 if not (result.changed or result.violations) else 1
+    build, rows = tp.run_stamps(args.cubin, spec, offsets, args.launches)
+    out = Path(args.output if args.output != "timeline.csv" else "stamps.csv")
+    with out.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=tp.STAMP_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{out}: {len(rows)} records ({len(offsets)} stamps); {build.occupancy.line()}")
+    return 0
 
 
 @command("timeline", "plot one or two timeline CSVs (original, optimized) as a PNG with jumps annotated")

@@ -122,6 +122,11 @@ class ProbeBuild:
     scratch: Scratch
 
 
+def layout_of_spec(spec) -> ProbeLayout:
+    """The probe layout of a launch spec (its block and grid shape)."""
+    return ProbeLayout(tuple(spec.block), tuple(spec.grid))
+
+
 # ---------------------------------------------------------------- which positions
 
 

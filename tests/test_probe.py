@@ -253,3 +253,42 @@ def test_every_pc_relative_immediate_decodes_like_nvdisasm():
                 assert branches.decode_target(moved, cubin.arch, ins.offset + 48, ins.base) == ins.target
                 seen.add((cubin.arch, ins.base))
     assert {(90, "BSSY"), (90, "BRA"), (80, "BSSY"), (80, "BRA")} <= seen
+
+
+def test_region_stamps_build_and_decode(rms, tmp_path):
+    """Stamps after three phase boundaries: originals kept, verifier accepts, and the
+    records decode to one row per warp and stamp with block and SM (unwritten: none)."""
+    from reorder.probes import build_stamps, check_build
+    from timing.probe import stamp_rows
+
+    build = build_stamps(rms, [0, 187, 263], LAYOUT)
+    result = check_build(rms, build)
+    assert not result.changed and not result.violations
+    assert build.record_bytes == 3 * 16
+    warps = LAYOUT.warps
+    words = np.full((1, warps, 12), 0xFFFFFFFF, dtype=np.uint32)
+    for w in range(warps - 1):  # the last warp never reached any stamp
+        for n in range(3):
+            words[0, w, 4 * n: 4 * n + 4] = [1000 + n, 1, 50 * n, w % 7]
+    rows = stamp_rows(build, rms, words)
+    assert len(rows) == 3 * (warps - 1)
+    assert rows[4]["warp"] == 1 and rows[4]["stamp"] == 1 and rows[4]["block"] == 0
+    assert rows[4]["globaltimer_ns"] == (1 << 32) + 1001 and rows[4]["clock"] == 50 and rows[4]["sm"] == 1
+
+
+def test_cli_region_stamps_build_only(tmp_path):
+    spec = tmp_path / "rms.toml"
+    import tomllib
+
+    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+
+    raw = dict(apply_sweep(tomllib.loads((ROOT / "benchmarks/kernels/specs/rmsnorm_triton_style.toml").read_text()),
+                           {"rows": 4}))
+    raw.pop("grid_sweep", None)
+    spec.write_text(spec_toml(raw))
+    base = [sys.executable, "-m", "reorder", "probe", str(SUITE), "--launch", str(spec)]
+    done = subprocess.run(base + ["--stamps", "bb0,1080", "--build-only", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "originals changed: 0, verifier violations: 0" in done.stdout
+    bad = subprocess.run(base + ["--stamps", "10a0", "--build-only", str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1

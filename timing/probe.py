@@ -132,3 +132,53 @@ def probed_outputs_job(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
         if bad is not None:
             return f"MISMATCH on input set {s}: {bad.describe()}"
     return f"identical on {sets} input sets"
+
+
+STAMP_FIELDS = ("warp", "block", "stamp", "offset", "instruction", "globaltimer_ns", "clock", "sm", "launch")
+
+
+def stamp_rows(build: ProbeBuild, code: KernelCode, records: np.ndarray) -> list[dict[str, Any]]:
+    """Region-stamp records (launches, warps, u32 words) as rows: one per warp, stamp and
+    launch, with the block and SM the warp ran on. A slot still all ones was never
+    written (that warp did not reach the stamp) and gives no row."""
+    per_stamp = build.record_bytes // len(build.positions) // 4
+    rows = []
+    for launch, warps in enumerate(records):
+        for warp, words in enumerate(warps):
+            for n, k in enumerate(build.positions):
+                w = words[n * per_stamp: (n + 1) * per_stamp].astype(np.uint64)
+                if (w == 0xFFFFFFFF).all():
+                    continue
+                rows.append({"warp": warp, "block": warp // build.layout.warps_per_block, "stamp": n,
+                             "offset": f"{code.instructions[k].offset:#06x}", "instruction": code.instructions[k].text,
+                             "globaltimer_ns": int(w[0] | w[1] << np.uint64(32)), "clock": int(w[2]), "sm": int(w[3]),
+                             "launch": launch})
+    return rows
+
+
+def run_stamps(cubin: str | Path, spec: LaunchSpec, offsets: Sequence[int], launches: int = DEFAULT_LAUNCHES,
+               timeout_s: float = 120.0) -> tuple[ProbeBuild, list[dict[str, Any]]]:
+    """Build the region-stamp variant, run it in a worker, and return its rows (GPU)."""
+    import tempfile
+
+    from reorder.errors import GpuError, InputError
+    from reorder.probes import build_stamps
+    from reorder.writer import write_atomic
+    from timing.cli_support import worker_device
+    from timing.worker import Job, WorkerPool
+
+    code = decode_kernel(read_cubin(cubin), spec.name)
+    by_offset = {ins.offset: k for k, ins in enumerate(code.instructions)}
+    missing = [hex(o) for o in offsets if o not in by_offset]
+    if missing:
+        raise InputError(f"{cubin}: no instruction at offset(s) {', '.join(missing)}")
+    build = build_stamps(code, [by_offset[o] for o in offsets], layout_of(spec))
+    with tempfile.TemporaryDirectory(prefix="reorder-stamps-") as tmp:
+        path = write_atomic(Path(tmp) / "stamps.cubin", build.data)
+        with WorkerPool(devices=[worker_device()]) as pool:
+            done = pool.run(Job.of(run_records, str(path), probe_spec(spec, build.record_bytes), launches,
+                                   timeout_s=timeout_s))
+    if not done.ok:
+        raise GpuError(f"region-stamp variant {done.status}: {done.reason}")
+    return build, stamp_rows(build, code, done.value)
+
