@@ -281,7 +281,11 @@ def _optimize():
         p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")
         p.add_argument("--l2", choices=("warm", "cold"), default="warm")
         p.add_argument("--candidate-budget", type=float, default=2.0, metavar="S",
-                       help="seconds of paired timing per candidate (the final result gets 10 s)")
+                       help="seconds of paired timing per trial (each finalist gets --final-budget)")
+        p.add_argument("--final-budget", type=float, default=5.0, metavar="S",
+                       help="seconds of paired timing for each of the best 3 binaries, re-scored at the end")
+        p.add_argument("--timeline", action="store_true",
+                       help="GPU: probe the original and the winner where they differ; timeline.png in the report")
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
         p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
         p.add_argument("--seed", type=int, default=0)
@@ -302,7 +306,8 @@ def _optimize():
         optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
-                                     args.candidate_budget, args.workers, args.search_only, args.worker_index))
+                                     args.candidate_budget, args.workers, args.search_only, args.worker_index,
+                                     final_budget_s=args.final_budget, timeline=args.timeline))
         return 0
 
     return run, add

@@ -46,6 +46,7 @@ class OptimizeArgs:
     finalists: int = FINALISTS  # the best distinct binaries scored again before one is chosen
     final_budget_s: float = 5.0  # seconds of paired timing per finalist
     contributions: bool = True  # re-score the winner without each of its moves
+    timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
 
 
 def _say(line: str) -> None:
@@ -98,6 +99,8 @@ def optimize(args: OptimizeArgs) -> Report | None:
         _wait(helpers, args.seconds + 300)
         study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder)
+        if args.timeline:
+            _timeline(args, code, scorer, folder, report)
     md, csv = write_report(folder, report, study)
     _say(f"report: {md}\ntrials: {csv}")
     return report
@@ -225,6 +228,34 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
         if best is None or final.value < best[2].value:
             best = (choice, built, final)
     return best
+
+
+MAX_TIMELINE_POSITIONS = 160
+
+
+def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) -> None:
+    """Sliding-probe timelines of the original and the winner over the instructions the
+    moves changed, plotted together: where the winner stopped waiting."""
+    if not isinstance(scorer, GpuScorer):
+        report.notes.append("timeline: not drawn (it needs a GPU)")
+        return
+    from reorder.timeline import plot, read_csv, write_csv
+    from timing.probe import run_probe
+
+    winner = decode_kernel(read_cubin(args.output), code.kernel.name)
+    changed = [k for k, (a, b) in enumerate(zip(code.instructions, winner.instructions)) if a.raw != b.raw]
+    if not changed:
+        report.notes.append("timeline: not drawn (the output is the original)")
+        return
+    first, last = changed[0], min(changed[-1], changed[0] + MAX_TIMELINE_POSITIONS)
+    tables = []
+    for name, cubin in (("original", args.cubin), ("optimized", args.output)):
+        run = run_probe(cubin, scorer.spec, folder / f"probe_{name}", first, last, time_cost=False, jobs=args.jobs)
+        csv_path = write_csv(folder / f"timeline_{name}.csv", run.points, run.found)
+        tables.append((name, read_csv(csv_path)))
+        report.notes.append(f"timeline ({name}): {len(run.points)} positions probed in {first}..{last}, "
+                            f"{len(run.found)} jumps, {len(run.failed)} variants failed")
+    report.timeline = plot(tables, folder / "timeline.png").name
 
 
 def _build_all(args, kernel: str, choices: list[Choice]) -> list:

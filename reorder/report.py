@@ -26,6 +26,7 @@ class Report:
     result: Score | None
     contributions: list[dict] = field(default_factory=list)
     finalists: list[dict] = field(default_factory=list)
+    timeline: str = ""  # file name of the timeline PNG next to the report, when drawn
     check: str = ""
     verifier: str = ""
     l2: str = ""
@@ -61,6 +62,8 @@ class Report:
             lines += [f"| {c['move']} | {c['without']} | {c['effect']} |" for c in self.contributions]
         else:
             lines.append("(no moves applied)")
+        if self.timeline:
+            lines += ["", "## Timeline (sliding probe, original vs optimized)", "", f"![timeline]({self.timeline})"]
         lines += ["", "## Evidence", "", f"- byte check: {self.check}", f"- verifier: {self.verifier}"]
         lines += [f"- note: {n}" for n in self.notes]
         lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in sorted(self.versions.items())]

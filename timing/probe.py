@@ -67,26 +67,35 @@ class ProbeRun:
 
 
 def build_variants(code: KernelCode, positions: Sequence[int], layout: ProbeLayout, folder: Path,
-                   check: bool = True) -> list[tuple[int, Path, ProbeBuild]]:
-    """Write one cubin per position into `folder`; every one checked unless `check` is False."""
+                   check: bool = True, jobs: int = 1) -> list[tuple[int, Path, ProbeBuild]]:
+    """Write one cubin per position into `folder` (built in `jobs` processes); every one
+    checked unless `check` is False."""
+    if jobs <= 1 or len(positions) < 2:
+        return [_build_variant(code, k, layout, folder, check) for k in positions]
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=jobs, backend="loky")(delayed(_build_variant)(code, k, layout, folder, check)
+                                                 for k in positions)
+
+
+def _build_variant(code: KernelCode, k: int, layout: ProbeLayout, folder: Path,
+                   check: bool) -> tuple[int, Path, ProbeBuild]:
     from reorder.errors import LegalityError
     from reorder.writer import write_atomic
 
-    out = []
-    for k in positions:
-        build = build_slide(code, k, layout)
-        if check:
-            result = check_build(code, build)
-            if result.changed or result.violations:
-                raise LegalityError(f"probe after {k}: originals changed at {list(map(hex, result.changed))}, "
-                                    f"{len(result.violations)} verifier violations", result.violations)
-        path = write_atomic(folder / f"{code.kernel.name}.probe_{k:04d}.cubin", build.data)
-        out.append((k, path, build))
-    return out
+    build = build_slide(code, k, layout)
+    if check:
+        result = check_build(code, build)
+        if result.changed or result.violations:
+            raise LegalityError(f"probe after {k}: originals changed at {list(map(hex, result.changed))}, "
+                                f"{len(result.violations)} verifier violations", result.violations)
+    path = write_atomic(folder / f"{code.kernel.name}.probe_{k:04d}.cubin", build.data)
+    return k, path, build
 
 
 def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0, last: int | None = None,
-              launches: int = DEFAULT_LAUNCHES, time_cost: bool = True, timeout_s: float = 120.0) -> ProbeRun:
+              launches: int = DEFAULT_LAUNCHES, time_cost: bool = True, timeout_s: float = 120.0,
+              jobs: int = 1) -> ProbeRun:
     """Build, run and analyse every probe position in [first, last] (GPU; workers isolate faults)."""
     from timing.cli_support import worker_device
     from timing.evaluate import time_job
@@ -94,7 +103,7 @@ def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0,
 
     code = decode_kernel(read_cubin(cubin), spec.name)
     positions = probe_positions(code, first, last)
-    variants = build_variants(code, positions, layout_of(spec), folder)
+    variants = build_variants(code, positions, layout_of(spec), folder, jobs=jobs)
     pspec = probe_spec(spec, variants[0][2].record_bytes) if variants else spec
     jobs = [Job.of(run_records, str(path.resolve()), pspec, launches, timeout_s=timeout_s) for _, path, _ in variants]
     with WorkerPool(devices=[worker_device()]) as pool:
