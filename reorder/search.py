@@ -225,9 +225,15 @@ def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: di
         return
     trial.set_user_attr("sha256", built.sha256)
     trial.set_user_attr("moved", built.moved)
+    if built.sha256 not in seen:
+        seen.update(_same_binary_elsewhere(study, trial, built.sha256))
     if built.sha256 in seen:
         trial.set_user_attr("duplicate", True)
         study.tell(trial, seen[built.sha256])
+        return
+    if built.sha256 in _being_scored_elsewhere(study, trial):
+        trial.set_user_attr("failure", "duplicate: another worker is scoring the same binary")
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
         return
     path = tmp / f"{built.sha256[:16]}.cubin"
     path.write_bytes(built.data)
@@ -242,6 +248,23 @@ def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: di
     trial.set_user_attr("measured", score.measured)
     seen[built.sha256] = score.value
     study.tell(trial, score.value)
+
+
+def _same_binary_elsewhere(study, trial, sha: str) -> dict[str, float]:
+    """A score another worker stored for this binary since this one last looked."""
+    import optuna
+
+    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    return {sha: t.value for t in done if t.user_attrs.get("sha256") == sha and t.number != trial.number}
+
+
+def _being_scored_elsewhere(study, trial) -> set[str]:
+    """Binaries that an earlier trial (another worker's) is scoring now: the later trial of
+    two that built the same binary at once steps aside, so no binary is scored twice."""
+    import optuna
+
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    return {t.user_attrs["sha256"] for t in running if t.number < trial.number and "sha256" in t.user_attrs}
 
 
 def _progress_line(study, budget: int) -> str:
