@@ -26,9 +26,16 @@ def _block_use_def(instructions, block) -> tuple[frozenset[str], frozenset[str]]
 
 def live_out(instructions: tuple[Instruction, ...]) -> dict[int, frozenset[str]]:
     """block start index -> registers live at the block's end."""
+    use_def = {b.start: _block_use_def(instructions, b) for b in basic_blocks(instructions)}
+    return solve_live_out(instructions, use_def)
+
+
+def solve_live_out(instructions: tuple[Instruction, ...],
+                   use_def: dict[int, tuple[frozenset[str], frozenset[str]]]) -> dict[int, frozenset[str]]:
+    """Backward liveness to a fixed point over the CFG, from each block's (upward-exposed
+    reads, definitions): block start index -> names live at the block's end."""
     blocks = basic_blocks(instructions)
     cfg = control_flow_graph(instructions)
-    use_def = {b.start: _block_use_def(instructions, b) for b in blocks}
     live_in = {b.start: frozenset() for b in blocks}
     out = {b.start: frozenset() for b in blocks}
     changed = True

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reorder.cfg import Block, basic_blocks, control_flow_graph
+from reorder.cfg import Block, basic_blocks
+from reorder.liveness import solve_live_out
 from reorder.operands import _operand_resources, _source_width, _widths, destination_count, is_predicate
 from reorder.rename import GUARD_OPERAND, OperandRename
 from reorder.sass import Instruction
@@ -221,23 +222,9 @@ def _upward_exposed(instructions: tuple[Instruction, ...], block: Block,
 
 def guarded_live_out(instructions: tuple[Instruction, ...]) -> dict[int, frozenset[str]]:
     """block start index -> general registers and predicates that may be read after the block."""
-    blocks = basic_blocks(instructions)
-    cfg = control_flow_graph(instructions)
     universe = named_registers(instructions)
-    use_def = {b.start: _upward_exposed(instructions, b, universe) for b in blocks}
-    live_in = {b.start: frozenset() for b in blocks}
-    out = {b.start: frozenset() for b in blocks}
-    changed = True
-    while changed:
-        changed = False
-        for b in reversed(blocks):
-            new_out = frozenset().union(*(live_in[s] for s in cfg.successors(b.start)))
-            exposed, killed = use_def[b.start]
-            new_in = exposed | (new_out - killed)
-            if new_out != out[b.start] or new_in != live_in[b.start]:
-                out[b.start], live_in[b.start] = new_out, new_in
-                changed = True
-    return out
+    use_def = {b.start: _upward_exposed(instructions, b, universe) for b in basic_blocks(instructions)}
+    return solve_live_out(instructions, use_def)
 
 
 def _literals(text: str, kind: str) -> list[int]:
