@@ -125,8 +125,8 @@ def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool) -> s
 
 
 def suggest(trial, space: SearchSpace) -> Choice:
-    """The trial's parameters: one on/off per load batch and stall-cut block, up to
-    MAX_SWAPS swap slots (each 'none' or an index)."""
+    """The trial's parameters: one on/off per slice batch, load batch and stall-cut block,
+    and up to MAX_SWAPS swap slots (each 'none' or an index)."""
     sb = tuple(i for i in range(len(space.slice_batches)) if trial.suggest_categorical(f"sb{i}", [0, 1]))
     lb = tuple(i for i in range(len(space.load_batches)) if trial.suggest_categorical(f"lb{i}", [0, 1]))
     sc = tuple(i for i in range(len(space.stall_cuts)) if trial.suggest_categorical(f"sc{i}", [0, 1]))
