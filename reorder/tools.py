@@ -2,7 +2,8 @@
 
 nvdisasm and cuobjdump come from the PyPI packages `nvidia-cuda-nvdisasm` and
 `nvidia-cuda-cuobjdump`, so a machine without a CUDA install still has them. We look
-inside the installed `nvidia` namespace package first, then PATH, then CUDA_HOME.
+inside the installed `nvidia` namespace package first, then PATH, then CUDA_HOME, and for
+ptxas last in Triton's bundled tools.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ def _package_bin_dirs() -> list[Path]:
     return dirs
 
 
+def _triton_bin() -> Path:
+    """Triton's bundled NVIDIA tools folder (found without importing Triton)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return Path("/nonexistent")
+    return Path(next(iter(spec.submodule_search_locations))) / "backends" / "nvidia" / "bin"
+
+
 @functools.cache
 def find_tool(name: str) -> Path:
     """Path of an NVIDIA tool, or ToolError naming the tool and how to get it."""
@@ -51,6 +62,9 @@ def find_tool(name: str) -> Path:
         candidate = Path(cuda_home) / "bin" / name
         if candidate.is_file():
             return candidate
+    bundled = _triton_bin() / name
+    if name == "ptxas" and bundled.is_file() and os.access(bundled, os.X_OK):
+        return bundled  # a GPU machine with Triton but no CUDA toolkit still has ptxas (probe templates)
     raise ToolError(f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); {_PACKAGE_HINT.get(name, '')}")
 
 
