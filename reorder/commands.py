@@ -340,6 +340,8 @@ def _bench():
         p.add_argument("--candidate-budget", type=float, help="seconds of paired timing per trial")
         p.add_argument("--final-budget", type=float, help="seconds of paired timing per finalist")
         p.add_argument("--no-contributions", action="store_true", help="skip re-scoring the winner without each move")
+        p.add_argument("--tune-once", action="store_true",
+                       help="optimize each kernel once, then check and time that binary at every point and L2 state")
 
     def run(args: argparse.Namespace) -> int:
         from benchmarks.bench import main
@@ -350,7 +352,8 @@ def _bench():
                             ("--final-budget", args.final_budget)):
             if value:
                 argv += [flag, str(value)]
-        return main(argv + (["--no-contributions"] if args.no_contributions else []))
+        flags = [f for f, on in (("--no-contributions", args.no_contributions), ("--tune-once", args.tune_once)) if on]
+        return main(argv + flags)
 
     return run, add
 

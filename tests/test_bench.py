@@ -28,3 +28,19 @@ def test_one_point_on_the_static_model(tmp_path):
     assert frame["verifier"].iloc[0] == "legal"
     for png in draw(csv):
         assert png.stat().st_size > 10_000
+
+
+def test_tune_once_covers_the_grid_from_one_search(tmp_path):
+    """One search per kernel; every (point, L2) cell gets a row naming where it was tuned."""
+    from benchmarks.bench import run_bench_tuned_once
+
+    (fi,) = [k for k in load_suite(SUITE)[0] if k.name == "find_index"]
+    kernel = BenchKernel(fi.name, fi.cubin, fi.spec, False, 2, 120.0, fi.points[:2])
+    csv = run_bench_tuned_once([kernel], ("warm", "cold"), tmp_path, "cpu", 1)
+    frame = pd.read_csv(csv)
+    assert len(frame) == 4 and set(frame["l2"]) == {"warm", "cold"}
+    assert frame["tuned_at"].nunique() == 1 and frame["trials"].nunique() == 1
+    assert not frame["measured"].any() and (frame["verifier"] == "legal").all()
+    assert len(list((tmp_path / "find_index").glob("*/fast.cubin"))) == 1  # one search, one binary
+    for png in draw(csv):
+        assert png.stat().st_size > 10_000
