@@ -187,11 +187,14 @@ def globaltimer64(arch: int, rd: int) -> Generated:
     return Generated(patch(t.word, "Rd", rd), "CS2R", (reg(rd), "SR_GLOBALTIMERLO"))
 
 
+IMAD_ALIASES = {0: "IMAD.MOV", 1: "IMAD.IADD"}  # how nvdisasm names IMAD by these multipliers
+
+
 def imad(arch: int, rd: int, ra: int, imm: int, rc: int) -> Generated:
     """Rd = Ra * imm + Rc (32-bit)."""
     t = template(arch, "IMAD")
     word = patch(patch(patch(patch(t.word, "Rd", rd), "Ra", ra), "imm32", imm), "Rc", rc)
-    return Generated(word, "IMAD", (reg(rd), reg(ra), f"{imm:#x}", reg(rc)))
+    return Generated(word, IMAD_ALIASES.get(imm, "IMAD"), (reg(rd), reg(ra), f"{imm:#x}", reg(rc)))
 
 
 def shr5(arch: int, rd: int, rc: int) -> Generated:

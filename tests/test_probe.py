@@ -292,3 +292,15 @@ def test_cli_region_stamps_build_only(tmp_path):
     assert "originals changed: 0, verifier violations: 0" in done.stdout
     bad = subprocess.run(base + ["--stamps", "10a0", "--build-only", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_one_warp_blocks_and_imad_aliases(rms):
+    """Bug reproducer: with 32-thread blocks the prologue multiplies by 1, which nvdisasm
+    prints as IMAD.IADD (and by 0 as IMAD.MOV); the template check must expect the alias."""
+    for imm, name in ((0, "IMAD.MOV"), (1, "IMAD.IADD"), (2, "IMAD")):
+        generated = T.imad(90, 10, 11, imm, 12)
+        assert generated.opcode == name
+        T.check_generated([generated], 90)
+    build = build_slide(rms, 200, ProbeLayout((32, 1, 1), (3, 1, 1)))
+    result = check_build(rms, build)
+    assert not result.changed and not result.violations
