@@ -14,7 +14,7 @@ from pathlib import Path
 
 from legality.verify import verify_kernel
 from reorder.cubin import parse_cubin, read_cubin
-from reorder.errors import GpuError, InputError
+from reorder.errors import GpuError, InputError, ReorderError
 from reorder.report import Report, versions, write_report
 from reorder.sass import decode_kernel
 from reorder.scoring import GpuScorer, Rejected, Score, StaticScorer
@@ -100,7 +100,10 @@ def optimize(args: OptimizeArgs) -> Report | None:
         study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder)
         if args.timeline:
-            _timeline(args, code, scorer, folder, report)
+            try:
+                _timeline(args, code, scorer, folder, report)
+            except ReorderError as exc:  # the search's result stands without its picture
+                report.notes.append(f"timeline: not drawn: {str(exc).splitlines()[0]}")
     md, csv = write_report(folder, report, study)
     _say(f"report: {md}\ntrials: {csv}")
     return report
