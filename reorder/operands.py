@@ -116,22 +116,39 @@ def _widths(base: str, modifiers: list[str]) -> tuple[int, int]:
     return vec, vec
 
 
-def access(opcode: str, operands: tuple[str, ...], guard: str) -> Access:
-    """Read and write sets of an instruction of a known opcode."""
+OperandNames = list[tuple[int, list[str]]]
+
+
+def operand_names(opcode: str, operands: tuple[str, ...]) -> tuple[OperandNames, OperandNames]:
+    """(destination operands, source operands), each as (operand index, the registers,
+    predicates and other resources it names at the width the opcode gives it)."""
     base, *mods = opcode.split(".")
     dst_width, src_width = _widths(base, mods)
     n_dst = destination_count(base, operands)
+    dsts: OperandNames = []
+    srcs: OperandNames = []
+    for i, operand in enumerate(operands):
+        if i < n_dst:
+            dsts.append((i, _operand_resources(operand, dst_width if not is_predicate(operand) else 1)))
+        else:
+            srcs.append((i, _operand_resources(operand, _source_width(base, mods, i - n_dst, src_width))))
+    return dsts, srcs
+
+
+def access(opcode: str, operands: tuple[str, ...], guard: str) -> Access:
+    """Read and write sets of an instruction of a known opcode."""
+    base = opcode.split(".")[0]
     reads: list[str] = []
     writes: list[str] = []
     if guard:
         reads += _operand_resources(guard.lstrip("@"), 1)
-    for i, operand in enumerate(operands):
-        if i < n_dst:
-            writes += _operand_resources(operand, dst_width if not is_predicate(operand) else 1)
-        else:
-            reads += _operand_resources(operand, _source_width(base, mods, i - n_dst, src_width))
-            if operand == "PR":
-                reads += predicate_file(operands)
+    dsts, srcs = operand_names(opcode, operands)
+    for _, names in dsts:
+        writes += names
+    for i, names in srcs:
+        reads += names
+        if operands[i] == "PR":
+            reads += predicate_file(operands)
     if base == "R2P":
         writes += predicate_file(operands)
     if base == "BSSY" and operands:

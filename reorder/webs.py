@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from reorder.cfg import Block, basic_blocks
 from reorder.liveness import solve_live_out
-from reorder.operands import _operand_resources, _source_width, _widths, destination_count, is_predicate
+from reorder.operands import operand_names
 from reorder.rename import GUARD_OPERAND, OperandRename
 from reorder.sass import Instruction
 
@@ -91,18 +91,12 @@ def guard_of(ins: Instruction) -> Guard:
 
 def operand_registers(ins: Instruction) -> tuple[list[tuple[int, tuple[str, ...]]], list[tuple[int, tuple[str, ...]]]]:
     """(destination operands, source operands) as (operand index, R/P names read or written)."""
-    base, *mods = ins.opcode.split(".")
-    dst_width, src_width = _widths(base, mods)
-    n_dst = destination_count(base, ins.operands)
-    dsts, srcs = [], []
-    for k, operand in enumerate(ins.operands):
-        if k < n_dst:
-            names = _operand_resources(operand, dst_width if not is_predicate(operand) else 1)
-            dsts.append((k, tuple(n for n in names if is_renamable_name(n))))
-        else:
-            names = _operand_resources(operand, _source_width(base, mods, k - n_dst, src_width))
-            srcs.append((k, tuple(n for n in names if is_renamable_name(n))))
-    return [d for d in dsts if d[1]], [s for s in srcs if s[1]]
+    def renamable(side):
+        kept = ((k, tuple(n for n in names if is_renamable_name(n))) for k, names in side)
+        return [(k, names) for k, names in kept if names]
+
+    dsts, srcs = operand_names(ins.opcode, ins.operands)
+    return renamable(dsts), renamable(srcs)
 
 
 def _is_opaque(ins: Instruction) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from reorder.operands import _operand_resources, _source_width, _widths, destination_count, is_predicate
+from reorder.operands import operand_names
 
 _NUMBERED = re.compile(r"(?<![A-Za-z0-9])(U?R|U?P)\d+")
 
@@ -44,19 +44,6 @@ class Expressions:
         return value
 
 
-def _operand_names(ins) -> tuple[list[list[str]], list[list[str]]]:
-    base, *mods = ins.opcode.split(".")
-    dst_width, src_width = _widths(base, mods)
-    n_dst = destination_count(base, ins.operands)
-    dsts, srcs = [], []
-    for k, operand in enumerate(ins.operands):
-        if k < n_dst:
-            dsts.append(_operand_resources(operand, dst_width if not is_predicate(operand) else 1))
-        else:
-            srcs.append(_operand_resources(operand, _source_width(base, mods, k - n_dst, src_width)))
-    return dsts, srcs
-
-
 def evaluate(instructions, table: Expressions) -> tuple[dict[str, int], list[int]] | None:
     """(final state: name -> expression id, store expression ids in order), or None when an
     instruction is not modelled (unknown, or an implicit read/write)."""
@@ -72,11 +59,11 @@ def evaluate(instructions, table: Expressions) -> tuple[dict[str, int], list[int
         guard = None
         if ins.guard and ins.guard.lstrip("@!") != "PT":
             guard = table.make("guard", ins.guard.startswith("@!"), value(ins.guard.lstrip("@!")))
-        dsts, srcs = _operand_names(ins)
-        reads = tuple(table.under(value(n), guard) for names in srcs for n in names)
+        dsts, srcs = operand_names(ins.opcode, ins.operands)
+        reads = tuple(table.under(value(n), guard) for _, names in srcs for n in names)
         text = tuple(_NUMBERED.sub(r"\1", o.replace(".reuse", "")) for o in ins.operands)
         expr = table.make("op", ins.opcode, text, reads)
-        for k, names in enumerate(dsts):
+        for k, names in dsts:  # destinations come first: k is also their position
             for j, n in enumerate(names):
                 new = table.make("out", expr, k, j)
                 state[n] = table.ite(guard, new, value(n)) if guard is not None else new
