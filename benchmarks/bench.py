@@ -18,6 +18,7 @@ from pathlib import Path
 
 import tomllib
 
+from reorder import provenance
 from reorder.errors import InputError
 
 
@@ -106,51 +107,77 @@ def run_bench_tuned_once(kernels: list[BenchKernel], l2_states: tuple[str, ...],
     that one binary at every (point, L2) of the grid. A cubin serves every shape it is
     launched with, so this asks what a kernel engineer ships: is the tuned binary faster
     across the grid? It needs one search per kernel instead of one per cell."""
+    import contextlib
+
+    rows: list[dict] = []
+    with contextlib.ExitStack() as stack:
+        pool = _LazyPool(stack)  # one timing worker for every cell, started at the first measured one
+        for kernel in kernels:
+            rows += _tuned_once_rows(kernel, l2_states, out, device, jobs, pool, rows)
+    return out / "bench.csv"
+
+
+class _LazyPool:
+    """A GPU worker pool opened on first use and closed with the stack."""
+
+    def __init__(self, stack) -> None:
+        self.stack, self.pool = stack, None
+
+    def get(self):
+        if self.pool is None:
+            from timing.cli_support import worker_device
+            from timing.worker import WorkerPool
+
+            self.pool = self.stack.enter_context(WorkerPool(devices=[worker_device()]))
+        return self.pool
+
+
+def _tuned_once_rows(kernel: BenchKernel, l2_states: tuple[str, ...], out: Path, device: str, jobs: int,
+                     pool: _LazyPool, earlier: list[dict]) -> list[dict]:
+    """One search for `kernel`, then its binary scored at every (point, L2); the CSV is
+    rewritten after each cell (with the `earlier` rows) so a cut run keeps what it did."""
     import pandas as pd
 
     from reorder.optimize import OptimizeArgs, optimize
 
-    rows = []
-    for kernel in kernels:
-        tune = out / kernel.name / "tuned"
-        tune.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        report = optimize(OptimizeArgs(kernel.cubin, tune / "fast.cubin", kernel.name,
-                                       _point_spec(kernel, kernel.points[0], tune), kernel.budget, kernel.seconds,
-                                       jobs, None, "warm", device, kernel.noalias, 0,
-                                       candidate_budget_s=kernel.candidate_budget_s,
-                                       final_budget_s=kernel.final_budget_s, contributions=kernel.contributions))
-        seconds = time.monotonic() - started
-        measured = report.result is not None and report.result.measured
-        for point in kernel.points:
-            for l2 in l2_states:
-                cell = out / kernel.name / f"{_label(point)}_{l2}"
-                cell.mkdir(parents=True, exist_ok=True)
-                spec = _point_spec(kernel, point, cell)
-                score = _cell_score(kernel, tune / "fast.cubin", spec, l2) if measured else report.result
-                row = _row(kernel, point, l2, report, seconds, score)
-                rows.append({**row, "tuned_at": _label(kernel.points[0]) + "_warm"})
-                pd.DataFrame(rows).to_csv(out / "bench.csv", index=False)
-    return out / "bench.csv"
+    rows: list[dict] = []
+    tune = out / kernel.name / "tuned"
+    tune.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    report = optimize(OptimizeArgs(kernel.cubin, tune / "fast.cubin", kernel.name,
+                                   _point_spec(kernel, kernel.points[0], tune), kernel.budget, kernel.seconds,
+                                   jobs, None, "warm", device, kernel.noalias, 0,
+                                   candidate_budget_s=kernel.candidate_budget_s,
+                                   final_budget_s=kernel.final_budget_s, contributions=kernel.contributions))
+    seconds = time.monotonic() - started
+    measured = report.result is not None and report.result.measured
+    for point in kernel.points:
+        for l2 in l2_states:
+            cell = out / kernel.name / f"{_label(point)}_{l2}"
+            cell.mkdir(parents=True, exist_ok=True)
+            spec = _point_spec(kernel, point, cell)
+            score = _cell_score(kernel, tune / "fast.cubin", spec, l2, pool.get()) if measured else report.result
+            row = _row(kernel, point, l2, report, seconds, score)
+            rows.append({**row, "tuned_at": _label(kernel.points[0]) + "_warm"})
+            pd.DataFrame(earlier + rows).to_csv(out / "bench.csv", index=False)
+    return rows
 
 
 def _label(point: dict) -> str:
     return "_".join(f"{k}{v}" for k, v in sorted(point.items())) or "default"
 
 
-def _cell_score(kernel: BenchKernel, winner: Path, spec_path: Path, l2: str):
+def _cell_score(kernel: BenchKernel, winner: Path, spec_path: Path, l2: str, pool):
     """Byte check and paired timing of the tuned binary at one grid point (GPU)."""
     from reorder.scoring import GpuScorer, Rejected, Score
-    from timing.cli_support import validated_spec, worker_device
-    from timing.worker import WorkerPool
+    from timing.cli_support import validated_spec
 
     spec = validated_spec(spec_path, [kernel.cubin], kernel.name)
-    with WorkerPool(devices=[worker_device()]) as pool:
-        scorer = GpuScorer(kernel.cubin.resolve(), spec, pool, l2=l2, budget_s=kernel.final_budget_s)
-        try:
-            return scorer.score(winner.resolve(), target_ci_pct=0.5)
-        except Rejected as exc:
-            return Score(float("nan"), float("nan"), float("nan"), True, {"check_detail": str(exc)})
+    scorer = GpuScorer(kernel.cubin.resolve(), spec, pool, l2=l2, budget_s=kernel.final_budget_s)
+    try:
+        return scorer.score(winner.resolve(), target_ci_pct=0.5)
+    except Rejected as exc:
+        return Score(float("nan"), float("nan"), float("nan"), True, {"check_detail": str(exc)})
 
 
 def _row(kernel: BenchKernel, point: dict, l2: str, report, seconds: float, score=None) -> dict:
@@ -165,24 +192,7 @@ def _row(kernel: BenchKernel, point: dict, l2: str, report, seconds: float, scor
     d = r.detail
     return {**row, "measured": r.measured, "ratio": r.value, "ci_low": r.low, "ci_high": r.high,
             "compiler_us": d.get("a_us"), "ours_us": d.get("b_us"), "clock_mhz": d.get("clock_mhz"),
-            "gpu": _gpu_name() if r.measured else "none (static model)", "commit": _commit()}
-
-
-def _gpu_name() -> str:
-    import cupy
-
-    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-
-
-def _commit() -> str:
-    """The commit measured: COMMIT (written where the tree travels without .git), else git."""
-    import subprocess
-
-    root = Path(__file__).resolve().parent.parent
-    if (root / "COMMIT").exists():
-        return (root / "COMMIT").read_text().strip()
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
+            "gpu": provenance.gpu_name() if r.measured else "none (static model)", "commit": provenance.commit()}
 
 
 def draw(csv_path: Path) -> list[Path]:
@@ -245,17 +255,15 @@ def _overridden(kernel: BenchKernel, args) -> BenchKernel:
     return dataclasses.replace(kernel, **changes)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="reorder bench")
+def add_arguments(parser) -> None:
+    """The bench options (shared by `reorder bench` and `python -m benchmarks.bench`)."""
     parser.add_argument("suite", type=Path)
     parser.add_argument("--kernels", help="comma list (default: the whole suite)")
     parser.add_argument("--l2", help="comma list of warm,cold (default: the suite's)")
     parser.add_argument("--out", type=Path, default=Path("bench_out"))
     parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--budget", type=int, help="override every kernel's budget")
+    parser.add_argument("--budget", type=int, help="override every kernel's trial budget")
     parser.add_argument("--points", help="comma list of sweep-point indices to run (default: every point)")
     parser.add_argument("--candidate-budget", type=float, help="seconds of paired timing per trial")
     parser.add_argument("--final-budget", type=float, help="seconds of paired timing per finalist")
@@ -263,7 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune-once", action="store_true",
                         help="optimize each kernel once (first point, warm L2), then check and time that binary "
                              "at every point and L2 state")
-    args = parser.parse_args(argv)
+
+
+def run_args(args) -> int:
+    """Run the bench the parsed options describe; print the CSV and the plots it wrote."""
     kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
     kernels = [_overridden(k, args) for k in kernels]
     l2 = tuple(args.l2.split(",")) if args.l2 else l2
@@ -272,6 +283,14 @@ def main(argv: list[str] | None = None) -> int:
     for path in [csv_path, *draw(csv_path)]:
         print(path)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="reorder bench")
+    add_arguments(parser)
+    return run_args(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

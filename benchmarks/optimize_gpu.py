@@ -17,11 +17,13 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
 from benchmarks.kernels.sweep import apply_sweep, spec_toml
+from reorder import provenance
 
 # kernel, sweep point, assume no alias (the RMSNorm loads sit behind stores of another buffer)
 KERNELS = (("rmsnorm_triton_style", {"rows": 16}, True), ("normalize_weights", None, False),
@@ -106,10 +108,8 @@ def _one_kernel(kernel, point, noalias, args, work: Path) -> list[dict]:
 
 
 def _write(out: Path, rows: list[dict]) -> None:
-    import cupy
-
-    meta = {"gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": _commit(), "l2": "warm"}
+    meta = {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "commit": provenance.commit(), "l2": "warm"}
     keys: list[str] = list(meta)
     for r in rows:
         keys += [k for k in r if k not in keys]
@@ -117,11 +117,6 @@ def _write(out: Path, rows: list[dict]) -> None:
         writer = csv.DictWriter(handle, fieldnames=keys)
         writer.writeheader()
         writer.writerows({**meta, **r} for r in rows)
-
-
-def _commit() -> str:
-    path = Path(__file__).parent.parent / "COMMIT"
-    return path.read_text().strip() if path.exists() else "unknown"
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
 from benchmarks.kernels.sweep import apply_sweep, spec_toml
+from reorder import provenance
 
 KERNEL = "rmsnorm_triton_style"
 NEAR = 2  # a load-wait jump must sit within this many instructions of the first use
@@ -89,17 +90,18 @@ def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
 def run(folder: Path, out: Path) -> int:
     from reorder.cubin import read_cubin
     from reorder.sass import decode_kernel
-    from reorder.timeline import jumps, plot, point, read_csv, write_csv
+    from reorder.timeline import jumps, plot, read_csv, write_csv
     from timing.cli_support import worker_device
     from timing.evaluate import time_job
-    from timing.probe import probe_spec, probed_outputs_job, run_records
+    from timing.probe import measure_variants, probe_spec, probed_outputs_job
     from timing.spec import parse_spec
     from timing.worker import Job, WorkerPool
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((folder / "manifest.json").read_text())
     spec = parse_spec(tomllib.loads((folder / "spec.toml").read_text()), "spec.toml")
-    summary: dict = {"gpu": _gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": _commit(),
+    summary: dict = {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                     "commit": provenance.commit(),
                      "kernel": KERNEL, "rows": manifest["rows"], "l2": "warm", "versions": {}}
     tables = []
     with WorkerPool(devices=[worker_device()]) as pool:
@@ -108,9 +110,7 @@ def run(folder: Path, out: Path) -> int:
             code = decode_kernel(read_cubin(base), KERNEL)
             pspec = probe_spec(spec, info["record_bytes"])
             paths = [folder / name / f"{KERNEL}.probe_{k:04d}.cubin" for k in info["positions"]]
-            results = pool.map([Job.of(run_records, str(p.resolve()), pspec, 5, timeout_s=60) for p in paths])
-            points = [point(code.instructions[k], k, r.value) for k, r in zip(info["positions"], results) if r.ok]
-            failed = [(k, f"{r.status}: {r.reason}") for k, r in zip(info["positions"], results) if not r.ok]
+            points, failed = measure_variants(pool, code, list(zip(info["positions"], paths)), pspec, 5, 60)
             found = jumps(code.instructions, points)
             csv_path = write_csv(out / f"timeline_{name}.csv", points, found)
             tables.append((name, read_csv(csv_path)))
@@ -144,7 +144,7 @@ def reanalyse(folder: Path, out: Path) -> int:
         old = summary["versions"][name]
         cost, check = _Kept(old["probe_cost"]), _Kept(old["probed_outputs"])
         summary["versions"][name] = _version_summary(code, info, points, old["failed"], found, cost, check)
-    summary["analysis"] = f"jumps re-derived on the CPU at commit {_git_head()} from the measured timelines"
+    summary["analysis"] = f"jumps re-derived on the CPU at commit {provenance.commit()} from the measured timelines"
     plot(tables, out / "timeline_original_vs_batched.png")
     (out / "probe_summary.json").write_text(json.dumps(summary, indent=1, default=str))
     print(json.dumps(summary, indent=1, default=str))
@@ -157,14 +157,6 @@ class _Kept:
 
     value: object
     ok: bool = True
-
-
-def _git_head() -> str:
-    import subprocess
-
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                          text=True)
-    return done.stdout.strip() or "unknown"
 
 
 def _version_summary(code, info, points, failed, found, cost, check) -> dict:
@@ -192,17 +184,6 @@ def _version_summary(code, info, points, failed, found, cost, check) -> dict:
             "probe_cost": cost.value if cost.ok else f"{cost.status}: {cost.reason}",
             "probed_outputs": check.value if check.ok else f"{check.status}: {check.reason}",
             "occupancy": info["occupancy"]}
-
-
-def _gpu_name() -> str:
-    import cupy
-
-    return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-
-
-def _commit() -> str:
-    path = Path(__file__).parent.parent / "COMMIT"
-    return path.read_text().strip() if path.exists() else "unknown"
 
 
 def main() -> int:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from legality.probe_chains import LINKS, OUT_WORDS, PAIR_BY_NAME, WORDS, make_inputs, read_manifest
+from reorder import provenance
 from reorder.errors import GpuError
 from reorder.writer import write_atomic
 
@@ -85,9 +86,7 @@ def _cupy() -> Any:
 
 
 def gpu_name(cp: Any) -> str:
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    name = props.get("name", b"unknown GPU")
-    return name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+    return provenance.gpu_name(cp)
 
 
 def _launch(cp: Any, loaded: dict, path: Path, kernel: str, inputs: Any, grid: int, block: int) -> tuple[bytes, int]:
@@ -243,16 +242,8 @@ def to_csv(rows: list[PairResult], stamp: dict[str, str] | None = None) -> str:
 
 
 def git_commit() -> str:
-    """The commit measured: git where the tree has .git, else the COMMIT file a GPU run carries."""
-    stamp = Path(__file__).resolve().parents[1] / "COMMIT"
-    if stamp.exists():
-        return stamp.read_text().strip() or "unknown"
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(__file__).resolve().parents[1],
-                              capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.decode().strip() or "unknown"
+    """The commit measured (see reorder.provenance)."""
+    return provenance.commit(12)
 
 
 def to_toml(rows: list[PairResult], arch: int, gpu: str, date: str | None = None, commit: str | None = None) -> str:

@@ -329,31 +329,14 @@ def _seconds(text: str) -> float:
 @command("bench", "optimize every kernel of a suite over its parameter grid; CSV, heatmaps, medians")
 def _bench():
     def add(p: argparse.ArgumentParser) -> None:
-        p.add_argument("suite")
-        p.add_argument("--kernels", help="comma list (default: the whole suite)")
-        p.add_argument("--l2", help="comma list of warm,cold (default: the suite's)")
-        p.add_argument("--out", default="bench_out")
-        p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
-        p.add_argument("--jobs", type=int, default=2)
-        p.add_argument("--budget", type=int, help="override every kernel's trial budget")
-        p.add_argument("--points", help="comma list of sweep-point indices to run (default: every point)")
-        p.add_argument("--candidate-budget", type=float, help="seconds of paired timing per trial")
-        p.add_argument("--final-budget", type=float, help="seconds of paired timing per finalist")
-        p.add_argument("--no-contributions", action="store_true", help="skip re-scoring the winner without each move")
-        p.add_argument("--tune-once", action="store_true",
-                       help="optimize each kernel once, then check and time that binary at every point and L2 state")
+        from benchmarks.bench import add_arguments
+
+        add_arguments(p)
 
     def run(args: argparse.Namespace) -> int:
-        from benchmarks.bench import main
+        from benchmarks.bench import run_args
 
-        argv = [args.suite, "--out", args.out, "--device", args.device, "--jobs", str(args.jobs)]
-        for flag, value in (("--kernels", args.kernels), ("--l2", args.l2), ("--budget", args.budget),
-                            ("--points", args.points), ("--candidate-budget", args.candidate_budget),
-                            ("--final-budget", args.final_budget)):
-            if value:
-                argv += [flag, str(value)]
-        flags = [f for f, on in (("--no-contributions", args.no_contributions), ("--tune-once", args.tune_once)) if on]
-        return main(argv + flags)
+        return run_args(args)
 
     return run, add
 
@@ -424,7 +407,7 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
     from pathlib import Path
 
     from reorder.errors import InputError
-    from reorder.probes import build_stamps, check_build, layout_of_spec
+    from reorder.probes import build_stamps, check_build, stamp_positions
     from reorder.writer import write_atomic
     from timing import probe as tp
 
@@ -434,10 +417,7 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
         raise InputError(f"--stamps: expected hex offsets like c0,d40, got {args.stamps!r}") from None
     if args.build_only:
         code = decode_kernel(read_cubin(args.cubin), spec.name)
-        by_offset = {ins.offset: k for k, ins in enumerate(code.instructions)}
-        if any(o not in by_offset for o in offsets):
-            raise InputError(f"{args.cubin}: --stamps names an offset that is not an instruction")
-        build = build_stamps(code, [by_offset[o] for o in offsets], layout_of_spec(spec))
+        build = build_stamps(code, stamp_positions(code, offsets), tp.layout_of(spec))
         result = check_build(code, build)
         path = write_atomic(Path(args.build_only) / f"{code.kernel.name}.stamps.cubin", build.data)
         print(f"{path}: {len(offsets)} stamps, originals changed: {len(result.changed)}, "

@@ -216,21 +216,24 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
     best = None
     builds = _build_all(args, kernel, [choice for choice, _ in ranked])
     for rank, ((choice, search_value), built) in enumerate(zip(ranked, builds)):
-        if built.data is None:
-            report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}",
-                                     "final": f"unbuildable: {built.reason}"})
-            continue
-        path = tmp / f"finalist{rank}.cubin"
-        path.write_bytes(built.data)
-        try:
-            final = _final_score(scorer, path, args.final_budget_s)
-        except Rejected as exc:
-            report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}", "final": f"rejected: {exc}"})
-            continue
-        report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}", "final": final.line()})
-        if best is None or final.value < best[2].value:
+        final, why = _score_built(built, tmp / f"finalist{rank}.cubin",
+                                  lambda path: _final_score(scorer, path, args.final_budget_s))
+        report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}",
+                                 "final": final.line() if final else why})
+        if final and (best is None or final.value < best[2].value):
             best = (choice, built, final)
     return best
+
+
+def _score_built(built, path: Path, score) -> tuple[Score | None, str]:
+    """Write a built candidate and score it: (score, "") or (None, why it has none)."""
+    if built.data is None:
+        return None, f"unbuildable: {built.reason}"
+    path.write_bytes(built.data)
+    try:
+        return score(path), ""
+    except Rejected as exc:
+        return None, f"rejected: {exc}"
 
 
 MAX_TIMELINE_POSITIONS = 160
@@ -282,15 +285,7 @@ def _contributions(args, kernel: str, choice: Choice, final: Score, scorer, tmp:
     moves = choice.moves()
     builds = _build_all(args, kernel, [choice.without(family, index) for family, index in moves])
     for (family, index), built in zip(moves, builds):
-        if built.data is None:
-            rows.append({"move": f"{family}#{index}", "without": f"unbuildable: {built.reason}", "effect": "-"})
-            continue
-        path = tmp / f"without_{family}_{index}.cubin"
-        path.write_bytes(built.data)
-        try:
-            score = scorer.score(path)
-        except Rejected as exc:
-            rows.append({"move": f"{family}#{index}", "without": f"rejected: {exc}", "effect": "-"})
-            continue
-        rows.append({"move": f"{family}#{index}", "without": score.line(), "effect": f"{score.value / final.value:.4f}"})
+        score, why = _score_built(built, tmp / f"without_{family}_{index}.cubin", scorer.score)
+        rows.append({"move": f"{family}#{index}", "without": score.line() if score else why,
+                     "effect": f"{score.value / final.value:.4f}" if score else "-"})
     return rows

@@ -122,9 +122,13 @@ class ProbeBuild:
     scratch: Scratch
 
 
-def layout_of_spec(spec) -> ProbeLayout:
-    """The probe layout of a launch spec (its block and grid shape)."""
-    return ProbeLayout(tuple(spec.block), tuple(spec.grid))
+def stamp_positions(code: KernelCode, offsets: Sequence[int]) -> list[int]:
+    """Instruction indices of the byte offsets a user names for region stamps."""
+    by_offset = {ins.offset: k for k, ins in enumerate(code.instructions)}
+    missing = [f"{o:#x}" for o in offsets if o not in by_offset]
+    if missing:
+        raise InputError(f"{code.kernel.name}: no instruction at offset(s) {', '.join(missing)}")
+    return [by_offset[o] for o in offsets]
 
 
 # ---------------------------------------------------------------- which positions

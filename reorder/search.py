@@ -226,7 +226,7 @@ def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: di
     trial.set_user_attr("sha256", built.sha256)
     trial.set_user_attr("moved", built.moved)
     if built.sha256 not in seen:
-        seen.update(_same_binary_elsewhere(study, trial, built.sha256))
+        seen.update(_seen_scores(study))  # another worker may have scored it since
     if built.sha256 in seen:
         trial.set_user_attr("duplicate", True)
         study.tell(trial, seen[built.sha256])
@@ -248,14 +248,6 @@ def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: di
     trial.set_user_attr("measured", score.measured)
     seen[built.sha256] = score.value
     study.tell(trial, score.value)
-
-
-def _same_binary_elsewhere(study, trial, sha: str) -> dict[str, float]:
-    """A score another worker stored for this binary since this one last looked."""
-    import optuna
-
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    return {sha: t.value for t in done if t.user_attrs.get("sha256") == sha and t.number != trial.number}
 
 
 def _being_scored_elsewhere(study, trial) -> set[str]:

@@ -304,3 +304,24 @@ def test_one_warp_blocks_and_imad_aliases(rms):
     build = build_slide(rms, 200, ProbeLayout((32, 1, 1), (3, 1, 1)))
     result = check_build(rms, build)
     assert not result.changed and not result.violations
+
+
+def test_measure_variants_splits_points_from_failures(rms):
+    """The pool's results become measured points, and a faulting variant a (position, reason)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from timing.probe import measure_variants
+
+    entry = np.full(8, 100, dtype=np.uint32)
+    records = np.stack([entry, entry + 40], axis=-1)[None]
+
+    class Pool:
+        def map(self, jobs):
+            assert len(jobs) == 2
+            return [SimpleNamespace(ok=True, value=records, status="ok", reason=""),
+                    SimpleNamespace(ok=False, value=None, status="crashed", reason="illegal address")]
+
+    points, failed = measure_variants(Pool(), rms, [(200, Path("a.cubin")), (201, Path("b.cubin"))], None)
+    assert [p.index for p in points] == [200] and points[0].cycles == 40
+    assert failed == [(201, "crashed: illegal address")]

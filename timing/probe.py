@@ -105,23 +105,35 @@ def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0,
     positions = probe_positions(code, first, last)
     variants = build_variants(code, positions, layout_of(spec), folder, jobs=jobs)
     pspec = probe_spec(spec, variants[0][2].record_bytes) if variants else spec
-    jobs = [Job.of(run_records, str(path.resolve()), pspec, launches, timeout_s=timeout_s) for _, path, _ in variants]
     with WorkerPool(devices=[worker_device()]) as pool:
-        results = pool.map(jobs)
+        points, failed = measure_variants(pool, code, [(k, path) for k, path, _ in variants], pspec, launches,
+                                          timeout_s)
         cost: dict[str, Any] = {}
         if time_cost and variants:
             middle = variants[len(variants) // 2][1]
             done = pool.run(Job.of(time_job, str(Path(cubin).resolve()), str(middle.resolve()), pspec,
                                    timeout_s=timeout_s + 30))
             cost = done.value if done.ok else {"status": done.status, "reason": done.reason}
+    occ = variants[0][2].occupancy.line() if variants else ""
+    return ProbeRun(tuple(points), jumps(code.instructions, points), cost, tuple(failed), occ)
+
+
+def measure_variants(pool, code: KernelCode, variants: Sequence[tuple[int, Path]], pspec: LaunchSpec,
+                     launches: int = DEFAULT_LAUNCHES,
+                     timeout_s: float = 120.0) -> tuple[list[Point], list[tuple[int, str]]]:
+    """Run each built variant (position, cubin) in the worker pool: the measured points,
+    and (position, reason) for each variant that faulted or timed out."""
+    from timing.worker import Job
+
+    results = pool.map([Job.of(run_records, str(path.resolve()), pspec, launches, timeout_s=timeout_s)
+                        for _, path in variants])
     points, failed = [], []
-    for (k, _, _), result in zip(variants, results):
+    for (k, _), result in zip(variants, results):
         if result.ok:
             points.append(point(code.instructions[k], k, result.value))
         else:
             failed.append((k, f"{result.status}: {result.reason}"))
-    occ = variants[0][2].occupancy.line() if variants else ""
-    return ProbeRun(tuple(points), jumps(code.instructions, points), cost, tuple(failed), occ)
+    return points, failed
 
 
 def probed_outputs_job(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
@@ -170,18 +182,14 @@ def run_stamps(cubin: str | Path, spec: LaunchSpec, offsets: Sequence[int], laun
     """Build the region-stamp variant, run it in a worker, and return its rows (GPU)."""
     import tempfile
 
-    from reorder.errors import GpuError, InputError
-    from reorder.probes import build_stamps
+    from reorder.errors import GpuError
+    from reorder.probes import build_stamps, stamp_positions
     from reorder.writer import write_atomic
     from timing.cli_support import worker_device
     from timing.worker import Job, WorkerPool
 
     code = decode_kernel(read_cubin(cubin), spec.name)
-    by_offset = {ins.offset: k for k, ins in enumerate(code.instructions)}
-    missing = [hex(o) for o in offsets if o not in by_offset]
-    if missing:
-        raise InputError(f"{cubin}: no instruction at offset(s) {', '.join(missing)}")
-    build = build_stamps(code, [by_offset[o] for o in offsets], layout_of(spec))
+    build = build_stamps(code, stamp_positions(code, offsets), layout_of(spec))
     with tempfile.TemporaryDirectory(prefix="reorder-stamps-") as tmp:
         path = write_atomic(Path(tmp) / "stamps.cubin", build.data)
         with WorkerPool(devices=[worker_device()]) as pool:
