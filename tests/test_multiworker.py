@@ -115,16 +115,18 @@ def test_postgres_workers_with_one_killed(postgres_url):
                               url=postgres_url, seed=seed)
         return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    doomed, steady = worker(1, 2), worker(2, 0)
+    doomed = worker(1, 2)
     assert doomed.wait(timeout=300) == 9
-    time.sleep(4)  # past the grace period: the dead worker's trial is stale
+    # The steady worker starts only once the doomed one's trial is past the grace period, so
+    # its first ask must find the trial stale (run side by side, the steady worker could
+    # finish the whole budget before the grace period ran out, and the test raced).
+    time.sleep(4)
+    steady = worker(2, 0)
     assert steady.wait(timeout=600) == 0, steady.stderr.read().decode()[-2000:]
     study = _study(postgres_url)
     stale = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL and "failure" not in t.user_attrs]
-    if stale:  # the steady worker noticed the dead one's trial and ran it again
-        (lost,) = stale
-        retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == lost.number]
-        assert len(retried) == 1 and retried[0].params == lost.params
-    else:  # the steady worker finished the budget before the grace period ran out
-        pytest.fail("the killed worker's trial was never failed as stale")
+    assert len(stale) == 1, "the killed worker's trial was not failed as stale exactly once"
+    (lost,) = stale
+    retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == lost.number]
+    assert len(retried) == 1 and retried[0].params == lost.params
     _assert_clean(study, budget, 2)
