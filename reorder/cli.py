@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reorder", description="Search-based optimizer for NVIDIA SASS.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (handler, adder, help_text) in _COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # argparse %-formats help strings (not descriptions): "95% CI" must be escaped
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         adder(p)
         p.set_defaults(handler=handler)
     return parser

@@ -1,0 +1,25 @@
+"""Every help text renders: `reorder --help` is the first thing a new user types."""
+
+from __future__ import annotations
+
+import pytest
+
+import reorder.commands  # noqa: F401  (registers the subcommands)
+from reorder.cli import _COMMANDS, main
+
+
+def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert _COMMANDS and all(name in shown for name in _COMMANDS)
+    assert "95% CI" in shown  # a literal percent sign survives argparse's formatting
+
+
+@pytest.mark.parametrize("name", sorted(_COMMANDS))
+def test_each_command_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([name, "--help"])
+    assert done.value.code == 0
+    assert f"usage: reorder {name}" in capsys.readouterr().out
