@@ -40,30 +40,48 @@ _TIMING_KEYS = (("candidate_budget_s", 2.0), ("final_budget_s", 5.0))
 
 
 def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKernel], tuple[str, ...]]:
-    """Kernels of a suite file (paths relative to it) and the L2 states to run."""
+    """Kernels of a suite file (paths relative to it) and the L2 states to run; a suite that
+    does not parse, or an entry that lacks a key or names a missing file, is one InputError."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: TOMLDecodeError and undecodable bytes
+        raise InputError(f"{path}: cannot read the suite ({exc})") from None
+    defaults = doc.get("defaults", {})
+    entries = doc.get("kernel", [])
+    if not isinstance(defaults, dict) or not isinstance(entries, list) or not entries:
+        raise InputError(f"{path}: not a suite file (want [defaults] and [[kernel]] tables)")
+    kernels = []
+    for n, entry in enumerate(entries, 1):
+        try:
+            if only and entry["name"] not in only:
+                continue
+            kernels.append(_bench_kernel(path, entry, defaults))
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise InputError(f"{path}: kernel entry {n} ({entry.get('name', '?')}): {what}") from None
+    if only and {k.name for k in kernels} != only:
+        raise InputError(f"{path}: no kernel named {sorted(only - {k.name for k in kernels})}")
+    l2 = tuple(defaults.get("l2", ["warm"]))
+    if not l2 or not set(l2) <= {"warm", "cold"}:
+        raise InputError(f"{path}: [defaults] l2 must list warm and/or cold, got {list(l2)}")
+    return kernels, l2
+
+
+def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
+    """One [[kernel]] entry, its files checked to exist and its launch spec to parse."""
     from benchmarks.kernels.sweep import sweep_points
     from reorder.commands import _seconds
 
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the suite ({exc})") from None
-    defaults = doc.get("defaults", {})
-    kernels = []
-    for entry in doc.get("kernel", []):
-        if only and entry["name"] not in only:
-            continue
-        spec = path.parent / entry["spec"]
-        raw = tomllib.loads(spec.read_text())
-        points = tuple(entry.get("points") or sweep_points(raw) or [{}])
-        kernels.append(BenchKernel(entry["name"], path.parent / entry["cubin"], spec, bool(entry.get("noalias")),
-                                   int(entry.get("budget", defaults.get("budget", 100))),
-                                   _seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
-                                   *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
-                                   bool(entry.get("contributions", defaults.get("contributions", True)))))
-    if only and {k.name for k in kernels} != only:
-        raise InputError(f"{path}: no kernel named {sorted(only - {k.name for k in kernels})}")
-    return kernels, tuple(defaults.get("l2", ["warm"]))
+    cubin, spec = suite.parent / entry["cubin"], suite.parent / entry["spec"]
+    if not cubin.is_file():
+        raise ValueError(f"cubin {cubin} not found")
+    raw = tomllib.loads(spec.read_text(encoding="utf-8"))
+    points = tuple(entry.get("points") or sweep_points(raw) or [{}])
+    return BenchKernel(entry["name"], cubin, spec, bool(entry.get("noalias")),
+                       int(entry.get("budget", defaults.get("budget", 100))),
+                       _seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
+                       *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
+                       bool(entry.get("contributions", defaults.get("contributions", True))))
 
 
 def _point_spec(kernel: BenchKernel, point: dict, folder: Path) -> Path:

@@ -50,4 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"reorder {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 

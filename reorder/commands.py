@@ -139,7 +139,7 @@ def _stalls():
     def run(args: argparse.Namespace) -> int:
         from reorder.errors import InputError
         from reorder.pipeline import cut_stalls
-        from reorder.stallconfig import parse_config, skeleton
+        from reorder.stallconfig import read_config, skeleton
 
         cubin = read_cubin(args.cubin)
         if args.skeleton:
@@ -147,7 +147,7 @@ def _stalls():
             return 0
         if not args.output:
             raise InputError("stalls: -o/--output is required")
-        config = parse_config(open(args.config).read(), args.config) if args.config else None
+        config = read_config(args.config) if args.config else None
         name = args.kernel or (config.kernels()[0] if config and config.kernels() else None)
         code = decode_kernel(cubin, name)
         ranges = config.ranges(code.kernel.name) if config else None
@@ -448,7 +448,7 @@ def _timeline():
         if len(args.csv) > 2:
             raise InputError("timeline: give one or two CSVs (original, optimized)")
         tables = [(Path(c).stem, read_csv(c)) for c in args.csv]
-        print(f"wrote {plot(tables, args.output)}")
+        print(f"wrote {plot(tables, args.output, protect=args.csv)}")
         return 0
 
     return run, add

@@ -82,6 +82,10 @@ def optimize(args: OptimizeArgs) -> Report | None:
     if not args.search_only:
         _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
     on_gpu = _choose_device(args)
+    if args.launch is not None and not on_gpu:  # a wrong spec is refused now, not on the GPU later
+        from timing.cli_support import validated_spec
+
+        validated_spec(args.launch, [args.cubin], kernel)
     folder = args.output.with_name(args.output.stem + ".reorder")
     folder.mkdir(parents=True, exist_ok=True)
     storage = args.storage or _default_storage(folder, args.workers)

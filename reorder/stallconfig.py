@@ -39,6 +39,18 @@ def _span(text: str, where: str) -> tuple[int, int]:
         raise InputError(f"{where}: bad range {text!r} (want hex START-END)") from None
 
 
+def read_config(path: str) -> StallConfig:
+    """The config file at `path`; unreadable or non-text files are one InputError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text config file") from None
+    return parse_config(text, path)
+
+
 def parse_config(text: str, where: str = "config") -> StallConfig:
     sections: dict[str, tuple[tuple[int, int], ...]] = {}
     excluded: dict[str, tuple[str, ...]] = {}

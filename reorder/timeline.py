@@ -18,6 +18,7 @@ waiter reads, else the nearest one.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import math
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ import numpy as np
 from reorder.control import NO_SCOREBOARD
 from reorder.errors import InputError
 from reorder.sass import Instruction
+from reorder.writer import write_atomic
 
 UNWRITTEN = 0xFFFFFFFF
 DEFAULT_JUMP_CYCLES = 20.0
@@ -147,12 +149,20 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
     """Rows of a timeline CSV, refused with one line when it is not one."""
     p = Path(path)
     try:
-        with p.open(newline="") as handle:
+        with p.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
     except OSError as exc:
         raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, csv.Error):
+        rows = []
     if not rows or not set(CSV_FIELDS) <= set(rows[0]):
         raise InputError(f"{p}: not a timeline CSV (expected columns {', '.join(CSV_FIELDS)})")
+    try:
+        points_of(rows)  # every row must parse before anything is drawn
+        for r in rows:
+            float(r["jump_cycles"] or 0)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{p}: not a timeline CSV (a row does not parse: {exc})") from None
     return rows
 
 
@@ -165,8 +175,10 @@ def points_of(rows: list[dict[str, str]]) -> list[Point]:
                   num(r["cycles"]), num(r["p10"]), num(r["p90"]), int(r["samples"])) for r in rows]
 
 
-def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path) -> Path:
-    """Issue cycle vs instruction index, one line per timeline, jumps annotated."""
+def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path,
+         protect: Sequence[str | Path] = ()) -> Path:
+    """Issue cycle vs instruction index, one line per timeline, jumps annotated; written
+    atomically, never over a file in `protect` (the input CSVs)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -187,9 +199,8 @@ def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path) -
     ax.set_ylabel("cycles since kernel entry (median over warps, launches)")
     ax.legend()
     ax.grid(alpha=0.3)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(target, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
-    return target
+    return write_atomic(path, png.getvalue(), protect=protect)

@@ -98,8 +98,11 @@ def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = 
     for p in protect:
         if Path(p).exists() and target.exists() and os.path.samefile(p, target):
             raise InputError(f"{target}: refusing to overwrite the input file; choose another -o")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write there: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -219,6 +219,16 @@ def test_timeline_csv_round_trip_and_plot(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(InputError):
         read_csv(tmp_path / "missing.csv")
+    with pytest.raises(InputError, match="overwrite"):
+        plot([("a", rows)], a, protect=[a])
+    assert read_csv(a) == rows  # the input survived
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(bytes(range(256)))  # not text at all
+    truncated = tmp_path / "truncated.csv"
+    truncated.write_text(a.read_text()[:200])  # the header and a cut-off first row
+    for bad in (binary, truncated):
+        with pytest.raises(InputError, match="not a timeline CSV"):
+            read_csv(bad)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
