@@ -19,9 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reorder.space import MAX_SWAPS, Built, Choice, SearchSpace, build_candidate
 from reorder.scoring import Rejected, Score, Scorer
-
+from reorder.space import MAX_SWAPS, Built, Choice, SearchSpace, build_candidate
 
 HEARTBEAT_S = 10  # a worker's in-flight trials are marked alive this often
 GRACE_S = 60  # a trial not marked alive for this long belonged to a killed worker

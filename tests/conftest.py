@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+
 def _gpu_available() -> bool:
     try:
         import cupy

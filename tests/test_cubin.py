@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import CORPUS, corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +19,6 @@ from reorder.errors import InputError, ReorderError
 from reorder.nvinfo import encode_nv_info, parse_nv_info
 from reorder.tools import run_tool
 from reorder.writer import patch_kernel, write_atomic
-
-from conftest import CORPUS, corpus_files
 
 
 def test_corpus_is_large_enough(corpus):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import shutil
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from benchmarks.kernels import build, reference, sweep
 from benchmarks.kernels.inputs import embedding_bag_inputs, find_index_inputs, make_inputs, spmv_inputs

@@ -7,10 +7,9 @@ by benchmarks.kernels.verify. Skips cleanly without cupy or a device.
 
 from __future__ import annotations
 
-import tomllib
-
 import numpy as np
 import pytest
+import tomllib
 
 pytestmark = pytest.mark.gpu
 
