@@ -7,7 +7,9 @@ distance ptxas leaves anywhere in a set of cubins: the compiler's own choice, wh
 tool may rely on ("never below the compiler's choice without a silicon measurement").
 Pairs under complementary guards (@P0 / @!P0) are not dependencies and are skipped.
 
-Run: python -m legality.calibrate tests/corpus/cubin/sm_90 benchmarks/kernels/cubin > legality/tables/ptxas_sm_90.toml
+Run, as one command (the Triton cubins bring ptxas' choices for Triton's code):
+    python -m legality.calibrate tests/corpus/cubin/sm_90 benchmarks/kernels/cubin
+        tests/corpus/triton/sm_90 > legality/tables/ptxas_sm_90.toml
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ for every path. This shares nothing with the scheduler but the latency tables.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from legality.latency import LatencyTable, latency_class, load_table
 from reorder.cfg import basic_blocks, control_flow_graph
@@ -36,6 +37,12 @@ class Violation:
     required: int | str
     provided: int | str
     detail: str = ""
+    elapsed: int | None = None  # cycles from producer to consumer, where `provided` is not a count
+
+    @property
+    def cycles(self) -> int | None:
+        """Cycles the schedule leaves between the two instructions (None: not known)."""
+        return self.provided if isinstance(self.provided, int) else self.elapsed
 
     def line(self) -> str:
         return (f"{self.kind:<10} {self.resource:<6} {self.producer_offset:#06x} {self.producer_opcode:<18} -> "
@@ -103,10 +110,20 @@ class Report:
     arch: int
     violations: tuple[Violation, ...]
     unknown: tuple[tuple[int, str], ...]  # (offset, opcode) treated as barriers, not verified through
+    inherited: tuple[Violation, ...] = ()  # the original's own, kept at no fewer cycles (legality.inherited)
 
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    def verdict(self) -> str:
+        """One line for a report: legal (saying what was inherited) or the first rejection."""
+        if not self.ok:
+            return f"REJECTED: {self.violations[0].line()}"
+        if self.inherited:
+            return (f"legal ({len(self.inherited)} violations inherited from the original: the compiler's own "
+                    f"schedule, kept at no fewer cycles)")
+        return "legal"
 
 
 def merge(a: State, b: State) -> State:
@@ -178,7 +195,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                                        need.cycles, p.elapsed, "variable-latency result with no scoreboard"))
                 continue
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "RAW on a variable-latency result"))
+                                   _sb_name(p.sb), "no wait", "RAW on a variable-latency result", p.elapsed))
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
@@ -195,10 +212,10 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                                            need.cycles, p.elapsed, "WAW on a variable-latency result with no scoreboard"))
                 continue
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "WAW on a variable-latency result"))
+                                   _sb_name(p.sb), "no wait", "WAW on a variable-latency result", p.elapsed))
         for p in s.reads.get(res, ()):
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read"))
+                                   _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read", p.elapsed))
         for r in s.read_by.get(res, {}).values():
             if r.offset == ins.offset or _exclusive(r.guard, ins.guard):
                 continue
@@ -308,8 +325,10 @@ def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State
         local: list[Violation] = []
         for i in blocks[start].indices():
             state = step(state, instructions[i], table, local)
-        for v in local:
-            found.setdefault((v.kind, v.resource, v.producer_offset, v.consumer_offset), v)
+        for v in local:  # a pair reached along several paths: keep its worst (fewest cycles)
+            key = (v.kind, v.resource, v.producer_offset, v.consumer_offset)
+            if key not in found or _fewer_cycles(v, found[key]):
+                found[key] = v
         for succ in cfg.successors(start):
             merged = merge(entry[succ], state)
             k = merged.key()
@@ -319,6 +338,10 @@ def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State
                 if succ not in work:
                     work.append(succ)
     return entry, found
+
+
+def _fewer_cycles(a: Violation, b: Violation) -> bool:
+    return a.cycles is not None and (b.cycles is None or a.cycles < b.cycles)
 
 
 def block_entry_states(instructions: tuple[Instruction, ...], arch: int) -> dict[int, State]:
@@ -346,9 +369,25 @@ def register_budget(instructions: tuple[Instruction, ...], regcount: int) -> tup
                       f"{RESERVED_REGISTERS} registers above the highest used are reserved"),)
 
 
-def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None = None) -> Report:
-    """Verify a decoded kernel (or a new instruction order for it): schedule and register budget."""
+def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None = None,
+                  original: tuple[Instruction, ...] | None = None) -> Report:
+    """Verify a decoded kernel (or a new instruction order for it): schedule and register budget.
+
+    With `original` (the compiler's schedule this one was made from), a violation the
+    original itself has, at no fewer cycles, is reported as inherited, not as a rejection."""
     ins = instructions if instructions is not None else code.instructions
     unknown = tuple((i.offset, i.opcode) for i in ins if not i.known)
     found = register_budget(ins, code.kernel.regcount) + verify_instructions(ins, code.arch)
-    return Report(code.kernel.name, code.arch, found, unknown)
+    inherited: tuple[Violation, ...] = ()
+    if found and original is not None:
+        from legality.inherited import split
+
+        found, inherited = split(ins, found, _compiler_made(original, code.arch))
+    return Report(code.kernel.name, code.arch, found, unknown, inherited)
+
+
+@lru_cache(maxsize=8)
+def _compiler_made(original: tuple[Instruction, ...], arch: int) -> dict:
+    from legality.inherited import compiler_made
+
+    return compiler_made(original, verify_instructions(original, arch))

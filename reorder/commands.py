@@ -32,20 +32,27 @@ def _verify():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
         p.add_argument("--kernel", help="kernel name (default: every kernel)")
+        p.add_argument("--against", metavar="ORIGINAL", help="the compiler's cubin this one was made from: a "
+                       "violation the original has itself, at no fewer cycles, is reported as inherited")
 
     def run(args: argparse.Namespace) -> int:
         from legality.verify import verify_kernel
 
         cubin = read_cubin(args.cubin)
+        against = read_cubin(args.against) if args.against else None
         names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels]
         bad = 0
         for name in names:
-            report = verify_kernel(decode_kernel(cubin, name))
+            original = decode_kernel(against, name).instructions if against else None
+            report = verify_kernel(decode_kernel(cubin, name), original=original)
             unknown = f", {len(report.unknown)} unknown opcodes kept as barriers" if report.unknown else ""
             status = "legal" if report.ok else f"{len(report.violations)} violations"
-            print(f"{name}: sm_{report.arch}: {status}{unknown}")
+            kept = f", {len(report.inherited)} inherited from the original" if report.inherited else ""
+            print(f"{name}: sm_{report.arch}: {status}{kept}{unknown}")
             for v in report.violations:
                 print("  " + v.line())
+            for v in report.inherited:
+                print("  inherited " + v.line())
             for off, opcode in report.unknown:
                 print(f"  unknown  {off:#06x} {opcode} (not verified through; never moved)")
             bad += not report.ok

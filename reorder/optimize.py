@@ -198,8 +198,8 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
         if args.contributions:
             report.contributions = _contributions(args, code.kernel.name, choice, final, scorer, Path(tmp))
     after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
-    verdict = verify_kernel(after)
-    report.verifier = "legal" if verdict.ok else f"REJECTED: {verdict.violations[0].line()}"
+    verdict = verify_kernel(after, original=code.instructions)
+    report.verifier = verdict.verdict()
     report.check = (final.detail.get("check_detail", "") if final.measured
                     else "not run: no GPU (the candidate is verified, not executed)")
     if args.noalias:

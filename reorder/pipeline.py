@@ -51,7 +51,7 @@ def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
     """Apply one move, write it, read the bytes back, and verify what was written."""
     cand = move.apply(code, code.instructions)
     written = decode_kernel(parse_cubin(cand.cubin_bytes(), code.cubin.path), code.kernel.name)
-    report = verify_kernel(written)
+    report = verify_kernel(written, original=code.instructions)
     if not report.ok:
         raise LegalityError(f"verifier rejected {move}: {report.violations[0].line()}", report.violations)
     return written, cand

@@ -15,6 +15,7 @@ run by the callers on every result.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from legality.latency import LatencyTable, load_table
@@ -116,7 +117,7 @@ def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, 
         state = step(state, order[j], table, [])
     kernel = list(instructions)
     kernel[start:end] = order
-    return _fix_tail(tuple(kernel), start, end, arch)
+    return _fix_tail(tuple(kernel), start, end, arch, instructions)
 
 
 def _fresh_wait_shortfall(state: State, ins: Instruction) -> int:
@@ -180,13 +181,16 @@ def _elapsed(state: State, resource: str, sb: int) -> int | None:
     return None
 
 
-def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int) -> tuple[Instruction, ...]:
-    """Lengthen the block's last stalls while instructions after it see a violation
-    caused by a producer inside the block."""
+def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int,
+              original: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+    """Lengthen the block's last stalls while instructions after it see a new violation:
+    one caused by a producer inside the block, or one whose path runs through the block
+    (fewer cycles inside it shorten a dependency from before it to after it)."""
     inside = {ins.offset for ins in kernel[start:end]}
+    already = _violation_keys(original, arch)
     for _ in range(32):
         bad = [v for v in verify_instructions(kernel, arch)
-               if v.producer_offset in inside and v.consumer_offset not in inside
+               if v.consumer_offset not in inside and _key(v) not in already
                and isinstance(v.required, int) and isinstance(v.provided, int)]
         if not bad:
             return kernel
@@ -195,3 +199,13 @@ def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int) 
             break
         kernel = tuple(order)
     return kernel
+
+
+def _key(v: Violation) -> tuple:
+    return v.kind, v.resource, v.producer_offset, v.consumer_offset
+
+
+@functools.lru_cache(maxsize=8)
+def _violation_keys(instructions: tuple[Instruction, ...], arch: int) -> frozenset[tuple]:
+    """What the schedule a block is cut from already violates (not this block's doing)."""
+    return frozenset(_key(v) for v in verify_instructions(instructions, arch))

@@ -1,0 +1,69 @@
+"""Triton's own schedules: what the verifier's tables call violations in a compiler's cubin
+is judged against that cubin (legality.inherited), so the search can work on Triton GEMMs.
+
+Reproducers: before this, every candidate of Triton's HGMMA matmul was rejected for four
+store->shared-load write-after-read patterns ptxas emits itself, and a stall cut in a
+one-instruction block shortened a predicate->branch dependency that ran through it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from legality.verify import verify_kernel
+from reorder.cubin import parse_cubin, read_cubin
+from reorder.moves import StallCut
+from reorder.sass import decode_kernel
+
+TRITON = Path(__file__).resolve().parent / "corpus" / "triton" / "sm_90"
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    return decode_kernel(read_cubin(TRITON / "matmul.cubin"), "matmul")
+
+
+def test_triton_rmsnorm_is_legal_with_the_calibrated_table():
+    assert verify_kernel(decode_kernel(read_cubin(TRITON / "rmsnorm.cubin"), "rmsnorm")).ok
+
+
+def test_the_compilers_own_patterns_are_inherited(matmul):
+    alone = verify_kernel(matmul)
+    assert not alone.ok and {v.kind for v in alone.violations} == {"scoreboard"}
+    against = verify_kernel(matmul, original=matmul.instructions)
+    assert against.ok and len(against.inherited) == len(alone.violations)
+    assert against.verdict().startswith("legal (4 violations inherited")
+
+
+def test_fewer_cycles_than_the_compiler_left_is_a_rejection(matmul):
+    (first, *_) = verify_kernel(matmul).violations
+    ins = list(matmul.instructions)
+    between = [i for i, x in enumerate(ins) if first.producer_offset <= x.offset < first.consumer_offset
+               and x.ctrl.stall > 1]
+    assert between, "the pattern has stall cycles to take away"
+    for i in between:
+        ins[i] = ins[i].with_ctrl(ins[i].ctrl.with_(stall=1))
+    tighter = verify_kernel(matmul, tuple(ins), original=matmul.instructions)
+    assert not tighter.ok
+    assert any(v.producer_offset == first.producer_offset and v.consumer_offset == first.consumer_offset
+               for v in tighter.violations)
+
+
+def test_a_stall_cut_keeps_dependencies_that_run_through_its_block(matmul):
+    """Block 520 is one IMAD between ISETP P0 (before it) and @!P0 BRA (after it)."""
+    cand = StallCut(block_starts=(520, 702)).apply(matmul, matmul.instructions)
+    written = decode_kernel(parse_cubin(cand.cubin_bytes(), "cut"), "matmul")
+    report = verify_kernel(written, original=matmul.instructions)
+    assert report.ok, report.violations[0].line()
+    assert not [v for v in report.violations + report.inherited if v.kind == "raw_guard"]
+
+
+def test_verify_cli_against_the_original(tmp_path, capsys):
+    from reorder.cli import main
+
+    assert main(["verify", str(TRITON / "matmul.cubin")]) == 1
+    assert main(["verify", str(TRITON / "matmul.cubin"), "--against", str(TRITON / "matmul.cubin")]) == 0
+    out = capsys.readouterr().out
+    assert "legal, 4 inherited from the original" in out and "inherited scoreboard" in out
