@@ -72,9 +72,13 @@ def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     from benchmarks.kernels.sweep import sweep_points
     from reorder.commands import _seconds
 
+    from reorder.ptxinput import compile_ptx
+
     cubin, spec = suite.parent / entry["cubin"], suite.parent / entry["spec"]
     if not cubin.is_file():
         raise ValueError(f"cubin {cubin} not found")
+    compiled = compile_ptx(cubin)  # an entry may name PTX: the cubin its producer would make
+    cubin = compiled.cubin if compiled else cubin
     raw = tomllib.loads(spec.read_text(encoding="utf-8"))
     points = tuple(entry.get("points") or sweep_points(raw) or [{}])
     return BenchKernel(entry["name"], cubin, spec, bool(entry.get("noalias")),

@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _compile_ptx_inputs(args)
         return args.handler(args)
     except ReorderError as exc:
         print(f"reorder {args.command}: error: {exc}", file=sys.stderr)
@@ -55,3 +56,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reorder {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
+
+_INPUTS = ("cubin", "a", "b")  # the argument names that take a kernel binary
+
+
+def _compile_ptx_inputs(args: argparse.Namespace) -> None:
+    """Replace each PTX input by the cubin ptxas makes of it (reorder.ptxinput), saying so on
+    stderr; an output path that names a PTX input is refused like one that names a cubin."""
+    from pathlib import Path
+
+    from reorder.errors import InputError
+    from reorder.ptxinput import compile_ptx
+
+    for name in _INPUTS:
+        value = getattr(args, name, None)
+        if not isinstance(value, str) or not Path(value).is_file():
+            continue  # missing files are reported by the command, in its own words
+        compiled = compile_ptx(Path(value))
+        if compiled is None:
+            continue
+        output = getattr(args, "output", None)
+        if output and Path(output).exists() and Path(output).samefile(value):
+            raise InputError(f"{output}: refusing to overwrite the input file; choose another -o")
+        how = "found in the cache" if compiled.cached else "compiled"
+        print(f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
+              f"{compiled.recipe.describe()} -> {compiled.cubin}", file=sys.stderr)
+        setattr(args, name, str(compiled.cubin))

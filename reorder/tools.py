@@ -37,7 +37,7 @@ def _package_bin_dirs() -> list[Path]:
     return dirs
 
 
-def _triton_bin() -> Path:
+def triton_bin_dir() -> Path:
     """Triton's bundled NVIDIA tools folder (found without importing Triton)."""
     import importlib.util
 
@@ -62,7 +62,7 @@ def find_tool(name: str) -> Path:
         candidate = Path(cuda_home) / "bin" / name
         if candidate.is_file():
             return candidate
-    bundled = _triton_bin() / name
+    bundled = triton_bin_dir() / name
     if name == "ptxas" and bundled.is_file() and os.access(bundled, os.X_OK):
         return bundled  # a GPU machine with Triton but no CUDA toolkit still has ptxas (probe templates)
     raise ToolError(f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); {_PACKAGE_HINT.get(name, '')}")
@@ -89,3 +89,14 @@ def run_tool(name: str, *args: str, input_bytes: bytes | None = None, timeout: f
         first = stderr.splitlines()[0] if stderr else f"exit code {done.returncode}"
         raise ToolError(f"{name} failed: {first}", command, stderr)
     return done.stdout.decode(errors="replace")
+
+
+def run_binary(path: Path, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """Run one specific tool binary (not looked up by name); ToolError only when it cannot start
+    or times out: the caller reads its exit code and stderr (ptxas' verdicts, say)."""
+    try:
+        return subprocess.run((str(path), *args), capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ToolError(f"{path.name} timed out after {timeout:.0f}s", (str(path), *args)) from exc
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot run: {exc.strerror or exc}", (str(path), *args)) from None

@@ -1,4 +1,4 @@
-"""Build the Triton part of the corpus: cubins as Triton itself emits them for sm_90.
+"""Build the Triton part of the corpus: cubins (and their PTX) as Triton emits them for sm_90.
 
 Triton compiles for a target without a GPU (`triton.compile` with a GPUTarget), so this
 runs on a CPU machine with the `triton` package installed; the cubins are checked in for
@@ -64,7 +64,9 @@ def build(out_dir: Path = HERE / "sm_90") -> list[Path]:
                                   target=GPUTarget("cuda", 90, 32))
         path = out_dir / f"{name}.cubin"
         path.write_bytes(compiled.asm["cubin"])
-        paths.append(path)
+        ptx = out_dir / f"{name}.ptx"  # what Triton handed its ptxas: reorder's PTX input is tested on it
+        ptx.write_text(compiled.asm["ptx"])
+        paths += [path, ptx]
     return paths
 
 

@@ -1,0 +1,88 @@
+"""PTX input: every command that takes a cubin takes PTX, compiled the way its producer
+would have compiled it (reorder.ptxinput)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reorder.cli import main
+from reorder.cubin import read_cubin
+from reorder.errors import InputError
+from reorder.ptxinput import compile_ptx, read_head
+from reorder.sass import decode_kernel
+from reorder.tools import have_tool, triton_bin_dir
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+NVCC_PTX = CORPUS / "ptx" / "sm_90" / "elementwise.ptx"
+TRITON = CORPUS / "triton" / "sm_90"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "cache"))
+
+
+def _sass(path: Path) -> list[tuple[str, list[int]]]:
+    cubin = read_cubin(path)
+    return sorted((k.name, [i.word for i in decode_kernel(cubin, k.name).instructions]) for k in cubin.kernels)
+
+
+def test_heads_name_target_version_and_producer():
+    nvcc = read_head(NVCC_PTX.read_bytes())
+    assert (nvcc.target, nvcc.sm, nvcc.version, nvcc.producer) == ("sm_90", 90, "9.0", "nvcc")
+    triton = read_head((TRITON / "rmsnorm.ptx").read_bytes())
+    assert (triton.target, triton.producer) == ("sm_90a", "triton")
+    assert read_head((TRITON / "rmsnorm.cubin").read_bytes()) is None
+    assert read_head(b"int main() { return 0; }\n") is None
+
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
+def test_nvcc_ptx_gives_the_sass_nvcc_gives(tmp_path):
+    compiled = compile_ptx(NVCC_PTX)
+    assert compiled is not None and not compiled.cached and "-O3" in compiled.recipe.flags
+    assert _sass(compiled.cubin) == _sass(CORPUS / "cubin" / "sm_90" / "elementwise.cubin")  # nvcc -cubin's
+    again = compile_ptx(NVCC_PTX)
+    assert again.cached and again.cubin == compiled.cubin
+
+
+@pytest.mark.skipif(not (triton_bin_dir() / "ptxas-blackwell").is_file(), reason="Triton is not installed")
+def test_triton_ptx_gives_the_cubin_triton_gives():
+    compiled = compile_ptx(TRITON / "rmsnorm.ptx")
+    assert compiled.recipe.ptxas == (triton_bin_dir() / "ptxas-blackwell").resolve()
+    assert "--regAllocOptLevel=2" in compiled.recipe.flags and "-lineinfo" in compiled.recipe.flags
+    assert _sass(compiled.cubin) == _sass(TRITON / "rmsnorm.cubin")
+
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
+def test_ptx_newer_than_every_ptxas_is_refused_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr("reorder.ptxinput.triton_bin_dir", lambda: tmp_path / "no-triton")
+    newer = tmp_path / "newer.ptx"
+    newer.write_text(NVCC_PTX.read_text().replace(".version 9.0", ".version 99.9"))
+    with pytest.raises(InputError, match=r"PTX \.version 99\.9 is newer than every ptxas here"):
+        compile_ptx(newer)
+
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
+def test_commands_take_ptx_and_never_write_over_it(tmp_path, capsys):
+    ptx = tmp_path / "k.ptx"
+    shutil.copy(NVCC_PTX, ptx)
+    assert main(["verify", str(ptx)]) == 0
+    err = capsys.readouterr().err
+    assert "nvcc PTX for sm_90, compiled" in err
+    assert main(["stalls", str(ptx), "-o", str(tmp_path / "cut.cubin")]) == 0
+    assert read_cubin(tmp_path / "cut.cubin").kernels
+    assert main(["stalls", str(ptx), "-o", str(ptx)]) == 2
+    assert "refusing to overwrite the input" in capsys.readouterr().err
+    assert ptx.read_bytes() == NVCC_PTX.read_bytes()
+
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
+def test_bad_ptx_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k() { nonsense; }\n")
+    assert main(["disasm", str(bad)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("reorder disasm: error: ") and "ptxas could not compile this PTX for sm_90" in line
