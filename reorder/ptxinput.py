@@ -6,8 +6,9 @@ cubin its producer would have made, and every figure is measured against that cu
 
 - PTX written by Triton (LLVM's NVPTX back end) is compiled the way Triton compiles it:
   Triton's own bundled ptxas (`ptxas-blackwell` from sm_90 on, `ptxas` below), with
-  `-lineinfo --regAllocOptLevel=2 --gpu-name=ARCH` (Triton 3.x's make_cubin). With the same
-  Triton this reproduces its cubin byte for byte (a test checks it).
+  `-lineinfo -v --regAllocOptLevel=2 --gpu-name=ARCH`, in Triton 3.x's make_cubin order (the
+  options are recorded in the cubin). With the same Triton this reproduces its cubin byte
+  for byte (a test checks it).
 - Other PTX (nvcc's) gets ptxas at nvcc's default, -O3, from the CUDA install or the wheels.
 
 When a ptxas refuses the PTX's `.version` (PTX newer than it), the next ptxas found is
@@ -86,7 +87,7 @@ def recipes(head: PtxHead) -> list[Recipe]:
     except ToolError:
         system = []
     if head.producer == "triton":
-        flags = ("-lineinfo", "--regAllocOptLevel=2", f"--gpu-name={head.target}")
+        flags = ("-lineinfo", "-v", "--regAllocOptLevel=2", f"--gpu-name={head.target}")  # -v: recorded in the cubin
         order = triton_ptxas + system
     else:
         flags = ("-O3", f"-arch={head.target}")
