@@ -82,3 +82,5 @@ def _compile_ptx_inputs(args: argparse.Namespace) -> None:
         print(f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
               f"{compiled.recipe.describe()} -> {compiled.cubin}", file=sys.stderr)
         setattr(args, name, str(compiled.cubin))
+        args.compiled_from = {**getattr(args, "compiled_from", {}),
+                              name: f"compiled from {value} by {compiled.recipe.describe()}"}

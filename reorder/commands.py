@@ -314,7 +314,8 @@ def _optimize():
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
                                      args.candidate_budget, args.workers, args.search_only, args.worker_index,
-                                     final_budget_s=args.final_budget, timeline=args.timeline))
+                                     final_budget_s=args.final_budget, timeline=args.timeline,
+                                     compiled_from=getattr(args, "compiled_from", {}).get("cubin", "")))
         return 0
 
     return run, add

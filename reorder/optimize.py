@@ -47,6 +47,7 @@ class OptimizeArgs:
     final_budget_s: float = 5.0  # seconds of paired timing per finalist
     contributions: bool = True  # re-score the winner without each of its moves
     timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
+    compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptxinput)
 
 
 def _say(line: str) -> None:
@@ -180,7 +181,8 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     failed = sum(t.state == optuna.trial.TrialState.FAIL for t in trials)
     dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)
     ranked = ranked_choices(study, space, max(1, args.finalists))
-    report = Report(code.kernel.name, f"sm_{code.arch}", str(args.cubin), space.size_line(), len(trials), failed, dups,
+    source = f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin)
+    report = Report(code.kernel.name, f"sm_{code.arch}", source, space.size_line(), len(trials), failed, dups,
                     "(none)", None, l2=args.l2, versions=versions())
     if not ranked:
         write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])

@@ -77,6 +77,11 @@ def test_commands_take_ptx_and_never_write_over_it(tmp_path, capsys):
     assert main(["stalls", str(ptx), "-o", str(ptx)]) == 2
     assert "refusing to overwrite the input" in capsys.readouterr().err
     assert ptx.read_bytes() == NVCC_PTX.read_bytes()
+    fast = tmp_path / "fast.cubin"
+    assert main(["optimize", str(ptx), "-o", str(fast), "--kernel", "saxpy_grid_stride", "--budget", "2",
+                 "--device", "cpu"]) == 0
+    report = (tmp_path / "fast.reorder" / "report.md").read_text()
+    assert f"compiled from {ptx} by " in report and "-O3 -arch=sm_90" in report
 
 
 @pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
