@@ -4,7 +4,8 @@ Kernel engineers often hold PTX rather than a cubin (`nvcc -ptx`, or the `.ptx` 
 in its cache next to the cubin). reorder works on SASS, so PTX is first compiled to the
 cubin its producer would have made, and every figure is measured against that cubin:
 
-- PTX written by Triton (LLVM's NVPTX back end) is compiled the way Triton compiles it:
+- PTX written by LLVM's NVPTX back end (Triton's; clang's CUDA PTX carries the same mark and
+  is treated alike) is compiled the way Triton compiles it:
   Triton's own bundled ptxas (`ptxas-blackwell` from sm_90 on, `ptxas` below), with
   `-lineinfo -v --regAllocOptLevel=2 --gpu-name=ARCH`, in Triton 3.x's make_cubin order (the
   options are recorded in the cubin). With the same Triton this reproduces its cubin byte
