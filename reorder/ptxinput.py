@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from reorder.diskcache import cache_root
 from reorder.errors import InputError, ToolError
 from reorder.tools import find_tool, run_binary, triton_bin_dir
 from reorder.writer import write_atomic
@@ -102,7 +103,7 @@ def recipes(head: PtxHead) -> list[Recipe]:
 
 def cache_dir() -> Path:
     """Where compiled PTX is kept (content-addressed: a stale entry cannot be picked up)."""
-    return Path(os.environ.get("REORDER_CACHE") or Path.home() / ".cache" / "reorder") / "ptx"
+    return cache_root() / "ptx"
 
 
 def compile_ptx(path: Path) -> CompiledPtx | None:

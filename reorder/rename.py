@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from reorder.errors import EncodingError, ToolError
 from reorder.sass import Instruction
-from reorder.tools import run_tool
+from reorder.tools import run_tool, tool_version
 
 FIELDS: dict[str, int] = {"Rd": 16, "Ra": 24, "Rb": 32, "Rc": 64}
 GUARD_FIELD = 12  # Pg [14:12]; Pg.not is bit 15
@@ -63,16 +63,12 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
 
     nvdisasm's JSON puts P2R's `PR` source in the predicate field; like the decoder, that
     is moved back into the operands (it is no guard)."""
+    from reorder.diskcache import cached_json, key_of
     from reorder.operands import split_operands
 
-    with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as handle:
-        handle.write(b"".join(w.to_bytes(16, "little") for w in words))
-        path = handle.name
-    try:
-        doc = json.loads(run_tool("nvdisasm", "-b", f"SM{arch}", "-json", path))
-    finally:
-        os.unlink(path)
-    records = doc[1][0]["sass-instructions"]
+    blob = b"".join(w.to_bytes(16, "little") for w in words)
+    records = cached_json("nvdisasm", key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
+                          lambda: _listing_records(blob, arch))
     out = []
     for r in records:
         guard, operands = r.get("predicate", ""), split_operands(r.get("operands", ""))
@@ -80,6 +76,18 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
             operands, guard = operands[:1] + (guard,) + operands[1:], ""
         out.append((guard, r.get("opcode", ""), operands))
     return out
+
+
+def _listing_records(blob: bytes, arch: int) -> list[dict]:
+    """nvdisasm's JSON records for a block of raw words (the same blob always lists the same)."""
+    with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as handle:
+        handle.write(blob)
+        path = handle.name
+    try:
+        doc = json.loads(run_tool("nvdisasm", "-b", f"SM{arch}", "-json", path))
+    finally:
+        os.unlink(path)
+    return doc[1][0]["sass-instructions"]
 
 
 def _clean(operands: tuple[str, ...]) -> tuple[str, ...]:

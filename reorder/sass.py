@@ -20,7 +20,7 @@ from reorder.control import ControlCode
 from reorder.cubin import Cubin, Kernel
 from reorder.errors import InputError
 from reorder.operands import Access, access, split_operands
-from reorder.tools import run_tool
+from reorder.tools import run_tool, tool_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +160,12 @@ def _target(base: str, operands: tuple[str, ...]) -> int | None:
 
 @lru_cache(maxsize=64)
 def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
+    from reorder.diskcache import cached_json, key_of
+
+    return cached_json("nvdisasm-cubin", key_of(data, tool_version("nvdisasm")), lambda: _listing(data))
+
+
+def _listing(data: bytes) -> dict[str, list[dict]]:
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(data)
         path = handle.name

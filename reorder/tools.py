@@ -91,6 +91,13 @@ def run_tool(name: str, *args: str, input_bytes: bytes | None = None, timeout: f
     return done.stdout.decode(errors="replace")
 
 
+@functools.cache
+def tool_version(name: str) -> str:
+    """The tool's path and version line: what a cached answer of the tool depends on."""
+    lines = run_tool(name, "--version").strip().splitlines()
+    return f"{find_tool(name)} {lines[-1] if lines else 'unknown version'}"
+
+
 def run_binary(path: Path, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
     """Run one specific tool binary (not looked up by name); ToolError only when it cannot start
     or times out: the caller reads its exit code and stderr (ptxas' verdicts, say)."""

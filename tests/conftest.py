@@ -7,10 +7,17 @@ With nvcc present the corpus is rebuilt from tests/corpus/src into a temporary f
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Compiled PTX and nvdisasm listings are cached on disk (reorder.diskcache): the tests keep
+# theirs apart from the user's, shared by every test (and CLI subprocess) of one session.
+if "REORDER_CACHE" not in os.environ:
+    os.environ["REORDER_CACHE"] = tempfile.mkdtemp(prefix="reorder-test-cache-")
 
 
 def _gpu_available() -> bool:
