@@ -300,11 +300,25 @@ def run_args(args) -> int:
     kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
     kernels = [_overridden(k, args) for k in kernels]
     l2 = tuple(args.l2.split(",")) if args.l2 else l2
-    run = run_bench_tuned_once if args.tune_once else run_bench
+    if not l2 or not set(l2) <= {"warm", "cold"}:
+        raise InputError(f"--l2: give warm and/or cold, got {args.l2!r}")
+    run = run_bench_tuned_once if args.tune_once or _static(args.device) else run_bench
     csv_path = run(kernels, l2, args.out, args.device, args.jobs)
     for path in [csv_path, *draw(csv_path)]:
         print(path)
     return 0
+
+
+def _static(device: str) -> bool:
+    """True when the bench runs on the static model: it ignores launch shape and L2 state, so
+    one search per kernel answers every cell, and a search per cell would only repeat it."""
+    from timing.cli_support import gpu_unavailable_reason
+
+    static = device == "cpu" or (device == "auto" and bool(gpu_unavailable_reason()))
+    if static:
+        print("bench: static model (no GPU): one search per kernel, its prediction in every cell "
+              "(launch shape and L2 state do not enter the model)", file=sys.stderr)
+    return static
 
 
 def main(argv: list[str] | None = None) -> int:

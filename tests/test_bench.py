@@ -44,3 +44,18 @@ def test_tune_once_covers_the_grid_from_one_search(tmp_path):
     assert len(list((tmp_path / "find_index").glob("*/fast.cubin"))) == 1  # one search, one binary
     for png in draw(csv):
         assert png.stat().st_size > 10_000
+
+
+def test_the_static_model_searches_once_per_kernel(tmp_path, capsys):
+    """Without a GPU, shape and L2 do not enter the model: `reorder bench` searches each kernel
+    once (as --tune-once) instead of repeating one search per cell."""
+    from reorder.cli import main
+
+    argv = ["bench", str(SUITE), "--kernels", "find_index", "--points", "0,1", "--budget", "2", "--device", "cpu",
+            "--jobs", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    frame = pd.read_csv(tmp_path / "bench.csv")
+    assert len(frame) == 4 and frame["tuned_at"].nunique() == 1
+    assert len(list((tmp_path / "find_index").glob("*/fast.cubin"))) == 1
+    assert "one search per kernel" in capsys.readouterr().err
+    assert main(argv[:-2] + ["--l2", "hot", "--out", str(tmp_path / "x")]) == 2
