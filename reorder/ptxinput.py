@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from reorder.cubin import SUPPORTED_ARCHS
 from reorder.diskcache import cache_root
 from reorder.errors import InputError, ToolError
 from reorder.tools import find_tool, run_binary, triton_bin_dir
@@ -115,6 +116,9 @@ def compile_ptx(path: Path) -> CompiledPtx | None:
     head = read_head(data)
     if head is None:
         return None
+    if head.sm not in SUPPORTED_ARCHS:
+        supported = ", ".join(f"sm_{a}" for a in sorted(SUPPORTED_ARCHS))
+        raise InputError(f"{path}: PTX for unsupported arch {head.target} (supported: {supported})")
     found = recipes(head)
     if not found:
         raise InputError(f"{path}: PTX needs ptxas, and none was found (install the CUDA toolkit or triton)")
