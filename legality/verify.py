@@ -71,12 +71,17 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class Recent:
-    """A fixed-latency write still possibly in flight, with the guard it was issued under."""
+    """A fixed-latency access still possibly in flight, with the guard it was issued under.
+
+    `at` is the state's clock when it issued (its age is `State.age(recent)`): aging every
+    entry at every instruction was half of the verifier's time. At a block's end the state
+    is normalized (clock 0, `at` = minus the age, expired entries dropped), so states that
+    reach a join from different paths compare and merge as ages."""
 
     cls: str
     offset: int
     opcode: str
-    elapsed: int
+    at: int
     guard: str = ""
 
 
@@ -88,10 +93,29 @@ class State:
     writes: dict[str, frozenset[Pending]] = field(default_factory=dict)
     reads: dict[str, frozenset[Pending]] = field(default_factory=dict)
     read_by: dict[str, dict[str, Recent]] = field(default_factory=dict)  # resource -> reader class -> newest read
+    clock: int = 0  # cycles issued since the block began (see Recent.at)
 
     def copy(self) -> State:
         return State({k: dict(v) for k, v in self.recent.items()}, dict(self.writes), dict(self.reads),
-                     {k: dict(v) for k, v in self.read_by.items()})
+                     {k: dict(v) for k, v in self.read_by.items()}, self.clock)
+
+    def age(self, r: Recent) -> int:
+        """Cycles since the access issued."""
+        return self.clock - r.at
+
+    def normalized(self, horizon: int) -> State:
+        """The same state with clock 0: fixed-latency entries as of now, those `horizon` or
+        more cycles old dropped (no latency reaches them)."""
+        def rebase(table: dict[str, dict[str, Recent]]) -> dict[str, dict[str, Recent]]:
+            out = {}
+            for res, by_cls in table.items():
+                kept = {c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard) for c, r in by_cls.items()
+                        if self.clock - r.at < horizon}
+                if kept:
+                    out[res] = kept
+            return out
+
+        return State(rebase(self.recent), dict(self.writes), dict(self.reads), rebase(self.read_by), 0)
 
     def key(self) -> tuple:
         return (_recent_key(self.recent), tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
@@ -133,7 +157,7 @@ def merge(a: State, b: State) -> State:
         for res, by_cls in theirs.items():
             mine = mine_all.setdefault(res, {})
             for cls, r in by_cls.items():
-                if cls not in mine or r.elapsed < mine[cls].elapsed:
+                if cls not in mine or b.age(r) < out.age(mine[cls]):
                     mine[cls] = r
     for table_a, table_b in ((out.writes, b.writes), (out.reads, b.reads)):
         for res, pend in table_b.items():
@@ -166,7 +190,7 @@ def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violat
     if ins.known:
         _check(s, ins, table, found)
         _record(s, ins, found)
-    _advance(s, ctrl.stall, table.max_cycles())
+    _advance(s, ctrl.stall)
     return s
 
 
@@ -200,9 +224,9 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
             if _exclusive(r.guard, ins.guard):
                 continue
             need = _need(table, r, ins, cls, read_kind(res, ins))
-            if r.elapsed < need.cycles:
+            if s.age(r) < need.cycles:
                 found.append(Violation(need.kind, res, r.offset, r.opcode, ins.offset, ins.opcode,
-                                       need.cycles, r.elapsed))
+                                       need.cycles, s.age(r)))
     for res in sorted(ins.access.writes):
         for p in s.writes.get(res, ()):
             if p.sb == UNTRACKED:
@@ -220,15 +244,15 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
             if r.offset == ins.offset or _exclusive(r.guard, ins.guard):
                 continue
             need = _need(table, r, ins, cls, "war")
-            if r.elapsed < need.cycles:
-                found.append(Violation("war", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, r.elapsed,
+            if s.age(r) < need.cycles:
+                found.append(Violation("war", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, s.age(r),
                                        "overwrites an operand of a fixed-latency reader too soon"))
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
             need = _need(table, r, ins, cls, "waw")
-            if r.elapsed < need.cycles:
-                found.append(Violation("waw", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, r.elapsed))
+            if s.age(r) < need.cycles:
+                found.append(Violation("waw", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, s.age(r)))
 
 
 def _exclusive(a: str, b: str) -> bool:
@@ -270,10 +294,10 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
     else:
         cls = latency_class(ins)
         for res in writes:
-            s.recent[res] = {cls: Recent(cls, ins.offset, ins.opcode, 0, ins.guard)}
+            s.recent[res] = {cls: Recent(cls, ins.offset, ins.opcode, s.clock, ins.guard)}
         for res in ins.access.reads:
             if not res.startswith("SR_"):
-                s.read_by.setdefault(res, {})[cls] = Recent(cls, ins.offset, ins.opcode, 0, ins.guard)
+                s.read_by.setdefault(res, {})[cls] = Recent(cls, ins.offset, ins.opcode, s.clock, ins.guard)
 
 
 def _cover_untracked(s: State, queue: str, sb: int) -> None:
@@ -289,26 +313,15 @@ def _forget_guards(s: State, predicate: str) -> None:
         for by_cls in table.values():
             for c, r in by_cls.items():
                 if r.guard.lstrip("@!") == predicate:
-                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.elapsed, "")
+                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.at, "")
 
 
-def _advance(s: State, stall: int, horizon: int) -> None:
-    for table in (s.recent, s.read_by):
-        _age(table, stall, horizon)
+def _advance(s: State, stall: int) -> None:
+    s.clock += stall  # fixed-latency entries age by the clock (Recent.at)
     for table in (s.writes, s.reads):
         for res in table:
             table[res] = frozenset(Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, 64), p.queue)
                                    for p in table[res])
-
-
-def _age(table: dict[str, dict[str, Recent]], stall: int, horizon: int) -> None:
-    for res in list(table):
-        aged = {c: Recent(r.cls, r.offset, r.opcode, r.elapsed + stall, r.guard) for c, r in table[res].items()
-                if r.elapsed + stall < horizon}
-        if aged:
-            table[res] = aged
-        else:
-            del table[res]
 
 
 def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State], dict[tuple, Violation]]:
@@ -319,12 +332,14 @@ def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State
     seen: dict[int, tuple] = {}
     work = sorted(blocks)
     found: dict[tuple, Violation] = {}
+    horizon = table.max_cycles()
     while work:
         start = work.pop(0)
         state = entry[start]
         local: list[Violation] = []
         for i in blocks[start].indices():
             state = step(state, instructions[i], table, local)
+        state = state.normalized(horizon)
         for v in local:  # a pair reached along several paths: keep its worst (fewest cycles)
             key = (v.kind, v.resource, v.producer_offset, v.consumer_offset)
             if key not in found or _fewer_cycles(v, found[key]):
