@@ -61,6 +61,31 @@ def _verify():
     return run, add
 
 
+@command("diff", "what B changed against A: SASS with control codes, moved/recoded/rewritten counts, stalls")
+def _diff():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("a", metavar="A.cubin", help="the original")
+        p.add_argument("b", metavar="B.cubin", help="the candidate (a reorder output)")
+        p.add_argument("--kernel", help="kernel name (default: every kernel both have)")
+        p.add_argument("--context", type=int, default=3, help="unchanged lines around each change (default 3)")
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.errors import InputError
+        from reorder.sassdiff import sass_diff
+
+        a, b = read_cubin(args.a), read_cubin(args.b)
+        names = [args.kernel] if args.kernel else [k.name for k in a.kernels if k.name in {x.name for x in b.kernels}]
+        if not names:
+            raise InputError(f"{args.a} and {args.b} have no kernel in common")
+        if args.context < 0:
+            raise InputError("--context must be 0 or more")
+        print("\n\n".join("\n".join(sass_diff(decode_kernel(a, n), decode_kernel(b, n), args.context))
+                           for n in names))
+        return 0
+
+    return run, add
+
+
 @command("latency-probe", "measure on the GPU the stall floor of producer->consumer pairs (below it results are wrong)")
 def _latency_probe():
     def add(p: argparse.ArgumentParser) -> None:
