@@ -56,9 +56,10 @@ def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKern
             if only and entry["name"] not in only:
                 continue
             kernels.append(_bench_kernel(path, entry, defaults))
-        except (KeyError, TypeError, ValueError, OSError) as exc:
+        except (KeyError, TypeError, ValueError, OSError, AttributeError) as exc:
             what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise InputError(f"{path}: kernel entry {n} ({entry.get('name', '?')}): {what}") from None
+            name = entry.get("name", "?") if isinstance(entry, dict) else "?"
+            raise InputError(f"{path}: kernel entry {n} ({name}): {what}") from None
     if only and {k.name for k in kernels} != only:
         raise InputError(f"{path}: no kernel named {sorted(only - {k.name for k in kernels})}")
     l2 = tuple(defaults.get("l2", ["warm"]))
@@ -71,7 +72,6 @@ def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     """One [[kernel]] entry, its files checked to exist and its launch spec to parse."""
     from benchmarks.kernels.sweep import sweep_points
     from reorder.commands import _seconds
-
     from reorder.ptxinput import compile_ptx
 
     cubin, spec = suite.parent / entry["cubin"], suite.parent / entry["spec"]

@@ -16,8 +16,8 @@ from legality.verify import verify_kernel
 from reorder.cubin import parse_cubin, read_cubin
 from reorder.errors import GpuError, InputError, ReorderError
 from reorder.report import Report, versions, write_report
-from reorder.sassdiff import sass_diff
 from reorder.sass import decode_kernel
+from reorder.sassdiff import sass_diff
 from reorder.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search import SearchConfig, ranked_choices, run_search, study_name_for
 from reorder.space import Choice, build_candidate, search_space
@@ -214,7 +214,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     else:
         write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
         report.notes.append("the best candidate is not proven faster: the output is a copy of the input")
-    diff = args.output.with_name(args.output.stem + ".reorder") / "changes.diff"
+    diff = folder / "changes.diff"
     write_atomic(diff, ("\n".join(sass_diff(code, after)) + "\n").encode())
     kept = "the output" if verdict.ok and better else "the best candidate (not kept)"
     report.notes.append(f"SASS diff of {kept} against the original: {diff.name}")
