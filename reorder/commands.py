@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from reorder.cli import command
 from reorder.cubin import read_cubin
@@ -56,6 +57,9 @@ def _verify():
             for off, opcode in report.unknown:
                 print(f"  unknown  {off:#06x} {opcode} (not verified through; never moved)")
             bad += not report.ok
+        if bad and not against:
+            print("(a compiler's own cubin can show violations where its schedule is tighter than the tables; "
+                  "to judge a reorder output against its original, add --against ORIGINAL.cubin)", file=sys.stderr)
         return 1 if bad else 0
 
     return run, add
@@ -100,7 +104,6 @@ def _latency_probe():
         p.add_argument("--in-process", action="store_true", help="run every pair in this process (no child processes)")
 
     def run(args: argparse.Namespace) -> int:
-        import sys
         from pathlib import Path
 
         from legality import latency_probe as lp
