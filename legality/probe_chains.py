@@ -461,10 +461,6 @@ def variant_instructions(instructions: tuple[Instruction, ...], producers: Itera
     return tuple(with_stall(i, stall) if i.offset in targets else i for i in instructions)
 
 
-def _violation_keys(violations) -> set[tuple]:
-    return {(v.kind, v.resource, v.producer_offset, v.consumer_offset) for v in violations}
-
-
 @dataclass
 class Built:
     """One pair, built: where its cubins are and what the verifier said about each variant."""
@@ -514,7 +510,7 @@ def build_pair(pair: Pair, outdir: Path, arch: int = 90, verify: bool = True) ->
     built.located = loc
     if not loc.ok:
         return built
-    base = _violation_keys(verify_instructions(code.instructions, cubin.arch)) if verify else set()
+    base = {v.key for v in verify_instructions(code.instructions, cubin.arch)} if verify else set()
     built.original_verifier_ok = not base
     for s in STALLS:
         ins = variant_instructions(code.instructions, loc.producers, s)
@@ -524,7 +520,7 @@ def build_pair(pair: Pair, outdir: Path, arch: int = 90, verify: bool = True) ->
         built.variants[s] = str(target.relative_to(outdir))
         if verify:
             new = [v for v in verify_instructions(ins, cubin.arch)
-                   if (v.kind, v.resource, v.producer_offset, v.consumer_offset) not in base]
+                   if v.key not in base]
             built.verifier_ok[s] = not new
             built.verifier_detail[s] = new[0].line() if new else ""
     return built

@@ -40,6 +40,11 @@ class Violation:
     elapsed: int | None = None  # cycles from producer to consumer, where `provided` is not a count
 
     @property
+    def key(self) -> tuple[str, str, int, int]:
+        """Which dependency is broken (not by how much): the same pair on two paths is one."""
+        return self.kind, self.resource, self.producer_offset, self.consumer_offset
+
+    @property
     def cycles(self) -> int | None:
         """Cycles the schedule leaves between the two instructions (None: not known)."""
         return self.provided if isinstance(self.provided, int) else self.elapsed
@@ -341,9 +346,8 @@ def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State
             state = step(state, instructions[i], table, local)
         state = state.normalized(horizon)
         for v in local:  # a pair reached along several paths: keep its worst (fewest cycles)
-            key = (v.kind, v.resource, v.producer_offset, v.consumer_offset)
-            if key not in found or _fewer_cycles(v, found[key]):
-                found[key] = v
+            if v.key not in found or _fewer_cycles(v, found[v.key]):
+                found[v.key] = v
         for succ in cfg.successors(start):
             merged = merge(entry[succ], state)
             k = merged.key()
@@ -402,7 +406,14 @@ def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None
 
 
 @lru_cache(maxsize=8)
+def original_violations(instructions: tuple[Instruction, ...], arch: int) -> tuple[Violation, ...]:
+    """`verify_instructions` of a schedule candidates are made from, kept: every move and
+    every block scheduled in it asks again about the same original."""
+    return verify_instructions(instructions, arch)
+
+
+@lru_cache(maxsize=8)
 def _compiler_made(original: tuple[Instruction, ...], arch: int) -> dict:
     from legality.inherited import compiler_made
 
-    return compiler_made(original, verify_instructions(original, arch))
+    return compiler_made(original, original_violations(original, arch))

@@ -15,11 +15,18 @@ run by the callers on every result.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 from legality.latency import LatencyTable, load_table
-from legality.verify import FRESH_SCOREBOARD_CYCLES, State, Violation, block_entry_states, step, verify_instructions
+from legality.verify import (
+    FRESH_SCOREBOARD_CYCLES,
+    State,
+    Violation,
+    block_entry_states,
+    original_violations,
+    step,
+    verify_instructions,
+)
 from reorder.control import ControlCode
 from reorder.errors import LegalityError
 from reorder.sass import Instruction
@@ -187,10 +194,10 @@ def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int,
     one caused by a producer inside the block, or one whose path runs through the block
     (fewer cycles inside it shorten a dependency from before it to after it)."""
     inside = {ins.offset for ins in kernel[start:end]}
-    already = _violation_keys(original, arch)
+    already = {v.key for v in original_violations(original, arch)}  # not this block's doing
     for _ in range(32):
         bad = [v for v in verify_instructions(kernel, arch)
-               if v.consumer_offset not in inside and _key(v) not in already
+               if v.consumer_offset not in inside and v.key not in already
                and isinstance(v.required, int) and isinstance(v.provided, int)]
         if not bad:
             return kernel
@@ -200,12 +207,3 @@ def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int,
         kernel = tuple(order)
     return kernel
 
-
-def _key(v: Violation) -> tuple:
-    return v.kind, v.resource, v.producer_offset, v.consumer_offset
-
-
-@functools.lru_cache(maxsize=8)
-def _violation_keys(instructions: tuple[Instruction, ...], arch: int) -> frozenset[tuple]:
-    """What the schedule a block is cut from already violates (not this block's doing)."""
-    return frozenset(_key(v) for v in verify_instructions(instructions, arch))
