@@ -14,15 +14,12 @@ means the rename is refused. A second call checks each rewritten word as a whole
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 
 from reorder.errors import EncodingError, ToolError
-from reorder.sass import Instruction
-from reorder.tools import run_tool, tool_version
+from reorder.sass import Instruction, nvdisasm_json
+from reorder.tools import tool_version
 
 FIELDS: dict[str, int] = {"Rd": 16, "Ra": 24, "Rb": 32, "Rc": 64}
 GUARD_FIELD = 12  # Pg [14:12]; Pg.not is bit 15
@@ -68,7 +65,7 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
 
     blob = b"".join(w.to_bytes(16, "little") for w in words)
     records = cached_json("nvdisasm", key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
-                          lambda: _listing_records(blob, arch))
+                          lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"])
     out = []
     for r in records:
         guard, operands = r.get("predicate", ""), split_operands(r.get("operands", ""))
@@ -76,18 +73,6 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
             operands, guard = operands[:1] + (guard,) + operands[1:], ""
         out.append((guard, r.get("opcode", ""), operands))
     return out
-
-
-def _listing_records(blob: bytes, arch: int) -> list[dict]:
-    """nvdisasm's JSON records for a block of raw words (the same blob always lists the same)."""
-    with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as handle:
-        handle.write(blob)
-        path = handle.name
-    try:
-        doc = json.loads(run_tool("nvdisasm", "-b", f"SM{arch}", "-json", path))
-    finally:
-        os.unlink(path)
-    return doc[1][0]["sass-instructions"]
 
 
 def _clean(operands: tuple[str, ...]) -> tuple[str, ...]:

@@ -166,18 +166,22 @@ def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
 
 
 def _listing(data: bytes) -> dict[str, list[dict]]:
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
+    return {f["function-name"]: f["sass-instructions"] for f in nvdisasm_json(data, ".cubin")[1]}
+
+
+def nvdisasm_json(data: bytes, suffix: str, *options: str) -> list:
+    """nvdisasm's `-json` document for `data` (a cubin, or raw words with `-b SMxx`)."""
+    with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as handle:
         handle.write(data)
         path = handle.name
     try:
-        out = run_tool("nvdisasm", "-json", path)
+        out = run_tool("nvdisasm", *options, "-json", path)
     finally:
         os.unlink(path)
     try:
-        doc = json.loads(out)
+        return json.loads(out)
     except json.JSONDecodeError as exc:
         raise InputError(f"nvdisasm produced unreadable JSON: {exc}") from None
-    return {f["function-name"]: f["sass-instructions"] for f in doc[1]}
 
 
 def disassemble(data: bytes) -> dict[str, list[dict]]:

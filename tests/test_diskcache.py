@@ -50,7 +50,7 @@ def test_nvdisasm_listings_come_back_from_the_cache(tmp_path, monkeypatch):
     def no_tool(*args, **kwargs):
         raise ToolError("nvdisasm must not run again")
 
-    monkeypatch.setattr(rename, "run_tool", no_tool)
+    monkeypatch.setattr("reorder.sass.run_tool", no_tool)
     assert rename.disassemble_guarded(words, code.arch) == first
     with pytest.raises(ToolError):
         rename.disassemble_guarded(words[:5], code.arch)  # not cached: it would need the tool
