@@ -20,16 +20,15 @@ flags, and a resumed `optimize` finds the same file.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from reorder.cubin import SUPPORTED_ARCHS
-from reorder.diskcache import cache_root
+from reorder.diskcache import cache_root, key_of
 from reorder.errors import InputError, ToolError
-from reorder.tools import find_tool, run_binary, triton_bin_dir
+from reorder.tools import find_tool, run_binary, triton_bin_dir, version_line
 from reorder.writer import write_atomic
 
 _TARGET = re.compile(r"^\s*\.target\s+(sm_(\d+)[af]?)\b", re.MULTILINE)
@@ -110,12 +109,14 @@ def cache_dir() -> Path:
 def compile_ptx(path: Path) -> CompiledPtx | None:
     """Compile the PTX at `path` (None when it is not PTX); PTX no ptxas here takes is one InputError."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            head = read_head(handle.read(_HEAD))  # a cubin is not read whole just to say so
+            if head is None:
+                return None
+            handle.seek(0)
+            data = handle.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    head = read_head(data)
-    if head is None:
-        return None
     if head.sm not in SUPPORTED_ARCHS:
         supported = ", ".join(f"sm_{a}" for a in sorted(SUPPORTED_ARCHS))
         raise InputError(f"{path}: PTX for unsupported arch {head.target} (supported: {supported})")
@@ -124,8 +125,8 @@ def compile_ptx(path: Path) -> CompiledPtx | None:
         raise InputError(f"{path}: PTX needs ptxas, and none was found (install the CUDA toolkit or triton)")
     refusals = []
     for recipe in found:
-        version = _version_line(recipe.ptxas)
-        key = hashlib.sha256(b"\0".join([data, version.encode(), recipe.describe().encode()])).hexdigest()[:16]
+        version = version_line(recipe.ptxas)
+        key = key_of(data, version, recipe.describe())[:16]
         cubin = cache_dir() / f"{path.stem}-{head.target}-{key}.cubin"
         if cubin.is_file():
             return CompiledPtx(path, cubin, head.target, head.producer, recipe, cached=True)
@@ -150,11 +151,6 @@ def _build(ptx: Path, recipe: Recipe, cubin: Path) -> str | None:
         return None
     finally:
         scratch.unlink(missing_ok=True)
-
-
-def _version_line(ptxas: Path) -> str:
-    lines = run_binary(ptxas, "--version").stdout.strip().splitlines()
-    return lines[-1] if lines else "unknown version"
 
 
 def _first_complaint(stderr: str) -> str:

@@ -91,11 +91,16 @@ def run_tool(name: str, *args: str, input_bytes: bytes | None = None, timeout: f
     return done.stdout.decode(errors="replace")
 
 
-@functools.cache
 def tool_version(name: str) -> str:
     """The tool's path and version line: what a cached answer of the tool depends on."""
-    lines = run_tool(name, "--version").strip().splitlines()
-    return f"{find_tool(name)} {lines[-1] if lines else 'unknown version'}"
+    return f"{find_tool(name)} {version_line(find_tool(name))}"
+
+
+@functools.cache
+def version_line(path: Path) -> str:
+    """The last line of `path --version` (NVIDIA tools print their build there), asked once."""
+    lines = run_binary(path, "--version").stdout.strip().splitlines()
+    return lines[-1] if lines else "unknown version"
 
 
 def run_binary(path: Path, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
