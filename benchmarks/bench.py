@@ -62,10 +62,15 @@ def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKern
             raise InputError(f"{path}: kernel entry {n} ({name}): {what}") from None
     if only and {k.name for k in kernels} != only:
         raise InputError(f"{path}: no kernel named {sorted(only - {k.name for k in kernels})}")
-    l2 = tuple(defaults.get("l2", ["warm"]))
-    if not l2 or not set(l2) <= {"warm", "cold"}:
-        raise InputError(f"{path}: [defaults] l2 must list warm and/or cold, got {list(l2)}")
-    return kernels, l2
+    return kernels, l2_states(defaults.get("l2", ["warm"]), f"{path}: [defaults] l2")
+
+
+def l2_states(values, where: str) -> tuple[str, ...]:
+    """The L2 states asked for, each warm or cold; anything else is one InputError."""
+    states = tuple(values) if isinstance(values, (list, tuple)) else ()
+    if not states or not set(states) <= {"warm", "cold"}:
+        raise InputError(f"{where} must list warm and/or cold, got {values!r}")
+    return states
 
 
 def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
@@ -299,9 +304,7 @@ def run_args(args) -> int:
     """Run the bench the parsed options describe; print the CSV and the plots it wrote."""
     kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
     kernels = [_overridden(k, args) for k in kernels]
-    l2 = tuple(args.l2.split(",")) if args.l2 else l2
-    if not l2 or not set(l2) <= {"warm", "cold"}:
-        raise InputError(f"--l2: give warm and/or cold, got {args.l2!r}")
+    l2 = l2_states(args.l2.split(","), "--l2") if args.l2 else l2
     run = run_bench_tuned_once if args.tune_once or _static(args.device) else run_bench
     csv_path = run(kernels, l2, args.out, args.device, args.jobs)
     for path in [csv_path, *draw(csv_path)]:
