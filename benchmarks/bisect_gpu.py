@@ -1,10 +1,19 @@
-"""Locate, on the GPU, the single change that makes a verified candidate wrong.
+"""Locate, on the GPU, the stall changes that make a verified candidate wrong.
 
-find_index: the stall cut of each block alone, then, inside every block whose cut gives
-wrong bytes, each instruction's lowered stall alone. normalize_weights: each swap alone.
-Every variant runs through timing.check in a worker (a fault is a 'crashed' row).
+A verified candidate that computes different bytes (or faults) on silicon means a table
+entry is unsafe. This finds the instruction whose new control code does it, by
+bisecting over instruction prefixes: variant j takes the candidate's control codes for
+the first j instructions and the original's for the rest (instruction words and order
+are the same: stall cuts only). The smallest failing j names instruction j-1, given the
+changes before it; that change is then checked alone, reverted, and the search goes on
+for the next one. Every variant runs through timing.check in a worker (a fault is a
+'crashed' row) and is also judged by the verifier, so a row says whether the verifier
+would have accepted it.
 
-    python -m benchmarks.bisect_gpu --out OUT
+    python -m benchmarks.bisect_gpu --stallcut cfo_ta_est,warp_select_k100 --candidates DIR --out OUT
+
+DIR holds KERNEL_stallcut.cubin per kernel (from `benchmarks.gpu_session --prepare`, built
+on the CPU: a stall cut of the larger kernels takes minutes there).
 """
 
 from __future__ import annotations
@@ -12,96 +21,122 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import time
 from pathlib import Path
 
 from benchmarks.gpu_session import _suite_cubin, load_suite_spec
 
 
-def _variants_find_index(folder: Path):
-    from reorder.cubin import read_cubin
-    from reorder.moves import StallCut
-    from reorder.sass import decode_kernel
-    from reorder.writer import patch_kernel
-
-    cubin = read_cubin(_suite_cubin("find_index"))
-    code = decode_kernel(cubin, "find_index")
-    for move in StallCut.instances(code):
-        cut = move.apply(code, code.instructions).instructions
-        path = folder / f"fi_block{move.block_starts[0]}.cubin"
-        path.write_bytes(patch_kernel(cubin, code.kernel, cut))
-        changed = [i for i, (a, b) in enumerate(zip(code.instructions, cut)) if a.word != b.word]
-        singles = []
-        for i in changed:
-            one = list(code.instructions)
-            one[i] = cut[i]
-            p = folder / f"fi_block{move.block_starts[0]}_i{code.instructions[i].offset:04x}.cubin"
-            p.write_bytes(patch_kernel(cubin, code.kernel, one))
-            singles.append((p, f"{code.instructions[i].offset:#06x} {code.instructions[i].ctrl.notation()} -> "
-                                f"{cut[i].ctrl.notation()} {code.instructions[i].text}"))
-        yield path, f"block {move.block_starts[0]}", singles
+def _splice(original: tuple, candidate: tuple, upto: int, reverted: frozenset[int]) -> tuple:
+    """The candidate's instructions before `upto` (except the reverted ones), the original's after."""
+    return tuple(c if k < upto and k not in reverted else o
+                 for k, (o, c) in enumerate(zip(original, candidate)))
 
 
-def _variants_swaps(folder: Path, kernel: str):
-    from reorder.cubin import read_cubin
-    from reorder.moves import Swap
-    from reorder.sass import decode_kernel
+class _Checker:
+    """Writes a variant, checks it on the GPU against the original, records a row."""
 
-    cubin = read_cubin(_suite_cubin(kernel))
-    code = decode_kernel(cubin, kernel)
-    for k, move in enumerate(Swap.instances(code)):
-        try:
-            cand = move.apply(code, code.instructions)
-        except Exception as exc:  # record, keep going
-            yield None, f"swap#{k} @{move.index}: not built ({exc})"
-            continue
-        path = folder / f"{kernel}_swap{k}.cubin"
-        path.write_bytes(cand.cubin_bytes())
-        a, b = code.instructions[move.index], code.instructions[move.index + 1]
-        yield path, f"swap#{k} @{move.index}: {a.offset:#06x} {a.text} <-> {b.offset:#06x} {b.text}"
+    def __init__(self, pool, kernel: str, work: Path, rows: list[dict], cubin: Path | None = None,
+                 spec=None) -> None:
+        """`cubin` and `spec` default to the suite's kernel of that name."""
+        from reorder.cubin import read_cubin
+        from reorder.sass import decode_kernel
+
+        self.pool, self.kernel, self.work, self.rows = pool, kernel, work, rows
+        work.mkdir(parents=True, exist_ok=True)
+        self.path = cubin or _suite_cubin(kernel)
+        self.cubin = read_cubin(self.path)
+        self.code = decode_kernel(self.cubin, kernel)
+        self.spec = spec or load_suite_spec(kernel)
+        self.count = 0
+
+    def bad(self, instructions: tuple, label: str) -> bool:
+        """True when the variant's outputs differ from the original's, or it faults or hangs."""
+        from legality.verify import verify_instructions
+        from reorder.writer import patch_kernel
+        from timing.evaluate import check_job, describe_status
+        from timing.worker import Job
+
+        self.count += 1
+        path = self.work / f"{self.kernel}_{self.count}.cubin"
+        path.write_bytes(patch_kernel(self.cubin, self.code.kernel, instructions))
+        res = self.pool.run(Job.of(check_job, str(self.path), str(path), self.spec, timeout_s=60))
+        row = {"kernel": self.kernel, "variant": label, "verifier_violations": len(verify_instructions(
+            instructions, self.code.arch)), **describe_status(res)}
+        self.rows.append(row)
+        print(json.dumps({k: row.get(k) for k in ("kernel", "variant", "verifier_violations", "status", "check",
+                                                  "reason")}), flush=True)
+        return not (row.get("status") == "ok" and row.get("check") == "identical")
+
+
+def bisect_stall_cut(checker: _Checker, candidate: tuple, max_culprits: int) -> list[dict]:
+    """Each culprit: the instruction whose cut control code, with the cuts before it, breaks."""
+    original = checker.code.instructions
+    if [i.offset for i in original] != [i.offset for i in candidate]:
+        raise ValueError(f"{checker.kernel}: the candidate is not a stall cut of the original (order differs)")
+    changed = [k for k, (o, c) in enumerate(zip(original, candidate)) if o.word != c.word]
+    reverted: frozenset[int] = frozenset()
+    culprits: list[dict] = []
+    for _ in range(max_culprits):
+        live = [k for k in changed if k not in reverted]
+        if not checker.bad(_splice(original, candidate, len(original), reverted), f"cut, {len(reverted)} reverted"):
+            break
+        lo, hi = 0, len(live)  # invariant: prefix of `lo` changes is good, of `hi` changes is bad
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            upto = live[mid - 1] + 1
+            if checker.bad(_splice(original, candidate, upto, reverted), f"prefix to {original[upto - 1].offset:#06x}"):
+                hi = mid
+            else:
+                lo = mid
+        k = live[hi - 1]
+        o, c = original[k], candidate[k]
+        alone = checker.bad(_splice(original, candidate, len(original), frozenset(set(changed) - {k})),
+                            f"{o.offset:#06x} alone")
+        culprits.append({"kernel": checker.kernel, "offset": f"{o.offset:#06x}", "text": o.text,
+                         "ctrl": f"{o.ctrl.notation()} -> {c.ctrl.notation()}", "wrong_alone": alone,
+                         "next": [f"{n.offset:#06x} {n.ctrl.notation()} {n.text}" for n in original[k + 1:k + 4]]})
+        print("CULPRIT", json.dumps(culprits[-1]), flush=True)
+        reverted = reverted | {k}
+    return culprits
 
 
 def main() -> int:
-    from timing.evaluate import check_job, describe_status
-    from timing.worker import Job, WorkerPool
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+    from timing.worker import WorkerPool
 
     parser = argparse.ArgumentParser()
+    parser.add_argument("--stallcut", required=True, help="comma list of suite kernels")
+    parser.add_argument("--candidates", type=Path, required=True, help="folder of KERNEL_stallcut.cubin")
+    parser.add_argument("--max-culprits", type=int, default=4)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     work = Path("/tmp/bisect")
     work.mkdir(parents=True, exist_ok=True)
-    rows = []
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    culprits: list[dict] = []
     with WorkerPool(devices=[0]) as pool:
-        def check(kernel, path, label, spec):
-            row = {"kernel": kernel, "variant": label,
-                   **describe_status(pool.run(Job.of(check_job, str(_suite_cubin(kernel)), str(path), spec,
-                                                     timeout_s=60)))}
-            rows.append(row)
-            return row
+        for kernel in args.stallcut.split(","):
+            t0 = time.time()
+            checker = _Checker(pool, kernel, work, rows)
+            candidate = decode_kernel(read_cubin(args.candidates / f"{kernel}_stallcut.cubin"), kernel).instructions
+            culprits += bisect_stall_cut(checker, candidate, args.max_culprits)
+            print(f"{kernel}: {checker.count} checks in {time.time() - t0:.0f}s", flush=True)
+            _write(args.out / "bisect.csv", rows)
+            (args.out / "culprits.json").write_text(json.dumps(culprits, indent=1))
+    return 0
 
-        spec = load_suite_spec("find_index")
-        for path, label, singles in _variants_find_index(work):
-            row = check("find_index", path, label, spec)
-            print(json.dumps({k: row.get(k) for k in ("variant", "status", "check")}), flush=True)
-            if row.get("check") != "identical":
-                for p, text in singles:
-                    r = check("find_index", p, text, spec)
-                    print("   ", json.dumps({k: r.get(k) for k in ("variant", "status", "check")}), flush=True)
-        spec = load_suite_spec("normalize_weights")
-        for path, label in _variants_swaps(work, "normalize_weights"):
-            if path is None:
-                rows.append({"kernel": "normalize_weights", "variant": label, "status": "not built"})
-                continue
-            r = check("normalize_weights", path, label, spec)
-            if r.get("check") != "identical":
-                print(json.dumps({k: r.get(k) for k in ("variant", "status", "reason", "check")}), flush=True)
+
+def _write(path: Path, rows: list[dict]) -> None:
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    with open(args.out / "bisect.csv", "w", newline="") as handle:
+    with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=keys)
         writer.writeheader()
         writer.writerows(rows)
-    return 0
 
 
 if __name__ == "__main__":

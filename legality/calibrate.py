@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from legality.latency import Entry, latency_class
-from legality.verify import verify_instructions
+from legality.verify import read_slot, verify_instructions
 from reorder.cubin import read_cubin
 from reorder.sass import decode_kernel
 
@@ -36,11 +36,14 @@ class _Probe:
         return Entry(producer, consumer, kind, 99, "probe")
 
     def lookup_pair(self, producer_opcode: str, consumer_opcode: str, producer: str, consumer: str,
-                    kind: str) -> Entry:
+                    kind: str, slot: str | None = None) -> Entry:
         return self.lookup(producer, consumer, kind)
 
     def max_cycles(self) -> int:
         return 32
+
+    def unwaited_war_ok(self, reader_opcode: str, writer_opcode: str, elapsed: int) -> bool:
+        return False
 
 
 def observed_minimums(paths: list[Path], exact: bool = False) -> dict[tuple[str, str, str], tuple[int, int, str]]:
@@ -54,15 +57,25 @@ def observed_minimums(paths: list[Path], exact: bool = False) -> dict[tuple[str,
             code = decode_kernel(cubin, kernel.name)
             by_offset = {i.offset: i for i in code.instructions}
             for v in verify_instructions(code.instructions, cubin.arch, table=probe):
+                p, c = by_offset[v.producer_offset], by_offset[v.consumer_offset]
+                if exact and v.kind == "scoreboard" and v.detail.startswith("WAR") and v.elapsed is not None:
+                    _keep_min(out, (p.opcode, c.opcode, "war_sb"), v.elapsed, f"{path.name}:{kernel.name}", v)
+                    continue
                 if v.kind not in FIXED_KINDS:
                     continue
-                p, c = by_offset[v.producer_offset], by_offset[v.consumer_offset]
-                key = (p.opcode, c.opcode, v.kind) if exact else (latency_class(p), latency_class(c), v.kind)
-                best, count, example = out.get(key, (99, 0, ""))
-                if int(v.provided) < best:
-                    best, example = int(v.provided), f"{path.name}:{kernel.name} {v.producer_offset:#x}->{v.consumer_offset:#x}"
-                out[key] = (best, count + 1, example)
+                if v.kind.startswith("raw") and not exact:
+                    continue  # reads are taken per exact pair and operand slot only (legality.latency)
+                kind = f"{v.kind}#{read_slot(v.resource, c)}" if v.kind.startswith("raw") else v.kind
+                key = (p.opcode, c.opcode, kind) if exact else (latency_class(p), latency_class(c), kind)
+                _keep_min(out, key, int(v.provided), f"{path.name}:{kernel.name}", v)
     return out
+
+
+def _keep_min(out: dict, key: tuple[str, str, str], cycles: int, where: str, v) -> None:
+    best, count, example = out.get(key, (99, 0, ""))
+    if cycles < best:
+        best, example = cycles, f"{where} {v.producer_offset:#x}->{v.consumer_offset:#x}"
+    out[key] = (best, count + 1, example)
 
 
 def to_toml(found: dict[tuple[str, str, str], tuple[int, int, str]], label: str, table: str = "entry") -> str:

@@ -8,9 +8,13 @@ accumulated between them must cover it. Variable-latency producers (loads, MUFU,
 Sources, in order of trust (an entry says which one it came from):
 1. `measured`: a stall sweep on silicon (`reorder latency-probe`), loaded from
    `legality/tables/measured_sm_XX.toml` when present; the floor found there is used.
-2. `ptxas-observed`: the smallest distance ptxas itself leaves for that class pair over
-   the project corpus (`legality.calibrate`, `tables/ptxas_sm_XX.toml`); used where it is
-   below the reference, since the compiler's own choice is the authority for its hardware.
+2. `ptxas-observed`: the smallest distance ptxas itself leaves over the project corpus
+   (`legality.calibrate`, `tables/ptxas_sm_XX.toml`); used where it is below the
+   reference, since the compiler's own choice is the authority for its hardware. For
+   reads it is taken only for the exact producer and consumer opcodes and the consumer's
+   operand slot ptxas used: a class-wide minimum mixed operands read at different stages
+   (an H200 run found LEA.HI.X -> LDG address at 4 wrong, where ptxas leaves 5, because a
+   conversion's operand is read at 4).
 3. `reference`: measured on an H200 or read from NVIDIA's own scheduling tables as
    recovered in reference/sass_hopper_facts.md §3 (section cited per entry).
 4. `default`: the largest value of the compiler table for the producer's row, used for
@@ -96,12 +100,23 @@ class LatencyTable:
     pairs: dict[tuple[str, str, str], Entry] | None = None  # exact opcodes ptxas scheduled closer
 
     def lookup_pair(self, producer_opcode: str, consumer_opcode: str, producer: str, consumer: str,
-                    kind: str) -> Entry:
+                    kind: str, slot: str | None = None) -> Entry:
         """An exact opcode pair the compiler itself scheduled at a smaller distance wins over
-        the class entry (the compiler's own choice for that very pair); else the class entry."""
-        exact = (self.pairs or {}).get((producer_opcode, consumer_opcode, kind))
+        the class entry (the compiler's own choice for that very pair); else the class entry.
+        A read is matched with the same operand slot only (`legality.verify.read_slot`)."""
+        key = f"{kind}#{slot}" if slot is not None and kind.startswith("raw") else kind
+        exact = (self.pairs or {}).get((producer_opcode, consumer_opcode, key))
         entry = self.lookup(producer, consumer, kind)
         return exact if exact is not None and exact.cycles < entry.cycles else entry
+
+    def unwaited_war_ok(self, reader_opcode: str, writer_opcode: str, elapsed: int) -> bool:
+        """Whether a variable-latency writer may overwrite a register a variable-latency
+        reader has not read yet (its read scoreboard not waited on): only where ptxas
+        itself does so for that exact opcode pair, at no fewer cycles (`war_sb` pairs;
+        Triton's HGMMA matmul stores a tile with STG.E and refills the registers with
+        LDS.128 without a wait, relying on the memory pipe's order)."""
+        entry = (self.pairs or {}).get((reader_opcode, writer_opcode, "war_sb"))
+        return entry is not None and elapsed >= entry.cycles
 
     def lookup(self, producer: str, consumer: str, kind: str) -> Entry:
         for key in ((producer, consumer, kind), (producer, "*", kind)):
@@ -145,8 +160,8 @@ def load_table(arch: int) -> LatencyTable:
         pairs = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": observed_doc.get("pair", [])},
                                                                                 observed.name)}
         for e in _entries_from_toml(observed_doc, observed.name):
-            if e.kind == "war":
-                continue  # a write-after-read floor is only taken from the exact opcode pair ptxas used
+            if e.kind == "war" or e.kind.startswith("raw"):
+                continue  # read and write-after-read floors only come from the exact pair (and slot) ptxas used
             key = (e.producer, e.consumer, e.kind)
             current = entries.get(key) or defaults.get((e.producer, e.kind))
             if current is None or e.cycles < current.cycles:

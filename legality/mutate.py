@@ -42,7 +42,7 @@ def _first_reader(instructions, start: int, end: int, resources: frozenset[str])
 def stall_cuts(instructions: tuple[Instruction, ...], arch: int) -> Iterator[Mutant]:
     """Fixed-latency RAW pairs in one block, stalls between them cut to one cycle short."""
     from legality.latency import latency_class
-    from legality.verify import read_kind
+    from legality.verify import lookup_read
 
     table = load_table(arch)
     for block in basic_blocks(instructions):
@@ -54,8 +54,7 @@ def stall_cuts(instructions: tuple[Instruction, ...], arch: int) -> Iterator[Mut
             if j is None or (instructions[j].guard and p.guard and instructions[j].guard != p.guard):
                 continue
             res = sorted(p.access.writes & instructions[j].access.reads)[0]
-            need = table.lookup_pair(p.opcode, instructions[j].opcode, latency_class(p), latency_class(instructions[j]),
-                                     read_kind(res, instructions[j])).cycles
+            need = lookup_read(table, p.opcode, latency_class(p), instructions[j], res).cycles
             gap = j - i
             if gap > need - 1 or need - 1 < 1:
                 continue

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import networkx as nx
 
 from legality.latency import latency_class, load_table
-from legality.verify import FRESH_SCOREBOARD_CYCLES, read_kind, verify_kernel
+from legality.verify import FRESH_SCOREBOARD_CYCLES, lookup_read, verify_kernel
 from reorder import templates as T
 from reorder.cfg import basic_blocks, control_flow_graph
 from reorder.control import NO_SCOREBOARD, ControlCode
@@ -326,7 +326,7 @@ def _need(p_op: Op, p: Instruction, c_op: Op, c: Instruction, table) -> tuple[in
     cycles = 0
     pc, cc = latency_class(p), latency_class(c)
     for res in raw:
-        cycles = max(cycles, table.lookup_pair(p.opcode, c.opcode, pc, cc, read_kind(res, c)).cycles)
+        cycles = max(cycles, lookup_read(table, p.opcode, pc, c, res).cycles)
     if waw:
         cycles = max(cycles, table.lookup_pair(p.opcode, c.opcode, pc, cc, "waw").cycles)
     if war:

@@ -1,0 +1,82 @@
+"""Schedules an H200 showed to be wrong, which the verifier once accepted.
+
+Each case is one instruction's stall lowered in a real suite kernel, exactly as the
+stall cut emitted it and as `benchmarks.bisect_gpu` isolated it on the GPU (each alone
+gave different bytes, an illegal address or a hang; benchmarks/results, session 4). The
+verifier must reject every one, naming the dependency; the compiler's own schedule
+(one cycle more) stays legal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from legality.verify import verify_instructions
+from reorder.cubin import read_cubin
+from reorder.moves import StallCut
+from reorder.sass import decode_kernel
+
+SUITE = Path(__file__).parent.parent / "benchmarks" / "kernels" / "cubin"
+CORPUS = Path(__file__).parent / "corpus" / "cubin" / "sm_90"
+
+# (cubin, kernel, offset whose stall is lowered, new stall, resource, producer opcode, consumer opcode)
+FOUND = [
+    # LEA.HI.X -> LDG address high half at 4: ptxas leaves 5; a conversion's operand read at 4
+    # had set the class-wide minimum (illegal address on the GPU)
+    ("embedding_bag.cubin", "embedding_bag_sum", 0x07E0, 4, "R7", "LEA.HI.X", "LDG.E.64"),
+    ("embedding_bag.cubin", "embedding_bag_mean", 0x0840, 4, "R13", "LEA.HI.X", "LDG.E.64"),
+    # LEA -> LDS address at 4 (misaligned address on the GPU)
+    ("cfo_ta_est.cubin", "cfo_ta_est", 0x17A0, 4, "R13", "LEA", "LDS.128"),
+    # MOV -> IMAD.WIDE.U32 addend low half at 4: ptxas's 4 for that pair was another operand
+    ("embedding_bag.cubin", "embedding_bag_mean", 0x0FE0, 3, "R30", "MOV", "IMAD.WIDE.U32"),
+    # ISETP -> VOTE.ANY's voted predicate at 12: VOTE reads it like a guard (13); the
+    # predicate was once parsed as a destination, so no dependency was seen at all
+    ("kselect.cubin", "warp_select_k100", 0x03A0, 1, "P0", "ISETP.NE.AND", "VOTE.ANY"),
+    # UIMAD reads UR5 late; ULDC overwrote it one cycle after issue: the grid stride became 0
+    # and the kernel hung (WAR, uniform datapath)
+    ("corpus:elementwise.cubin", "saxpy_grid_stride", 0x00B0, 1, "UR5", "UIMAD", "ULDC"),
+]
+
+
+def _kernel(cubin: str, kernel: str):
+    path = CORPUS / cubin.removeprefix("corpus:") if cubin.startswith("corpus:") else SUITE / cubin
+    return decode_kernel(read_cubin(path), kernel)
+
+
+def _lowered(code, offset: int, stall: int) -> tuple:
+    out = list(code.instructions)
+    k = next(i for i, ins in enumerate(out) if ins.offset == offset)
+    assert out[k].ctrl.stall > stall, "the case must lower the compiler's stall"
+    out[k] = out[k].with_ctrl(out[k].ctrl.with_(stall=stall))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("cubin,kernel,offset,stall,resource,producer,consumer", FOUND)
+def test_wrong_on_silicon_is_rejected(cubin, kernel, offset, stall, resource, producer, consumer) -> None:
+    code = _kernel(cubin, kernel)
+    assert not verify_instructions(code.instructions, code.arch), "the compiler's schedule is legal"
+    found = verify_instructions(_lowered(code, offset, stall), code.arch)
+    assert any(v.resource == resource and v.producer_opcode == producer and v.consumer_opcode == consumer
+               for v in found), [v.line() for v in found]
+
+
+def test_vote_reads_the_predicate_it_votes_on() -> None:
+    code = _kernel("kselect.cubin", "warp_select_k100")
+    votes = [i for i in code.instructions if i.base == "VOTE"]
+    assert votes
+    for ins in votes:
+        voted = ins.operands[-1].lstrip("!")
+        assert voted in ins.access.reads, ins.text
+        assert set(ins.operands[:-1]) - {"PT"} <= ins.access.writes, ins.text
+
+
+def test_stall_cut_keeps_reuse_flags() -> None:
+    """Same order, same successors: every reuse flag stays (losing 861 of them on
+    warp_select_k32 went with a 1.25x slower kernel on the H200)."""
+    code = _kernel("kselect.cubin", "warp_select_k32")
+    move = StallCut.merged(StallCut.instances(code))
+    cut = move.apply(code, code.instructions).instructions
+    assert [i.ctrl.reuse for i in cut] == [i.ctrl.reuse for i in code.instructions]
+    assert sum(i.ctrl.stall for i in cut) < sum(i.ctrl.stall for i in code.instructions)
