@@ -3,11 +3,14 @@
 A GPU run works on a copy of the tree without its git history (`git archive` of the
 commit plus a COMMIT file naming it), so the commit is git's HEAD where git knows the
 tree, else that file. Git comes first so that a COMMIT file left in a developer's tree
-never stamps a result with a stale commit.
+never stamps a result with a stale commit. A GPU machine can hold a stale git snapshot
+under a newer tree (a session-4 latency probe was stamped with the session's first
+commit), so a run script names the commit it ships in REORDER_COMMIT, which wins.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def commit(length: int = 7) -> str:
     """The abbreviated commit of this tree ("unknown" when neither git nor COMMIT says)."""
+    named = os.environ.get("REORDER_COMMIT", "").strip()
+    if named:
+        return named
     try:
         done = subprocess.run(["git", "rev-parse", f"--short={length}", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, timeout=10, check=False)
