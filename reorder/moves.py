@@ -63,7 +63,7 @@ class StallCut:
         new = instructions
         for start in self.block_starts:
             block = _block_at(new, start)
-            cut = schedule_block(new, block.start, block.end, list(block.indices()), code.arch)
+            cut = schedule_block(new, block.start, block.end, list(block.indices()), code.arch, keep_reuse=True)
             if _stalls(cut) < _stalls(new):  # the greedy schedule can lose to the compiler's: keep the better
                 new = cut
         return Candidate(code, new, code.kernel.regcount)

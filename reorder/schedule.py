@@ -7,10 +7,10 @@ compiler's stall, which also covers their own minimum-wait needs); where a consu
 would issue before its producer's latency has passed, the stall before it grows; where
 it reads a result still on a scoreboard, it waits on that scoreboard (and the stall
 before it grows until a fresh scoreboard has had its extra cycle). A reuse flag keeps an
-operand for the instruction issued next, so it is kept where that successor is unchanged
-(a stall cut keeps them all) and cleared where the new order gives the instruction a new
-successor; losing them costs register-bank conflicts (a stall cut of warp_select_k32 that
-dropped 867 instructions' flags ran 1.25x slower on the H200). After
+operand for the instruction issued next. A stall cut (`keep_reuse`: the words are the
+compiler's, the order is theirs) keeps every flag whose successor is unchanged, so it
+costs no register-bank conflicts; any other new order or renamed block has its flags
+cleared, since a flag may name an operand the new successor no longer reads. After
 the block, the whole kernel is verified again and the block's tail is lengthened while a
 successor block still sees a violation. The independent check is `legality.verify`,
 run by the callers on every result.
@@ -74,7 +74,7 @@ class _EntryShortfall(Exception):
 
 
 def schedule_block(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
-                   arch: int, keep_stalls: bool = False) -> tuple[Instruction, ...]:
+                   arch: int, keep_stalls: bool = False, keep_reuse: bool = False) -> tuple[Instruction, ...]:
     """Kernel instructions with block [start, end) replaced by `new_order` (indices into
     the block's original instructions, absolute) and its control codes recomputed.
 
@@ -84,7 +84,7 @@ def schedule_block(instructions: tuple[Instruction, ...], start: int, end: int, 
     """
     for _ in range(8):
         try:
-            return _schedule_once(instructions, start, end, new_order, arch, keep_stalls)
+            return _schedule_once(instructions, start, end, new_order, arch, keep_stalls, keep_reuse)
         except _EntryShortfall as short:
             instructions = _lengthen_predecessors(instructions, start, short.cycles)
     raise LegalityError(f"cannot schedule block at {instructions[start].offset:#x}: predecessors too short")
@@ -102,9 +102,9 @@ def _lengthen_predecessors(instructions: tuple[Instruction, ...], start: int, cy
 
 
 def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
-                   arch: int, keep_stalls: bool) -> tuple[Instruction, ...]:
+                   arch: int, keep_stalls: bool, keep_reuse: bool) -> tuple[Instruction, ...]:
     table = load_table(arch)
-    order = [_initial(instructions[i], keep_stalls, _same_successor(new_order, k, end))
+    order = [_initial(instructions[i], keep_stalls, keep_reuse and _same_successor(new_order, k, end))
              for k, i in enumerate(new_order)]
     entry = block_entry_states(instructions, arch)[start]
     state = entry

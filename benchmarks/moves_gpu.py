@@ -1,0 +1,121 @@
+"""Load batching and swaps over the whole corpus, checked byte for byte on the GPU.
+
+Every kernel with a launch spec (the 11 suite kernels and the 48 sm_90 corpus kernels):
+`batch_loads(noalias=True)` (each spec gives every buffer its own allocation, so the
+assumption holds in the check) and up to MAX_SWAPS swaps of adjacent independent
+instructions spread over the kernel, applied one after another. Each output passed the
+verifier when it was built; this checks that silicon agrees (outputs byte-identical to
+the original's on fresh inputs, no fault, no hang). No timing: these are safety checks.
+
+CPU: `python -m benchmarks.moves_gpu --prepare DIR`; GPU: `--run DIR --out OUT`
+(OUT/moves.csv with GPU, date, commit and one row per kernel and move).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import time
+from pathlib import Path
+
+MAX_SWAPS = 24
+BUILD_LIMIT_S = 90
+
+
+class _Slow(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise _Slow()
+
+
+def _build(code, which: str):
+    from reorder import moves
+    from reorder.pipeline import apply_each, batch_loads
+
+    if which == "batch":
+        return batch_loads(code, noalias=True)
+    swaps = moves.Swap.instances(code)
+    step = max(1, len(swaps) // MAX_SWAPS)
+    return apply_each(code, swaps[::step][:MAX_SWAPS])
+
+
+def prepare(folder: Path) -> None:
+    from benchmarks.gpu_session import _commit
+    from benchmarks.stallcut_gpu import _entries
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+    from reorder.writer import write_atomic
+
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    signal.signal(signal.SIGALRM, _alarm)
+    for e in _entries():
+        code = decode_kernel(read_cubin(e["cubin"]), e["kernel"])
+        name = f"{e['family']}_{e['kernel']}"
+        write_atomic(folder / f"{name}_orig.cubin", Path(e["cubin"]).read_bytes())
+        for which in ("batch", "swaps"):
+            t0 = time.time()
+            signal.alarm(BUILD_LIMIT_S)
+            try:
+                out = _build(code, which)
+            except _Slow:
+                manifest.append({**e, "name": name, "move": which, "built": False,
+                                 "note": f"not built within {BUILD_LIMIT_S} s"})
+                continue
+            finally:
+                signal.alarm(0)
+            changed = out.data != Path(e["cubin"]).read_bytes()
+            if changed:
+                write_atomic(folder / f"{name}_{which}.cubin", out.data)
+            manifest.append({**e, "name": name, "move": which, "built": changed, "applied": len(out.applied),
+                             "moved": out.moved, "registers": out.after.kernel.regcount,
+                             "note": "" if changed else "nothing applied"})
+            print(f"{name:40s} {which:6s} applied {len(out.applied):3d} moved {out.moved:4d} "
+                  f"{time.time() - t0:5.1f}s", flush=True)
+    (folder / "manifest.json").write_text(json.dumps({"commit": _commit(), "kernels": manifest}, indent=1))
+
+
+def run(folder: Path, out: Path) -> None:
+    import cupy
+
+    from benchmarks.stallcut_gpu import _write
+    from timing.cli_support import validated_spec
+    from timing.evaluate import check_job, describe_status
+    from timing.worker import Job, WorkerPool
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "commit": manifest["commit"]}
+    rows: list[dict] = []
+    with WorkerPool(devices=[0]) as pool:
+        for e in manifest["kernels"]:
+            fields = {k: e.get(k) for k in ("family", "kernel", "move", "applied", "moved", "registers", "note")}
+            if not e["built"]:
+                rows.append({**meta, **fields, "status": "not run"})
+                continue
+            orig = folder / f"{e['name']}_orig.cubin"
+            spec = validated_spec(e["spec"], [orig])
+            res = pool.run(Job.of(check_job, str(orig), str(folder / f"{e['name']}_{e['move']}.cubin"), spec,
+                                  timeout_s=60))
+            row = {**meta, **fields, **describe_status(res)}
+            rows.append(row)
+            print(json.dumps({k: row.get(k) for k in ("kernel", "move", "status", "check", "reason")}), flush=True)
+            _write(out / "moves.csv", rows)
+    _write(out / "moves.csv", rows)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prepare", type=Path)
+    parser.add_argument("--run", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("out"))
+    args = parser.parse_args()
+    if args.prepare:
+        prepare(args.prepare)
+    if args.run:
+        run(args.run, args.out)
