@@ -1,6 +1,7 @@
 """Basic blocks and the control-flow graph of one kernel.
 
-A block starts at offset 0, at every branch/BSSY target and after every control-flow
+A block starts at offset 0, at every branch/BSSY target and jump-table target (a BRX's
+targets come from EIATTR_INDIRECT_BRANCH_TARGETS) and after every control-flow
 instruction (predicated ones too); barriers stay inside blocks but are never crossed by
 moves, so they need not split blocks.
 """
@@ -33,6 +34,7 @@ def basic_blocks(instructions: tuple[Instruction, ...]) -> tuple[Block, ...]:
     for i, ins in enumerate(instructions):
         if ins.target is not None and 0 <= ins.target // 16 < n:
             leaders.add(ins.target // 16)
+        leaders.update(t // 16 for t in ins.indirect_targets if 0 <= t // 16 < n)
         if ins.base in op.CONTROL_FLOW or ins.base in ("BSSY", "BSYNC", "WARPSYNC", "BRX", "CALL"):
             leaders.add(i + 1)
         if not ins.known:
@@ -56,4 +58,25 @@ def control_flow_graph(instructions: tuple[Instruction, ...]) -> nx.DiGraph:
             graph.add_edge(b.start, b.end, kind="fallthrough")
         if last.target is not None and last.base != "BSSY" and last.target // 16 in start_of:
             graph.add_edge(b.start, last.target // 16, kind="branch")
+        for t in last.indirect_targets:
+            if t // 16 in start_of:
+                graph.add_edge(b.start, t // 16, kind="indirect")
     return graph
+
+
+def movable_blocks(instructions: tuple[Instruction, ...]) -> tuple[Block, ...]:
+    """The blocks moves may change: those reachable from the kernel's entry, except a
+    CALL's return site.
+
+    A subroutine in the kernel's text (`CALL.REL.NOINC $__internal_..._div_u64`) is reached
+    only through CALL, which the graph does not follow into it, so neither its entry state
+    nor what its last instructions leave in flight for the return site is known to the
+    verifier: both keep the compiler's schedule. (An H200 run crashed on int_divmod with a
+    batch-loads output that had rescheduled the callee.)"""
+    blocks = basic_blocks(instructions)
+    if not blocks:
+        return ()
+    graph = control_flow_graph(instructions)
+    reachable = nx.descendants(graph, blocks[0].start) | {blocks[0].start}
+    return_sites = {i + 1 for i, ins in enumerate(instructions) if ins.base == "CALL"}
+    return tuple(b for b in blocks if b.start in reachable and b.start not in return_sites)

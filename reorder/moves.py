@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from legality.graph import dependency, memory_conflict
 from reorder.buffers import address_parameters
-from reorder.cfg import Block, basic_blocks
+from reorder.cfg import Block, basic_blocks, movable_blocks
 from reorder.cubin import RESERVED_REGISTERS
 from reorder.errors import LegalityError, NotApplicable
 from reorder.rename import OperandRename, rename_instructions
@@ -46,7 +46,7 @@ class StallCut:
     def instances(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> list[StallCut]:
         """One instance per block that has slack: a fixed-latency instruction stalling more than 1."""
         out = []
-        for b in basic_blocks(code.instructions):
+        for b in movable_blocks(code.instructions):
             block = code.instructions[b.start:b.end]
             if ranges and not any(lo <= block[0].offset < hi for lo, hi in ranges):
                 continue
@@ -79,7 +79,7 @@ class Swap:
     @staticmethod
     def instances(code: KernelCode) -> list[Swap]:
         out = []
-        for b in basic_blocks(code.instructions):
+        for b in movable_blocks(code.instructions):
             for i in range(b.start, b.end - 1):
                 a, c = code.instructions[i], code.instructions[i + 1]
                 if dependency(a, c) is None and a.base != "NOP" and c.base != "NOP":
@@ -113,7 +113,7 @@ class LoadBatch:
     def instances(code: KernelCode, noalias: Noalias = False) -> list[LoadBatch]:
         """Blocks where at least one load can move up (the hoisting plan is found, not guessed)."""
         out = []
-        for b in basic_blocks(code.instructions):
+        for b in movable_blocks(code.instructions):
             loads = [i for i in b.indices() if _is_hoistable_load(code.instructions[i])]
             if loads and _plan_hoists(code, b, LoadBatch.max_loads, noalias) is not None:
                 out.append(LoadBatch(b.start, noalias=noalias))

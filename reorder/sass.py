@@ -36,6 +36,7 @@ class Instruction:
     known: bool
     target: int | None  # branch / BSSY target offset
     has_relocation: bool = False
+    indirect_targets: tuple[int, ...] = ()  # a BRX/JMX's jump-table targets (EIATTR_INDIRECT_BRANCH_TARGETS)
 
     @property
     def ctrl(self) -> ControlCode:
@@ -118,12 +119,31 @@ def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
             f"{kernel.instruction_count}"
         )
     reloc_offsets = {r.offset - r.offset % 16 for r in kernel.relocations}
+    jumps = _indirect_targets(kernel)
     instructions = tuple(
         make_instruction(i * 16, int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"), record,
                          i * 16 in reloc_offsets)
         for i, record in enumerate(listing)
     )
+    if jumps:
+        instructions = tuple(replace(ins, indirect_targets=jumps[ins.offset]) if ins.offset in jumps else ins
+                             for ins in instructions)
     return KernelCode(cubin, kernel, instructions)
+
+
+def _indirect_targets(kernel) -> dict[int, tuple[int, ...]]:
+    """Branch offset -> jump-table targets, from the kernel's EIATTR_INDIRECT_BRANCH_TARGETS.
+
+    A BRX's targets are not in its encoding; without them a block boundary at a switch
+    case is invisible, and a swap across it runs the wrong instruction on entry there
+    (switch_interpreter gave wrong bytes on an H200 before this)."""
+    from reorder.nvinfo import ATTR_INDIRECT_BRANCH_TARGETS, decode_indirect_branches
+
+    out: dict[int, tuple[int, ...]] = {}
+    for record in kernel.attr(ATTR_INDIRECT_BRANCH_TARGETS):
+        for branch in decode_indirect_branches(record):
+            out[branch.branch] = tuple(sorted(set(out.get(branch.branch, ())) | set(branch.targets)))
+    return out
 
 
 def make_instruction(offset: int, word: int, record: dict, has_relocation: bool = False) -> Instruction:

@@ -25,7 +25,7 @@ import networkx as nx
 
 from legality.graph import dependency
 from reorder.buffers import address_parameters
-from reorder.cfg import Block, basic_blocks
+from reorder.cfg import Block, movable_blocks
 from reorder.cubin import RESERVED_REGISTERS
 from reorder.errors import LegalityError, NotApplicable
 from reorder.moves import Candidate, Noalias, _apply_renames, _block_at, _declared, _is_hoistable_load
@@ -58,7 +58,7 @@ class SliceBatch:
         """Blocks whose plan changes the order (the plan is computed, not guessed)."""
         live = guarded_live_out(code.instructions)
         out = []
-        for b in basic_blocks(code.instructions):
+        for b in movable_blocks(code.instructions):
             if not any(_is_hoistable_load(code.instructions[i]) for i in b.indices()):
                 continue
             if plan_slices(code, b, max_loads, extra_registers, noalias, live) is not None:

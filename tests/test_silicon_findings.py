@@ -80,3 +80,36 @@ def test_stall_cut_keeps_reuse_flags() -> None:
     cut = move.apply(code, code.instructions).instructions
     assert [i.ctrl.reuse for i in cut] == [i.ctrl.reuse for i in code.instructions]
     assert sum(i.ctrl.stall for i in cut) < sum(i.ctrl.stall for i in code.instructions)
+
+
+def test_jump_table_targets_start_blocks_and_have_edges() -> None:
+    """switch_interpreter's BRX cases: without EIATTR_INDIRECT_BRANCH_TARGETS the cases were
+    no block boundaries, and a swap output computed wrong bytes on the H200."""
+    from reorder.cfg import basic_blocks, control_flow_graph
+
+    code = decode_kernel(read_cubin(CORPUS / "control.cubin"), "switch_interpreter")
+    brx = [i for i in code.instructions if i.base == "BRX"]
+    assert brx and all(i.indirect_targets for i in brx)
+    starts = {code.instructions[b.start].offset: b.start for b in basic_blocks(code.instructions)}
+    graph = control_flow_graph(code.instructions)
+    for ins in brx:
+        source = max(s for s in starts.values() if s <= ins.offset // 16)
+        for target in ins.indirect_targets:
+            assert target in starts, hex(target)
+            assert graph.has_edge(source, starts[target]), (hex(ins.offset), hex(target))
+
+
+def test_moves_leave_subroutines_and_return_sites_alone() -> None:
+    """int_divmod calls __cuda_sm20_div_u64 in its own text; the graph does not follow
+    CALL, so the callee and the return site keep the compiler's schedule (a batch-loads
+    output that rescheduled the callee crashed on the H200)."""
+    from reorder.cfg import movable_blocks
+
+    code = decode_kernel(read_cubin(CORPUS / "int64.cubin"), "int_divmod")
+    starts = {code.instructions[b.start].offset for b in movable_blocks(code.instructions)}
+    call = next(i for i in code.instructions if i.base == "CALL")
+    assert call.offset + 16 not in starts, "the return site"
+    assert 0x530 not in starts, "the callee's entry"
+    assert 0 in starts
+    for move in StallCut.instances(code):
+        assert code.instructions[move.block_starts[0]].offset in starts
