@@ -19,12 +19,12 @@ on the CPU: a stall cut of the larger kernels takes minutes there).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import time
 from pathlib import Path
 
 from benchmarks.gpu_session import _suite_cubin, load_suite_spec
+from benchmarks.rows import write_rows
 
 
 def _splice(original: tuple, candidate: tuple, upto: int, reverted: frozenset[int]) -> tuple:
@@ -124,19 +124,9 @@ def main() -> int:
             candidate = decode_kernel(read_cubin(args.candidates / f"{kernel}_stallcut.cubin"), kernel).instructions
             culprits += bisect_stall_cut(checker, candidate, args.max_culprits)
             print(f"{kernel}: {checker.count} checks in {time.time() - t0:.0f}s", flush=True)
-            _write(args.out / "bisect.csv", rows)
+            write_rows(args.out / "bisect.csv", rows)
             (args.out / "culprits.json").write_text(json.dumps(culprits, indent=1))
     return 0
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 if __name__ == "__main__":

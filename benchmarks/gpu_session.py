@@ -15,11 +15,12 @@ the outputs byte-identical on 3 fresh input sets.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import subprocess
 import time
 from pathlib import Path
+
+from benchmarks.rows import write_rows
 
 ROWS = (1, 16, 128, 1024, 8192)
 SUITE = Path(__file__).parent / "kernels"
@@ -155,13 +156,7 @@ def run(folder: Path, out: Path, only: tuple[str, ...] = EXPERIMENTS) -> None:
 
 
 def _write(out: Path, rows: list[dict]) -> None:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(out / "gpu_session.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(out / "gpu_session.csv", rows)
 
 
 def _commit() -> str:

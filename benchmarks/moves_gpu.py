@@ -81,7 +81,7 @@ def prepare(folder: Path) -> None:
 def run(folder: Path, out: Path) -> None:
     import cupy
 
-    from benchmarks.stallcut_gpu import _write
+    from benchmarks.rows import write_rows
     from timing.cli_support import validated_spec
     from timing.evaluate import check_job, describe_status
     from timing.worker import Job, WorkerPool
@@ -105,8 +105,8 @@ def run(folder: Path, out: Path) -> None:
             row = {**meta, **fields, **describe_status(res)}
             rows.append(row)
             print(json.dumps({k: row.get(k) for k in ("kernel", "move", "status", "check", "reason")}), flush=True)
-            _write(out / "moves.csv", rows)
-    _write(out / "moves.csv", rows)
+            write_rows(out / "moves.csv", rows)
+    write_rows(out / "moves.csv", rows)
 
 
 if __name__ == "__main__":

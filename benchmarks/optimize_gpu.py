@@ -11,7 +11,6 @@ Writes OUT/optimize_summary.csv and each kernel's report.md and trials.csv.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
 from benchmarks.kernels.sweep import apply_sweep, spec_toml
+from benchmarks.rows import write_rows
 from reorder import provenance
 
 # kernel, sweep point, assume no alias (the RMSNorm loads sit behind stores of another buffer)
@@ -110,13 +110,7 @@ def _one_kernel(kernel, point, noalias, args, work: Path) -> list[dict]:
 def _write(out: Path, rows: list[dict]) -> None:
     meta = {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "commit": provenance.commit(), "l2": "warm"}
-    keys: list[str] = list(meta)
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(out / "optimize_summary.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows({**meta, **r} for r in rows)
+    write_rows(out / "optimize_summary.csv", [{**meta, **r} for r in rows])
 
 
 if __name__ == "__main__":

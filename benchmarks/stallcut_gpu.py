@@ -14,10 +14,11 @@ date, commit, L2 state, ratio and 95% CI per kernel) and OUT/culprits.json.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import time
 from pathlib import Path
+
+from benchmarks.rows import write_rows
 
 SUITE_SPECS = Path(__file__).parent / "kernels" / "specs"
 CORPUS = Path(__file__).parent.parent / "tests" / "corpus"
@@ -96,18 +97,8 @@ def run(folder: Path, out: Path, budget_s: float) -> None:
                 candidate = decode_kernel(read_cubin(cut), e["kernel"]).instructions
                 culprits += bisect_stall_cut(checker, candidate, max_culprits=3)
                 (out / "culprits.json").write_text(json.dumps(culprits, indent=1))
-            _write(out / "stallcut.csv", rows)
-    _write(out / "stallcut.csv", rows)
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
+            write_rows(out / "stallcut.csv", rows)
+    write_rows(out / "stallcut.csv", rows)
 
 
 if __name__ == "__main__":

@@ -186,10 +186,10 @@ def analyse_block(instructions: tuple[Instruction, ...], block: Block, live_afte
     pinned = {d for (u, _), ids in reach.items() if uses[u].operand == OPAQUE for d in ids}
     for ids in end_reach.values():
         pinned |= ids
-    renamable = frozenset(d for d in range(len(defs))
-                          if d not in pinned and _sole_writer(d, defs, uses, reach)
-                          and _renamable_def(instructions[block.start + defs[d].pos], defs[d])
-                          and not calls_subroutines(instructions))
+    renamable = frozenset() if calls_subroutines(instructions) else frozenset(
+        d for d in range(len(defs))
+        if d not in pinned and _sole_writer(d, defs, uses, reach)
+        and _renamable_def(instructions[block.start + defs[d].pos], defs[d]))
     return BlockWebs(block, defs, uses, reach, end_reach, opaque, renamable)
 
 
