@@ -1,11 +1,14 @@
-"""Load batching and swaps over the whole corpus, checked byte for byte on the GPU.
+"""Single moves over the whole corpus, checked byte for byte on the GPU at two launches.
 
 Every kernel with a launch spec (the 11 suite kernels and the 48 sm_90 corpus kernels):
-`batch_loads(noalias=True)` (each spec gives every buffer its own allocation, so the
-assumption holds in the check) and up to MAX_SWAPS swaps of adjacent independent
-instructions spread over the kernel, applied one after another. Each output passed the
-verifier when it was built; this checks that silicon agrees (outputs byte-identical to
-the original's on fresh inputs, no fault, no hang). No timing: these are safety checks.
+stall cuts of every block, `batch_loads(noalias=True)` (each spec gives every buffer its
+own allocation, so the assumption holds in the check) and up to MAX_SWAPS swaps of
+adjacent independent instructions spread over the kernel, applied one after another.
+Each output passed the verifier when it was built; this checks that silicon agrees
+(outputs byte-identical to the original's on fresh inputs, no fault, no hang) at the
+spec's launch and at a launch of a few blocks (`few_blocks`: each block then has its SM
+to itself, the other extreme of scheduling), with shared memory poisoned before every
+launch (timing.check). No timing: these are safety checks.
 
 CPU: `python -m benchmarks.moves_gpu --prepare DIR`; GPU: `--run DIR --out OUT`
 (OUT/moves.csv with GPU, date, commit and one row per kernel and move).
@@ -31,12 +34,27 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise _Slow()
 
 
+MOVES = ("stalls", "batch", "swaps")
+FEW_BLOCKS = 3
+
+
+def few_blocks(spec):
+    """The spec launched with at most FEW_BLOCKS blocks along x (and one along y and z):
+    the same buffers, fewer blocks, so elements the launch does not reach keep their
+    poison in both kernels and every block runs alone."""
+    import dataclasses
+
+    return dataclasses.replace(spec, grid=(min(spec.grid[0], FEW_BLOCKS), 1, 1))
+
+
 def _build(code, which: str):
     from reorder import moves
-    from reorder.pipeline import apply_each, batch_loads
+    from reorder.pipeline import apply_each, batch_loads, cut_stalls
 
     if which == "batch":
         return batch_loads(code, noalias=True)
+    if which == "stalls":
+        return cut_stalls(code)
     swaps = moves.Swap.instances(code)
     step = max(1, len(swaps) // MAX_SWAPS)
     return apply_each(code, swaps[::step][:MAX_SWAPS])
@@ -56,7 +74,7 @@ def prepare(folder: Path) -> None:
         code = decode_kernel(read_cubin(e["cubin"]), e["kernel"])
         name = f"{e['family']}_{e['kernel']}"
         write_atomic(folder / f"{name}_orig.cubin", Path(e["cubin"]).read_bytes())
-        for which in ("batch", "swaps"):
+        for which in MOVES:
             t0 = time.time()
             signal.alarm(BUILD_LIMIT_S)
             try:
@@ -101,7 +119,7 @@ def run(folder: Path, out: Path) -> None:
             orig = folder / f"{e['name']}_orig.cubin"
             spec = validated_spec(e["spec"], [orig])
             res = pool.run(Job.of(check_job, str(orig), str(folder / f"{e['name']}_{e['move']}.cubin"), spec,
-                                  timeout_s=60))
+                                  more=(few_blocks(spec),), timeout_s=120))
             row = {**meta, **fields, **describe_status(res)}
             rows.append(row)
             print(json.dumps({k: row.get(k) for k in ("kernel", "move", "status", "check", "reason")}), flush=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from legality.verify import Violation
 from reorder.sass import Instruction
 
-SCHEDULE_KINDS = frozenset({"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "scoreboard", "untracked"})
+SCHEDULE_KINDS = frozenset({"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "scoreboard", "untracked", "barrier"})
 
 
 @dataclass(frozen=True, slots=True)

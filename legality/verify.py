@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from legality import barriers
 from legality.latency import LatencyTable, latency_class, load_table
 from reorder.cfg import basic_blocks, control_flow_graph
 from reorder.cubin import RESERVED_REGISTERS
@@ -28,7 +29,8 @@ FRESH_SCOREBOARD_CYCLES = 2
 class Violation:
     """One broken dependency: who produced, who consumed too early, and by how much."""
 
-    kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, untracked, encoding, registers
+    kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, untracked, encoding, registers,
+    #            barrier (a memory access too soon after one), barrier_neighbour (legality.barriers)
     resource: str
     producer_offset: int
     producer_opcode: str
@@ -232,9 +234,28 @@ def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violat
     _apply_waits(s, ctrl.wait)
     if ins.known:
         _check(s, ins, table, found)
+        _check_barrier_distance(s, ins, table.arch, found)
         _record(s, ins, found)
+    _record_barrier(s, ins, table.arch)
     _advance(s, ctrl.stall)
     return s
+
+
+def _record_barrier(s: State, ins: Instruction, arch: int) -> None:
+    """A barrier with a distance rule starts its clock (legality.barriers)."""
+    if ins.is_barrier and barriers.load_rules(arch).distance_for(ins.opcode) is not None:
+        s.recent[barriers.RESOURCE] = {"BAR": Recent("BAR", ins.offset, ins.opcode, s.clock)}
+
+
+def _check_barrier_distance(s: State, ins: Instruction, arch: int, found: list[Violation]) -> None:
+    """A memory access must not issue sooner after a barrier than its rule allows."""
+    if not barriers.touches_memory(ins):
+        return
+    for r in s.recent.get(barriers.RESOURCE, {}).values():
+        rule = barriers.load_rules(arch).distance_for(r.opcode)
+        if rule is not None and s.age(r) < rule.cycles:
+            found.append(Violation("barrier", "memory", r.offset, r.opcode, ins.offset, ins.opcode, rule.cycles,
+                                   s.age(r), "a memory access too soon after a barrier (legality/tables/barriers.toml)"))
 
 
 def _apply_waits(s: State, mask: int) -> None:
@@ -442,7 +463,17 @@ def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None
         from legality.inherited import split
 
         found, inherited = split(ins, found, _compiler_made(original, code.arch))
+    if original is not None:
+        found += _neighbour_violations(ins, original, code.arch)
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
+
+
+def _neighbour_violations(ins: tuple[Instruction, ...], original: tuple[Instruction, ...],
+                          arch: int) -> tuple[Violation, ...]:
+    """Barrier-like instructions without a distance rule keep their compiler-placed neighbours."""
+    return tuple(Violation("barrier_neighbour", bar.opcode, bar.offset, bar.opcode, at.offset, at.opcode,
+                           "as compiled", "changed", why)
+                 for bar, at, why in barriers.neighbour_violations(ins, original, arch))
 
 
 @lru_cache(maxsize=8)

@@ -7,6 +7,7 @@ import sys
 
 from reorder.cli import command
 from reorder.cubin import read_cubin
+from reorder.files import check_output
 from reorder.listing import render_json, render_text
 from reorder.sass import decode_kernel
 
@@ -182,6 +183,7 @@ def _stalls():
             return 0
         if not args.output:
             raise InputError("stalls: -o/--output is required")
+        check_output(args.output, [args.cubin])  # refused now, not after the work
         config = read_config(args.config) if args.config else None
         name = args.kernel or (config.kernels()[0] if config and config.kernels() else None)
         code = decode_kernel(cubin, name)
@@ -195,7 +197,7 @@ def _stalls():
                         "fallback), renaming registers and predicates where needed")
 def _batch_loads():
     def add(p: argparse.ArgumentParser) -> None:
-        p.add_argument("cubin")
+        p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli)
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel")
         p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
@@ -208,6 +210,7 @@ def _batch_loads():
     def run(args: argparse.Namespace) -> int:
         from reorder.pipeline import batch_loads
 
+        check_output(args.output, [args.cubin])  # refused now, not after the work
         code = decode_kernel(read_cubin(args.cubin), args.kernel)
         noalias = _noalias(args.assume_noalias, len(code.kernel.params))
         if noalias:
@@ -310,6 +313,12 @@ def _optimize():
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel")
         p.add_argument("--launch", help="launch spec (TOML); needed on a GPU")
+        p.add_argument("--check-launch", action="append", default=[], metavar="SPEC",
+                       help="another launch spec of the same kernel the winner must also serve (repeatable; "
+                            "e.g. each batch size). Every trial is also checked at the largest of them (give one "
+                            "whose grid fills every SM); the winner is re-checked at all of them")
+        p.add_argument("--recheck-sets", type=int, default=20, metavar="N",
+                       help="fresh input sets per launch in the winner's re-check (default 20)")
         p.add_argument("--budget", type=int, default=100, help="trials in the study (resumed ones count)")
         p.add_argument("--time", default="30m", help="wall-clock limit for this run, e.g. 90s, 10m, 1h")
         p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
@@ -334,15 +343,17 @@ def _optimize():
 
         from reorder.optimize import OptimizeArgs, optimize
 
-        if args.budget < 1 or args.jobs < 1 or args.workers < 1:
+        if args.budget < 1 or args.jobs < 1 or args.workers < 1 or args.recheck_sets < 1:
             from reorder.errors import InputError
 
-            raise InputError("--budget, --jobs and --workers must be at least 1")
+            raise InputError("--budget, --jobs, --workers and --recheck-sets must be at least 1")
         optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
                                      args.candidate_budget, args.workers, args.search_only, args.worker_index,
                                      final_budget_s=args.final_budget, timeline=args.timeline,
+                                     check_launches=tuple(Path(c) for c in args.check_launch),
+                                     recheck_sets=args.recheck_sets,
                                      compiled_from=getattr(args, "compiled_from", {}).get("cubin", "")))
         return 0
 

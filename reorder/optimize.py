@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from legality.verify import verify_kernel
@@ -49,6 +49,8 @@ class OptimizeArgs:
     contributions: bool = True  # re-score the winner without each of its moves
     timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
     compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptxinput)
+    check_launches: tuple[Path, ...] = ()  # more launch specs the winner must serve (each batch size)
+    recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check
 
 
 def _say(line: str) -> None:
@@ -84,10 +86,13 @@ def optimize(args: OptimizeArgs) -> Report | None:
     if not args.search_only:
         _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
     on_gpu = _choose_device(args)
+    if args.check_launches and args.launch is None:
+        raise InputError("--check-launch needs --launch (the launch trials are timed at)")
     if args.launch is not None and not on_gpu:  # a wrong spec is refused now, not on the GPU later
         from timing.cli_support import validated_spec
 
-        validated_spec(args.launch, [args.cubin], kernel)
+        for path in (args.launch, *args.check_launches):
+            validated_spec(path, [args.cubin], kernel)
     folder = args.output.with_name(args.output.stem + ".reorder")
     folder.mkdir(parents=True, exist_ok=True)
     storage = args.storage or _default_storage(folder, args.workers)
@@ -136,6 +141,7 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) 
                "--storage", storage, "--l2", args.l2, "--device", "gpu" if on_gpu else "cpu", "--seed", str(args.seed),
                "--candidate-budget", str(args.candidate_budget_s), "--search-only", "--worker-index", str(i)]
         cmd += ["--launch", str(args.launch)] if args.launch else []
+        cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]
         cmd += ["--assume-noalias"] if args.noalias else []
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": str(i)} if on_gpu else {}))
         procs.append(subprocess.Popen(cmd, env=env))
@@ -169,8 +175,33 @@ def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.Exi
     from timing.worker import WorkerPool
 
     spec = validated_spec(args.launch, [args.cubin], kernel)
+    more = check_specs(args, kernel)
     pool = stack.enter_context(WorkerPool(devices=[worker_device()]))
-    return GpuScorer(args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s)
+    return GpuScorer(args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s,
+                     fill=fill_launch(more))
+
+
+def check_specs(args: OptimizeArgs, kernel: str) -> tuple:
+    """The --check-launch specs, validated against the kernel."""
+    from timing.cli_support import validated_spec
+
+    return tuple(validated_spec(path, [args.cubin], kernel) for path in args.check_launches)
+
+
+def fill_launch(specs: tuple):
+    """The launch with the most blocks: every trial is checked there too (a race that needs
+    many blocks, or other blocks on the same SM, shows there). None when there is none."""
+    import math
+
+    return max(specs, key=lambda s: math.prod(s.grid), default=None)
+
+
+def recheck_first_set() -> int:
+    """Where a winner's re-check starts drawing input sets: far past the ones the search used,
+    and different in every run."""
+    import secrets
+
+    return 1_000_000 + secrets.randbelow(2**30)
 
 
 
@@ -203,7 +234,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
     verdict = verify_kernel(after, original=code.instructions)
     report.verifier = verdict.verdict()
-    report.check = (final.detail.get("check_detail", "") if final.measured
+    report.check = (_check_line(final.detail, bool(args.check_launches)) if final.measured
                     else "not run: no GPU (the candidate is verified, not executed)")
     if args.noalias:
         report.notes.append("assumed: pointer parameters do not alias (--assume-noalias)")
@@ -221,19 +252,42 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     return report
 
 
+def _check_line(detail: dict, several: bool) -> str:
+    """What the winner's byte checks covered, for the report."""
+    line = (f"every trial: {detail.get('check_detail', '')}; the winner, before it was written: "
+            f"{detail.get('recheck', 'not re-checked')}")
+    if not several:
+        line += ("; only the --launch shape was checked: give --check-launch SPEC for every other launch the kernel "
+                 "will serve and one whose grid fills every SM")
+    return line
+
+
 def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report):
     """Score the search's best few binaries again, longer, and keep the best of those
     scores: a single short timing that won among a hundred is biased low."""
     best = None
     builds = _build_all(args, kernel, [choice for choice, _ in ranked])
+    launches = check_specs(args, kernel) if isinstance(scorer, GpuScorer) else ()
     for rank, ((choice, search_value), built) in enumerate(zip(ranked, builds)):
         final, why = _score_built(built, tmp / f"finalist{rank}.cubin",
                                   lambda path: _final_score(scorer, path, args.final_budget_s))
+        if final and isinstance(scorer, GpuScorer):
+            checked, why = _recheck(scorer, tmp / f"finalist{rank}.cubin", launches, args.recheck_sets)
+            final = replace(final, detail={**final.detail, "recheck": checked}) if checked else None
         report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}",
                                  "final": final.line() if final else why})
         if final and (best is None or final.value < best[2].value):
             best = (choice, built, final)
     return best
+
+
+def _recheck(scorer: GpuScorer, path: Path, launches: tuple, sets: int) -> tuple[str, str]:
+    """(what was checked, "") when the finalist is byte-identical at every launch on `sets`
+    fresh input sets, else ("", why): a finalist that fails is never the winner."""
+    try:
+        return scorer.recheck(path, launches, sets, recheck_first_set()), ""
+    except Rejected as exc:
+        return "", f"rejected at the re-check: {exc}"
 
 
 def _score_built(built, path: Path, score) -> tuple[Score | None, str]:

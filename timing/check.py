@@ -10,10 +10,18 @@ All buffers are compared, inputs included: a candidate that scribbles over an
 input is wrong even if its outputs happen to match. Before comparing, the
 reference is run twice on the first set; if it disagrees with itself (float
 atomics, races) byte equality means nothing and the check says so.
+
+A race can be invisible at one launch shape and plain at another (an LDS moved right
+behind a barrier read stale shared memory at 4 rows and was right at 1, because the
+previous launch had left the right value there). So every launch is preceded by a
+fill of every SM's shared memory with the poison pattern (timing.poison), and a
+candidate is checked at each launch it will serve (`more`), on input sets a re-check
+can move past the ones the search used (`first_set`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +67,15 @@ class CheckResult:
     set_index: int | None = None  # which input set showed the mismatch
     reference_deterministic: bool = True
     reason: str = ""
+    launches: tuple[str, ...] = ()  # launch_label of each launch checked
+    shared_poisoned: bool = False
 
     def describe(self) -> str:
-        if self.ok:
-            return f"identical on {self.sets} input set(s)"
-        return self.reason
+        if not self.ok:
+            return self.reason
+        where = f" at each of {len(self.launches)} launch(es): {'; '.join(self.launches)}" if self.launches else ""
+        poison = ", shared memory poisoned before every launch" if self.shared_poisoned else ""
+        return f"identical on {self.sets} input set(s){where}{poison}"
 
 
 def _first_difference(name: str, ref: np.ndarray, cand: np.ndarray) -> Mismatch | None:
@@ -109,45 +121,74 @@ def compare_outputs(ref: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> 
 # ---------------------------------------------------------------- GPU part
 
 
-def run_once(kernel: object, spec: LaunchSpec, host: dict[str, np.ndarray | np.generic]) -> dict[str, np.ndarray]:
+def run_once(kernel: object, spec: LaunchSpec, host: dict[str, np.ndarray | np.generic],
+             poison_shared: bool = True) -> dict[str, np.ndarray]:
     """Launch on fresh device copies of `host` and return every buffer afterwards.
 
     `host` already carries poison in its out buffers (draw_inputs puts it
     there); fresh copies per run mean inout buffers and poison are restored.
+    With `poison_shared`, every SM's shared memory is filled with the poison
+    pattern first (timing.poison), so a read of shared memory that races a store
+    sees NaN rather than a previous launch's value.
     """
     from timing import gpu
 
     dev = gpu.to_device(host)
+    if poison_shared:
+        from timing.poison import poison_shared_memory
+
+        poison_shared_memory()
     gpu.launch(kernel, spec, gpu.launch_args(spec, dev))  # type: ignore[arg-type]
     gpu.synchronize()
     return gpu.buffers_to_host(spec, dev)
 
 
-def check_pair(a_cubin: str | Path, b_cubin: str | Path, spec: LaunchSpec, sets: int = 3) -> CheckResult:
-    """Run A (reference) and B (candidate) on `sets` fresh input sets and compare every byte.
+def launch_label(spec: LaunchSpec) -> str:
+    """How a launch is named in reports: grid and block."""
+    return f"grid {list(spec.grid)} block {list(spec.block)}"
 
-    A CUDA fault raises (cupy's CUDA error); run this inside timing.worker so the
-    fault becomes a 'crashed' result and the next job gets a fresh context.
+
+def check_pair(a_cubin: str | Path, b_cubin: str | Path, spec: LaunchSpec, sets: int = 3,
+               more: Sequence[LaunchSpec] = (), first_set: int = 0, poison_shared: bool = True) -> CheckResult:
+    """Run A (reference) and B (candidate) on `sets` fresh input sets at the spec's launch
+    and at each launch of `more`, and compare every byte.
+
+    Input sets are `first_set .. first_set + sets - 1` (a re-check draws sets the search
+    never saw). A race can be right at one launch shape and wrong at another, so a
+    candidate is judged at every launch it will serve. A CUDA fault raises (cupy's CUDA
+    error); run this inside timing.worker so the fault becomes a 'crashed' result and
+    the next job gets a fresh context.
     """
-    from timing import gpu
-
     if sets < 1:
         raise ValueError("sets must be >= 1")
+    launches = (spec, *more)
+    for launch in launches:
+        found = _check_launch(a_cubin, b_cubin, launch, range(first_set, first_set + sets), poison_shared)
+        if found is not None:
+            return found
+    return CheckResult(True, sets, launches=tuple(launch_label(s) for s in launches),
+                       shared_poisoned=poison_shared)
+
+
+def _check_launch(a_cubin, b_cubin, spec: LaunchSpec, set_indices: range, poison_shared: bool) -> CheckResult | None:
+    """The first failure at one launch, or None when every set matched."""
+    from timing import gpu
+
     ka = gpu.load_kernel(a_cubin, spec)
     kb = gpu.load_kernel(b_cubin, spec)
-    for i in range(sets):
+    where = launch_label(spec)
+    for i in set_indices:
         host = draw_inputs(spec, i)
-        ref = run_once(ka, spec, host)
-        if i == 0:
-            again = run_once(ka, spec, host)
-            self_diff = compare_outputs(ref, again)
+        ref = run_once(ka, spec, host, poison_shared)
+        if i == set_indices.start:
+            self_diff = compare_outputs(ref, run_once(ka, spec, host, poison_shared))
             if self_diff is not None:
                 return CheckResult(
-                    False, sets, self_diff, 0, reference_deterministic=False,
-                    reason=f"reference is not deterministic, byte equality is meaningless: {self_diff.describe()}",
-                )
-        cand = run_once(kb, spec, host)
-        diff = compare_outputs(ref, cand)
+                    False, len(set_indices), self_diff, i, reference_deterministic=False,
+                    reason=f"{where}: reference is not deterministic, byte equality is meaningless: "
+                           f"{self_diff.describe()}", launches=(where,), shared_poisoned=poison_shared)
+        diff = compare_outputs(ref, run_once(kb, spec, host, poison_shared))
         if diff is not None:
-            return CheckResult(False, sets, diff, i, reason=f"input set {i}: {diff.describe()}")
-    return CheckResult(True, sets)
+            return CheckResult(False, len(set_indices), diff, i, reason=f"{where}, input set {i}: {diff.describe()}",
+                               launches=(where,), shared_poisoned=poison_shared)
+    return None

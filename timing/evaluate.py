@@ -8,17 +8,20 @@ pickle across the process boundary and go straight into CSV/JSON records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from timing.spec import LaunchSpec
 
 
-def check_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, sets: int = 3) -> dict[str, Any]:
-    """Byte-equality of B against A on `sets` fresh input sets."""
+def check_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, sets: int = 3, more: Sequence[LaunchSpec] = (),
+              first_set: int = 0) -> dict[str, Any]:
+    """Byte-equality of B against A on `sets` fresh input sets at the spec's launch and each of
+    `more`, shared memory poisoned before every launch (timing.check)."""
     from timing.check import check_pair
 
-    result = check_pair(a_cubin, b_cubin, spec, sets=sets)
+    result = check_pair(a_cubin, b_cubin, spec, sets=sets, more=more, first_set=first_set)
     # describe() carries the input set and a non-deterministic reference, not only the element
     return {"check": "identical" if result.ok else "MISMATCH", "check_sets": result.sets,
             "check_detail": result.describe()}
@@ -38,9 +41,11 @@ def time_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, l2: str = "warm", met
 
 
 def check_and_time_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, l2: str = "warm", method: str = "graph",
-                       target_ci_pct: float = 0.5, budget_s: float = 8.0) -> dict[str, Any]:
-    """Check, and time only a byte-identical candidate (a wrong kernel has no speed)."""
-    row = check_job(a_cubin, b_cubin, spec) if Path(a_cubin).resolve() != Path(b_cubin).resolve() else \
+                       target_ci_pct: float = 0.5, budget_s: float = 8.0,
+                       more: Sequence[LaunchSpec] = ()) -> dict[str, Any]:
+    """Check (at the spec's launch and each of `more`), and time only a byte-identical
+    candidate, at the spec's launch (a wrong kernel has no speed)."""
+    row = check_job(a_cubin, b_cubin, spec, more=more) if Path(a_cubin).resolve() != Path(b_cubin).resolve() else \
         {"check": "same-file", "check_sets": 0, "check_detail": "A/A: the same cubin twice"}
     if row["check"] == "MISMATCH":
         return row

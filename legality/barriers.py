@@ -1,0 +1,124 @@
+"""Rules around barriers: how soon a memory access may follow one, and who may stand beside it.
+
+No move crosses a barrier (the graph makes every barrier depend on everything), but a move
+inside a block can change what sits right next to one: a swap once put an LDS directly
+behind `BAR.SYNC.DEFER_BLOCKING`, 1 cycle after it, and on an H200 it read shared memory
+before the other warps' stores had landed (wrong at 4 rows, right at 1). The latency
+tables say nothing about that, because no register links the two.
+
+Two kinds of rule, from `tables/barriers.toml`:
+- a distance: a memory access issued after a barrier with a rule needs that many cycles
+  from the barrier's issue. It is checked in the verifier's dataflow (`record`, `check`),
+  so it holds on every path, across branches, standalone;
+- neighbours: a barrier-like opcode with no distance rule keeps the instructions just
+  before and after it (same bits) and no fewer cycles into and out of it than the
+  compiler gave. That needs the original schedule (`neighbour_violations`).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from reorder.sass import Instruction
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TABLE = Path(__file__).parent / "tables" / "barriers.toml"
+RESOURCE = "barrier"  # the pseudo-resource a barrier's issue is recorded under
+CONTROL_BITS = 105  # bits [127:105] are the control code (stall, yield, scoreboards, wait, reuse)
+_CODE_MASK = (1 << CONTROL_BITS) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class DistanceRule:
+    """A memory access after `barrier` (an opcode prefix) needs `cycles` from its issue."""
+
+    barrier: str
+    cycles: int
+    provenance: str
+
+
+@dataclass(frozen=True)
+class BarrierRules:
+    arch: int
+    distances: tuple[DistanceRule, ...]
+    neighbour_opcodes: frozenset[str]  # base opcodes kept beside their compiler-placed neighbours
+
+    def distance_for(self, opcode: str) -> DistanceRule | None:
+        """The distance rule of a barrier opcode, or None."""
+        return next((r for r in self.distances if _matches(opcode, r.barrier)), None)
+
+    def keeps_neighbours(self, ins: Instruction) -> bool:
+        """A barrier-like instruction with no measured rule: its neighbours stay."""
+        return ins.base in self.neighbour_opcodes and self.distance_for(ins.opcode) is None
+
+
+def _matches(opcode: str, prefix: str) -> bool:
+    return opcode == prefix or opcode.startswith(prefix + ".")
+
+
+@lru_cache(maxsize=4)
+def load_rules(arch: int) -> BarrierRules:
+    """The rules of an arch family (sm_90 rules for 9.x and above, sm_80 otherwise)."""
+    family = 90 if arch >= 90 else 80
+    doc = tomllib.loads(TABLE.read_text())
+    distances = tuple(DistanceRule(d["barrier"], int(d["cycles"]), d["provenance"])
+                      for d in doc.get("distance", []) if int(d["arch"]) == family)
+    return BarrierRules(arch, distances, frozenset(doc.get("neighbours", {}).get("opcodes", ())))
+
+
+def touches_memory(ins: Instruction) -> bool:
+    return bool(ins.access.mem_reads or ins.access.mem_writes)
+
+
+# ---------------------------------------------------------------- neighbours (needs the original)
+
+
+def code_bits(ins: Instruction) -> int:
+    """The instruction without its control code: what it does, not when."""
+    return ins.word & _CODE_MASK
+
+
+def neighbour_violations(candidate: tuple[Instruction, ...], original: tuple[Instruction, ...],
+                         arch: int) -> list[tuple[Instruction, Instruction, str]]:
+    """(barrier, offending instruction, why) for each barrier-like instruction without a
+    distance rule whose neighbourhood the candidate changed.
+
+    The k-th such barrier of the candidate is matched with the k-th of the original (moves
+    never move barriers); its bits must match, its neighbours' bits must match, its own
+    stall (cycles out of it) and its predecessor's (cycles into it) must not shrink, and it
+    must wait on at least the scoreboards it waited on."""
+    rules = load_rules(arch)
+    mine = [i for i, x in enumerate(candidate) if rules.keeps_neighbours(x)]
+    theirs = [i for i, x in enumerate(original) if rules.keeps_neighbours(x)]
+    if len(mine) != len(theirs):
+        return [(candidate[mine[0]] if mine else candidate[0], candidate[0],
+                 f"{len(mine)} barrier-like instructions, the original has {len(theirs)}")]
+    found = []
+    for c, o in zip(mine, theirs):
+        why = _changed(candidate, c, original, o)
+        if why:
+            found.append((candidate[c], why[0], why[1]))
+    return found
+
+
+def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int):
+    """(instruction, why) for the first change to barrier cand[c] (orig[o]) or its neighbours."""
+    bar, was = cand[c], orig[o]
+    if code_bits(bar) != code_bits(was):
+        return bar, "not the original's barrier"
+    if bar.ctrl.stall < was.ctrl.stall or (was.ctrl.wait & ~bar.ctrl.wait):
+        return bar, f"its control code shrank ({bar.ctrl.stall} < {was.ctrl.stall} cycles or fewer waits)"
+    for dc, do in ((c - 1, o - 1), (c + 1, o + 1)):
+        inside_c, inside_o = 0 <= dc < len(cand), 0 <= do < len(orig)
+        if inside_c != inside_o or (inside_c and code_bits(cand[dc]) != code_bits(orig[do])):
+            return (cand[dc] if inside_c else bar), "a different neighbour than the compiler placed"
+    if c > 0 and cand[c - 1].ctrl.stall < orig[o - 1].ctrl.stall:
+        return cand[c - 1], f"fewer cycles into the barrier ({cand[c - 1].ctrl.stall} < {orig[o - 1].ctrl.stall})"
+    return None

@@ -1,0 +1,130 @@
+"""Barrier rules: the race an H200 showed (an LDS right behind BAR.SYNC) and the neighbour rule.
+
+The shipped wrong winner had `@!P1 LDS` 1 cycle behind `BAR.SYNC.DEFER_BLOCKING`; the
+tables, which know only register links, accepted it. Here the same situation is built in
+the project's own rmsnorm_triton_style (the barrier's stall lowered so the LDS issues 4
+or 5 cycles after it, every register dependency still covered) and in the barrier probe
+kernels: the verifier must reject it standalone and against the original, and the
+compiler's own distance (6) stays legal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from legality import barriers
+from legality.barrier_probe import build_variants, floor
+from legality.verify import verify_instructions, verify_kernel
+from reorder.cubin import read_cubin
+from reorder.moves import Swap
+from reorder.sass import decode_kernel
+
+ROOT = Path(__file__).parent.parent
+RMSNORM = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
+PROBES = ROOT / "legality" / "probes" / "barrier_probe_sm_90.cubin"
+SYNC = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "sync.cubin"
+
+
+def _rmsnorm():
+    return decode_kernel(read_cubin(RMSNORM), "rmsnorm_triton_style")
+
+
+def _with_barrier_stall(code, stall: int) -> tuple:
+    ins = list(code.instructions)
+    b = next(i for i, x in enumerate(ins) if x.opcode.startswith("BAR.SYNC"))
+    assert ins[b + 1].base == "LDS", "the compiler put the LDS right behind the barrier"
+    ins[b] = ins[b].with_ctrl(ins[b].ctrl.with_(stall=stall))
+    return tuple(ins)
+
+
+@pytest.mark.parametrize("stall", [4, 5])
+def test_lds_too_soon_after_bar_sync_is_rejected(stall: int) -> None:
+    code = _rmsnorm()
+    candidate = _with_barrier_stall(code, stall)
+    found = verify_instructions(candidate, code.arch)
+    assert [v.kind for v in found] == ["barrier"], "every register link is covered: only the barrier rule sees it"
+    assert found[0].producer_opcode.startswith("BAR.SYNC") and found[0].consumer_opcode == "LDS"
+    assert (found[0].required, found[0].provided) == (6, stall)
+    against = verify_kernel(code, candidate, original=code.instructions)
+    assert not against.ok and against.violations[0].kind == "barrier", "not inherited: the original gives 6"
+
+
+def test_compiler_distance_behind_bar_sync_is_legal() -> None:
+    code = _rmsnorm()
+    assert verify_kernel(code, _with_barrier_stall(code, 6), original=code.instructions).ok
+
+
+def test_swap_behind_a_barrier_is_given_the_distance() -> None:
+    """Swapping the instruction after BAR.SYNC with the LDS behind it (the shipped bug's move)
+    now yields a schedule in which the LDS issues at least 6 cycles after the barrier."""
+    code = decode_kernel(read_cubin(PROBES), "bar_sync_lds")
+    b = next(i for i, x in enumerate(code.instructions) if x.base == "BAR")
+    assert code.instructions[b + 2].base == "LDS"
+    swap = next(m for m in Swap.instances(code) if m.index == b + 1)
+    cand = swap.apply(code, code.instructions)
+    ins = cand.instructions
+    assert ins[b + 1].base == "LDS"
+    assert ins[b].ctrl.stall >= 6
+    assert verify_kernel(code, ins, original=code.instructions).ok
+
+
+def test_probe_variants_isolate_the_barrier_rule() -> None:
+    variants = {(v.kernel, v.name): v for v in build_variants(PROBES)}
+    for d in range(1, 9):
+        assert variants[("bar_sync_lds", f"after_d{d}")].other == "", "only the barrier rule may differ"
+    code = decode_kernel(read_cubin(PROBES), "bar_sync_lds")
+    for d in (1, 5):
+        after = decode_kernel(read_cubin_bytes(variants[("bar_sync_lds", f"after_d{d}")].data), "bar_sync_lds")
+        kinds = {v.kind for v in verify_instructions(after.instructions, code.arch)}
+        assert "barrier" in kinds
+
+
+def read_cubin_bytes(data: bytes):
+    from reorder.cubin import parse_cubin
+
+    return parse_cubin(data, "variant")
+
+
+def test_floor_is_where_every_larger_distance_was_right() -> None:
+    rows = [{"kernel": "k", "side": "after", "cycles": c, "status": "ok", "check": ok}
+            for c, ok in ((1, "MISMATCH"), (2, "MISMATCH"), (3, "identical"), (4, "MISMATCH"), (5, "identical"),
+                          (6, "identical"))]
+    assert floor(rows, "k", "after") == 5
+    assert floor(rows[:2], "k", "after") is None
+
+
+def _flag_handoff():
+    return decode_kernel(read_cubin(SYNC), "flag_handoff")
+
+
+def _membar_index(code, nth: int = 1) -> int:
+    return [i for i, x in enumerate(code.instructions) if x.base == "MEMBAR"][nth]
+
+
+def test_membar_keeps_its_neighbours() -> None:
+    code = _flag_handoff()
+    m = _membar_index(code)
+    ins = list(code.instructions)
+    assert not barriers.neighbour_violations(tuple(ins), code.instructions, code.arch)
+    ins[m - 1], ins[m - 2] = ins[m - 2], ins[m - 1]  # the store before MEMBAR swapped away from it
+    found = verify_kernel(code, tuple(ins), original=code.instructions).violations
+    assert any(v.kind == "barrier_neighbour" and v.producer_opcode.startswith("MEMBAR") for v in found)
+
+
+def test_membar_stall_may_not_shrink() -> None:
+    code = _flag_handoff()
+    m = _membar_index(code)
+    ins = list(code.instructions)
+    ins[m] = ins[m].with_ctrl(ins[m].ctrl.with_(stall=ins[m].ctrl.stall - 1))
+    found = barriers.neighbour_violations(tuple(ins), code.instructions, code.arch)
+    assert found and "control code" in found[0][2]
+
+
+def test_bar_sync_has_a_distance_rule_and_other_barriers_keep_neighbours() -> None:
+    rules = barriers.load_rules(90)
+    assert rules.distance_for("BAR.SYNC.DEFER_BLOCKING").cycles == 6
+    assert rules.distance_for("BAR.RED.POPC.DEFER_BLOCKING") is None
+    code = _flag_handoff()
+    assert rules.keeps_neighbours(code.instructions[_membar_index(code)])

@@ -1,0 +1,125 @@
+"""The checks built to catch races: several launches, fresh sets, poisoned shared memory, a
+winner re-checked before it is written. The GPU parts run in tests/gpu; here the CPU side:
+what a check reports, which launch fills the GPU, how a failed re-check is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.moves_gpu import few_blocks
+from reorder.optimize import _check_line, fill_launch, recheck_first_set
+from reorder.scoring import GpuScorer, Rejected
+from timing.check import CheckResult, launch_label
+from timing.poison import PATTERN, filler_cubin
+from timing.spec import load_spec
+from timing.worker import JobResult
+
+ROOT = Path(__file__).parent.parent
+SPEC = ROOT / "benchmarks" / "kernels" / "specs" / "rmsnorm_triton_style.toml"
+CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
+
+
+def test_a_passed_check_names_every_launch_and_the_poison() -> None:
+    spec = load_spec(SPEC)
+    line = CheckResult(True, 20, launches=(launch_label(spec), "grid [2048, 1, 1] block [256, 1, 1]"),
+                       shared_poisoned=True).describe()
+    assert "20 input set" in line and "2 launch" in line and "[512, 1, 1]" in line and "[2048, 1, 1]" in line
+    assert "shared memory poisoned" in line
+
+
+def test_the_fill_launch_is_the_one_with_most_blocks() -> None:
+    import dataclasses
+
+    spec = load_spec(SPEC)
+    small, big = dataclasses.replace(spec, grid=(1, 1, 1)), dataclasses.replace(spec, grid=(2048, 1, 1))
+    assert fill_launch((small, big, spec)) is big
+    assert fill_launch(()) is None
+
+
+def test_few_blocks_keeps_buffers_and_shrinks_the_grid() -> None:
+    spec = load_spec(SPEC)
+    few = few_blocks(spec)
+    assert few.grid == (3, 1, 1) and few.params == spec.params
+
+
+def test_recheck_sets_never_overlap_the_search() -> None:
+    firsts = {recheck_first_set() for _ in range(8)}
+    assert min(firsts) >= 1_000_000 and len(firsts) > 1
+
+
+def test_poison_pattern_is_nan_and_fillers_exist() -> None:
+    import numpy as np
+
+    assert np.isnan(np.array([PATTERN], dtype=np.uint32).view(np.float32)[0])
+    for major in (8, 9):
+        assert filler_cubin(major, 0).is_file()
+
+
+class _Pool:
+    """A worker pool whose one job ends as given (walks the GPU path without a GPU)."""
+
+    def __init__(self, result: JobResult) -> None:
+        self.result, self.jobs = result, []
+
+    def run(self, job):
+        self.jobs.append(job)
+        return self.result
+
+
+def test_a_winner_that_differs_at_the_recheck_is_rejected(tmp_path) -> None:
+    spec = load_spec(SPEC)
+    pool = _Pool(JobResult("ok", {"check": "MISMATCH", "check_sets": 20,
+                                  "check_detail": "grid [4, 1, 1] block [256, 1, 1], input set 1000003: ..."}))
+    scorer = GpuScorer(CUBIN, spec, pool)
+    with pytest.raises(Rejected, match="re-check: outputs differ: grid \\[4"):
+        scorer.recheck(tmp_path / "cand.cubin", (spec,), sets=20, first_set=1_000_000)
+    job = pool.jobs[0]
+    assert job.func == "timing.evaluate:check_job"
+    assert dict(job.kwargs)["sets"] == 20 and dict(job.kwargs)["first_set"] == 1_000_000
+
+
+def test_a_recheck_that_crashes_is_rejected(tmp_path) -> None:
+    scorer = GpuScorer(CUBIN, load_spec(SPEC), _Pool(JobResult("crashed", reason="illegal address")))
+    with pytest.raises(Rejected, match="re-check crashed: illegal address"):
+        scorer.recheck(tmp_path / "cand.cubin", (), sets=20, first_set=1_000_000)
+
+
+def test_every_trial_is_checked_at_the_fill_launch_too() -> None:
+    import dataclasses
+
+    spec = load_spec(SPEC)
+    fill = dataclasses.replace(spec, grid=(2048, 1, 1))
+    scorer = GpuScorer(CUBIN, spec, _Pool(JobResult("ok", {"check": "MISMATCH", "check_detail": "x"})), fill=fill)
+    with pytest.raises(Rejected):
+        scorer.score(Path("cand.cubin"))
+    assert dict(scorer.pool.jobs[0].kwargs)["more"] == (fill,)
+
+
+def test_the_report_says_when_only_one_shape_was_checked() -> None:
+    detail = {"check_detail": "identical on 3 input set(s)", "recheck": "identical on 20 input set(s)"}
+    assert "only the --launch shape" in _check_line(detail, several=False)
+    assert "only the --launch shape" not in _check_line(detail, several=True)
+
+
+def _reorder(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reorder", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_check_launch_needs_launch(tmp_path) -> None:
+    done = _reorder("optimize", str(CUBIN), "--kernel", "rmsnorm_triton_style", "-o", str(tmp_path / "o.cubin"),
+                    "--device", "cpu", "--check-launch", str(SPEC), "--budget", "1")
+    assert done.returncode == 2 and "--check-launch needs --launch" in done.stderr
+
+
+def test_a_wrong_check_launch_is_refused_before_the_search(tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SPEC.read_text().replace('name = "eps"', 'name = "eps2"\n').replace(
+        'dtype = "float32"\nvalue = 1e-5', 'dtype = "float64"\nvalue = 1e-5'))
+    done = _reorder("optimize", str(CUBIN), "--kernel", "rmsnorm_triton_style", "-o", str(tmp_path / "o.cubin"),
+                    "--device", "cpu", "--launch", str(SPEC), "--check-launch", str(bad), "--budget", "1")
+    assert done.returncode == 2 and "bad.toml" in done.stderr
+    assert not (tmp_path / "o.cubin").exists()
