@@ -32,6 +32,7 @@ from reorder.sass import Instruction, KernelCode, decode_kernel
 from reorder.writer import patch_kernel
 
 SOURCE = Path(__file__).parent / "probes" / "barrier_probe.cu"
+PROBES_CUBIN = Path(__file__).parent / "probes" / "barrier_probe_sm_90.cubin"  # SOURCE, nvcc -cubin -O3 -arch=sm_90
 KERNELS = ("bar_sync_lds", "bar_red_lds")
 AFTER = tuple(range(1, 9))
 BEFORE = tuple(range(1, 6))

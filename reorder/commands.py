@@ -330,6 +330,8 @@ def _optimize():
                        help="seconds of paired timing for each of the best 3 binaries, re-scored at the end")
         p.add_argument("--timeline", action="store_true",
                        help="GPU: probe the original and the winner where they differ; timeline.png in the report")
+        p.add_argument("--no-contributions", action="store_true",
+                       help="skip re-scoring the winner without each of its moves")
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
         p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
         p.add_argument("--seed", type=int, default=0)
@@ -352,6 +354,7 @@ def _optimize():
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
                                      args.candidate_budget, args.workers, args.search_only, args.worker_index,
                                      final_budget_s=args.final_budget, timeline=args.timeline,
+                                     contributions=not args.no_contributions,
                                      check_launches=tuple(Path(c) for c in args.check_launch),
                                      recheck_sets=args.recheck_sets,
                                      compiled_from=getattr(args, "compiled_from", {}).get("cubin", "")))

@@ -16,12 +16,14 @@ from timing.spec import LaunchSpec
 
 
 def check_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, sets: int = 3, more: Sequence[LaunchSpec] = (),
-              first_set: int = 0) -> dict[str, Any]:
+              first_set: int = 0, poison_shared: bool = True) -> dict[str, Any]:
     """Byte-equality of B against A on `sets` fresh input sets at the spec's launch and each of
-    `more`, shared memory poisoned before every launch (timing.check)."""
+    `more`, shared memory poisoned before every launch (timing.check; `poison_shared=False`
+    only to show what a check without it misses)."""
     from timing.check import check_pair
 
-    result = check_pair(a_cubin, b_cubin, spec, sets=sets, more=more, first_set=first_set)
+    result = check_pair(a_cubin, b_cubin, spec, sets=sets, more=more, first_set=first_set,
+                        poison_shared=poison_shared)
     # describe() carries the input set and a non-deterministic reference, not only the element
     return {"check": "identical" if result.ok else "MISMATCH", "check_sets": result.sets,
             "check_detail": result.describe()}
