@@ -178,8 +178,10 @@ def _sb_name(sb: int) -> str:
 
 # Consumers that read a predicate operand the way a guard is read (13 cycles after an ALU
 # write on sm_90, ref 3.1 "MIO/BRU predicate readers"): branches, and VOTE, where ptxas
-# leaves 13 and 12 gave wrong results on an H200 (warp_select_k100).
-GUARD_LIKE_READERS = frozenset({"BRA", "EXIT", "BRX", "RET", "VOTE", "VOTEU"})
+# leaves 13 and 12 gave wrong results on an H200 (warp_select_k100), and BAR (BAR.RED's
+# predicate: FSETP -> BAR.RED.POPC at 4, 5 and 6 cycles counted wrong on an H200, ptxas leaves
+# 13; benchmarks/results/2026-11-30_barrier).
+GUARD_LIKE_READERS = frozenset({"BRA", "EXIT", "BRX", "RET", "VOTE", "VOTEU", "BAR"})
 
 
 def read_kind(resource: str, ins: Instruction) -> str:

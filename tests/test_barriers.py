@@ -125,6 +125,30 @@ def test_membar_stall_may_not_shrink() -> None:
 def test_bar_sync_has_a_distance_rule_and_other_barriers_keep_neighbours() -> None:
     rules = barriers.load_rules(90)
     assert rules.distance_for("BAR.SYNC.DEFER_BLOCKING").cycles == 6
-    assert rules.distance_for("BAR.RED.POPC.DEFER_BLOCKING") is None
+    assert rules.distance_for("BAR.RED.POPC.DEFER_BLOCKING").cycles == 6
+    assert rules.distance_for("BAR.ARV") is None
     code = _flag_handoff()
     assert rules.keeps_neighbours(code.instructions[_membar_index(code)])
+
+
+def test_measured_floors_are_the_rules() -> None:
+    """The H200 sweep (benchmarks/results/2026-11-30_barrier): wrong at 1-5, right at 6-8."""
+    import csv
+
+    rows = list(csv.DictReader((ROOT / "benchmarks" / "results" / "2026-11-30_barrier" / "barrier_sweep.csv").open()))
+    rules = barriers.load_rules(90)
+    for kernel, opcode in (("bar_sync_lds", "BAR.SYNC.DEFER_BLOCKING"), ("bar_red_lds", "BAR.RED.POPC.DEFER_BLOCKING")):
+        assert floor(rows, kernel, "after") == rules.distance_for(opcode).cycles == 6
+
+
+def test_bar_red_reads_its_predicate_like_a_guard() -> None:
+    """FSETP -> BAR.RED.POPC at 4-6 cycles counted wrong on the H200 (ptxas leaves 13): every
+    such variant must be rejected for the predicate, and the compiler's 13 stays legal."""
+    variants = {(v.kernel, v.name): v for v in build_variants(PROBES)}
+    for d in range(1, 6):
+        code = decode_kernel(read_cubin_bytes(variants[("bar_red_lds", f"before_d{d}")].data), "bar_red_lds")
+        found = verify_instructions(code.instructions, code.arch)
+        assert any(v.resource == "P0" and v.consumer_opcode.startswith("BAR.RED") and v.required == 13
+                   for v in found), d
+    original = decode_kernel(read_cubin(PROBES), "bar_red_lds")
+    assert not [v for v in verify_instructions(original.instructions, original.arch) if v.resource == "P0"]
