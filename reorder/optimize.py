@@ -46,7 +46,7 @@ class OptimizeArgs:
     worker_index: int = 0
     finalists: int = FINALISTS  # the best distinct binaries scored again before one is chosen
     final_budget_s: float = 5.0  # seconds of paired timing per finalist
-    contributions: bool = True  # re-score the winner without each of its moves
+    contributions: bool = True  # re-score the winner without each of its moves, dropping those that do not pay
     timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
     compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptxinput)
     check_launches: tuple[Path, ...] = ()  # more launch specs the winner must serve (each batch size)
@@ -227,10 +227,10 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
             report.notes.append("every finalist failed its final scoring or its re-check: the output is a copy of the input")
             return report
         choice, built, final = picked
+        if args.contributions:
+            choice, built, final = _prune(args, code.kernel.name, picked, scorer, Path(tmp), report)
         report.best_moves = choice.label()
         report.result = final
-        if args.contributions:
-            report.contributions = _contributions(args, code.kernel.name, choice, final, scorer, Path(tmp))
     after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
     verdict = verify_kernel(after, original=code.instructions)
     report.verifier = verdict.verdict()
@@ -351,12 +351,47 @@ def _final_score(scorer, path: Path, budget_s: float) -> Score:
     return scorer.score(path)
 
 
-def _contributions(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path) -> list[dict]:
-    rows = []
+MAX_PRUNE_ROUNDS = 3  # each round re-scores the winner without each move: bounded cost
+
+
+def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report):
+    """Backward elimination over the winner's moves: score it without each move; while some
+    removal scores no worse, drop the removal that scores best and repeat. A move that does
+    not pay is a change with nothing to show for it. The contribution table of the last
+    round goes into the report. On a GPU a pruned winner must pass the re-check too; if it
+    fails, the unpruned winner (which passed) stands."""
+    choice, built, final = picked
+    for _ in range(MAX_PRUNE_ROUNDS):
+        rows, best = _without_each(args, kernel, choice, final, scorer, tmp)
+        report.contributions = rows
+        if best is None or best[2].value > final.value:
+            break
+        move, smaller, score, smaller_built = best
+        report.notes.append(f"pruned {move}: without it the winner scored {score.line()}, with it {final.line()}")
+        choice, built, final = smaller, smaller_built, score
+    if choice is picked[0] or not isinstance(scorer, GpuScorer):
+        return choice, built, final
+    path = tmp / "pruned.cubin"
+    path.write_bytes(built.data)
+    checked, why = _recheck(scorer, path, check_specs(args, kernel), args.recheck_sets)
+    if checked:
+        return choice, built, replace(final, detail={**final.detail, "recheck": checked})
+    report.notes.append(f"the pruned winner failed its re-check ({why}): the unpruned winner stands")
+    return picked
+
+
+def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path):
+    """(contribution rows, the best removal as (move, choice, score, built) or None)."""
+    rows, best = [], None
     moves = choice.moves()
-    builds = _build_all(args, kernel, [choice.without(family, index) for family, index in moves])
-    for (family, index), built in zip(moves, builds):
-        score, why = _score_built(built, tmp / f"without_{family}_{index}.cubin", scorer.score)
+    if len(moves) < 2:
+        return rows, None
+    smaller = [choice.without(family, index) for family, index in moves]
+    for (family, index), less, built in zip(moves, smaller, _build_all(args, kernel, smaller)):
+        score, why = _score_built(built, tmp / f"without_{family}_{index}.cubin",
+                                  lambda path: _final_score(scorer, path, args.final_budget_s))
         rows.append({"move": f"{family}#{index}", "without": score.line() if score else why,
                      "effect": f"{score.value / final.value:.4f}" if score else "-"})
-    return rows
+        if score and (best is None or score.value < best[2].value):
+            best = (f"{family}#{index}", less, score, built)
+    return rows, best
