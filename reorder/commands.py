@@ -320,7 +320,9 @@ def _optimize():
         p.add_argument("--recheck-sets", type=int, default=20, metavar="N",
                        help="fresh input sets per launch in the winner's re-check (default 20)")
         p.add_argument("--budget", type=int, default=100, help="trials in the study (resumed ones count)")
-        p.add_argument("--time", default="30m", help="wall-clock limit for this run, e.g. 90s, 10m, 1h")
+        p.add_argument("--time", default="30m",
+                       help="wall-clock limit of the search phase, e.g. 90s, 10m, 1h; the finalists' timing, the "
+                            "winner's re-check and pruning come after it (the report gives each phase's duration)")
         p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
         p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")
         p.add_argument("--l2", choices=("warm", "cold"), default="warm")
@@ -502,3 +504,14 @@ def _timeline():
         return 0
 
     return run, add
+
+
+@command("ptx-hoist", "PTX GlobalHoist: list loads' legal destinations, or move loads up (above barriers, "
+                      "stores, out of ifs and loops) and write the PTX and its verified cubin")
+def _ptx_hoist():
+    from reorder.ptx import command as ptx_command
+
+    def run(args: argparse.Namespace) -> int:
+        return ptx_command.run(args, _noalias)
+
+    return run, ptx_command.add_arguments

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -103,13 +104,17 @@ def optimize(args: OptimizeArgs) -> Report | None:
                               study_name_for(args.cubin, kernel, args.noalias, on_gpu), args.seed + args.worker_index)
         if not args.search_only:
             _say(f"study {config.study_name} in {storage} ({args.workers} worker(s))")
+        started = time.monotonic()
         study = run_search(config, space, scorer,
                            progress=(lambda _: None) if args.search_only else (lambda line: _say(line)))
         if args.search_only:
             return None
         _wait(helpers, args.seconds + 300)
+        searched = time.monotonic()
         study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder)
+        report.notes.append(f"phases: search {searched - started:.0f} s (--time {args.seconds:.0f} s); finalists, "
+                            f"re-check and pruning {time.monotonic() - searched:.0f} s")
         if args.timeline:
             try:
                 _timeline(args, code, scorer, folder, report)
