@@ -32,8 +32,7 @@ from benchmarks.kernels.sweep import apply_sweep, spec_toml, sweep_points
 from benchmarks.rows import write_rows
 
 SUITE = Path(__file__).parent / "kernels"
-PROBE_GRID, PROBE_BLOCK, PROBE_SETS = 2048, 1024, 8
-PROBE_SHIFTS = (32, 544)  # a thread of the next warp; one in the other half of the block
+PROBE_SETS = 8
 REPRO_STALLS = (4, 5, 6)  # 6 is the compiler's (control)
 REPRO_ROWS = (1, 4, 16, 512)
 RECHECK_SETS = 20
@@ -112,18 +111,6 @@ def _meta(commit: str) -> dict:
     return {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit}
 
 
-def _probe_spec(kernel: str, grid: int, shift: int):
-    from timing.spec import parse_spec
-
-    n = grid * PROBE_BLOCK
-    return parse_spec({"kernel": {"name": kernel, "grid": [grid], "block": [PROBE_BLOCK], "seed": 77},
-                       "param": [{"name": "in", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "in",
-                                  "init": {"dist": "normal"}},
-                                 {"name": "out", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "out"},
-                                 {"name": "shift", "kind": "scalar", "dtype": "int32", "value": shift}]},
-                      source=f"probe {kernel} grid {grid} shift {shift}")
-
-
 def barrier(folder: Path, out: Path) -> None:
     from timing.evaluate import check_job, describe_status
     from timing.worker import Job, WorkerPool
@@ -149,9 +136,10 @@ def barrier(folder: Path, out: Path) -> None:
 def _launches(folder: Path, e: dict):
     """(label, spec, poison) of each launch an entry is checked at."""
     if e["kind"] == "probe":
-        for grid in (PROBE_GRID, 1):
-            for shift in PROBE_SHIFTS if grid > 1 else PROBE_SHIFTS[:1]:
-                yield f"grid {grid} shift {shift}", _probe_spec(e["kernel"], grid, shift), True
+        from legality.barrier_probe import probe_launches
+
+        for label, spec in probe_launches(e["kernel"]):
+            yield label, spec, True
         return
     from timing.spec import load_spec
 

@@ -136,3 +136,59 @@ def floor(rows: list[dict], kernel: str, side: str) -> int | None:
             break
         best = cycles
     return best
+
+
+# ---------------------------------------------------------------- GPU part
+
+GRID, BLOCK, SETS = 2048, 1024, 8
+SHIFTS = (32, 544)  # a thread of the next warp; one in the other half of the block
+
+
+def probe_spec(kernel: str, grid: int, shift: int):
+    """The launch of a probe kernel: one float in and out per thread, `shift` picks the partner."""
+    from timing.spec import parse_spec
+
+    n = grid * BLOCK
+    return parse_spec({"kernel": {"name": kernel, "grid": [grid], "block": [BLOCK], "seed": 77},
+                       "param": [{"name": "in", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "in",
+                                  "init": {"dist": "normal"}},
+                                 {"name": "out", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "out"},
+                                 {"name": "shift", "kind": "scalar", "dtype": "int32", "value": shift}]},
+                      source=f"probe {kernel} grid {grid} shift {shift}")
+
+
+def probe_launches(kernel: str):
+    """(label, spec): many blocks with each partner distance, and one block alone."""
+    for shift in SHIFTS:
+        yield f"grid {GRID} shift {shift}", probe_spec(kernel, GRID, shift)
+    yield f"grid 1 shift {SHIFTS[0]}", probe_spec(kernel, 1, SHIFTS[0])
+
+
+def run_sweep(reference: Path, variants: list[tuple[dict, Path]], pool) -> list[dict]:
+    """Byte-check each variant (a manifest row and its cubin) against the compiler's cubin at
+    every probe launch, shared memory poisoned; one row per (variant, launch)."""
+    from timing.evaluate import check_job, describe_status
+    from timing.worker import Job
+
+    rows = []
+    for entry, path in variants:
+        for label, spec in probe_launches(entry["kernel"]):
+            res = describe_status(pool.run(Job.of(check_job, str(reference), str(path), spec, sets=SETS,
+                                                  timeout_s=120)))
+            rows.append({**entry, "launch": label, "poisoned": True, **res})
+    return rows
+
+
+def rows_csv(rows: list[dict]) -> str:
+    """The sweep's rows as CSV text, every field any row has."""
+    import csv
+    import io
+
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=keys)
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()

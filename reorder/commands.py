@@ -103,6 +103,9 @@ def _latency_probe():
         p.add_argument("--build-dir", help="where variants are built (default: a temporary folder, or OUT/build)")
         p.add_argument("--from", dest="prebuilt", help="use variants already built into this folder (no nvcc)")
         p.add_argument("--in-process", action="store_true", help="run every pair in this process (no child processes)")
+        p.add_argument("--barriers", action="store_true",
+                       help="sweep how soon a memory access may follow BAR.SYNC / BAR.RED and a store precede them "
+                            "(legality/barrier_probe.py); with --build-only, list the variants")
 
     def run(args: argparse.Namespace) -> int:
         from pathlib import Path
@@ -115,6 +118,8 @@ def _latency_probe():
             arch = int(args.arch.lower().removeprefix("sm_"))
         except ValueError:
             raise InputError(f"--arch {args.arch!r}: expected sm_XX") from None
+        if args.barriers:
+            return _barrier_sweep(args, arch)
         pairs = pc.selected_pairs(args.pairs)
         names = [p.name for p in pairs]
         if args.build_only:
@@ -363,6 +368,45 @@ def _optimize():
         return 0
 
     return run, add
+
+
+def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:
+    """`latency-probe --barriers`: build the barrier variants; with a GPU, byte-check each and
+    print the floor per barrier and side (CSV under --out)."""
+    import tempfile
+    from pathlib import Path
+
+    from legality import barrier_probe as bp
+    from reorder.errors import InputError
+
+    if arch != 90:
+        raise InputError(f"--barriers: the probe cubin is built for sm_90, not sm_{arch}")
+    variants = bp.build_variants(bp.PROBES_CUBIN)
+    if args.build_only:
+        for v in variants:
+            print(f"{v.kernel:<14} {v.name:<10} {v.barrier:<28} {v.access:<6} "
+                  f"{'legal otherwise' if not v.other else 'also breaks: ' + v.other}")
+        print(f"{len(variants)} variants")
+        return 0
+    from reorder.writer import write_atomic
+    from timing.cli_support import require_gpu
+    from timing.worker import WorkerPool
+
+    require_gpu()
+    with tempfile.TemporaryDirectory() as tmp, WorkerPool(devices=[0]) as pool:
+        built = []
+        for v in variants:
+            path = Path(tmp) / f"{v.kernel}_{v.name}.cubin"
+            path.write_bytes(v.data)
+            built.append(({"kernel": v.kernel, "variant": v.name, "side": v.side, "cycles": v.cycles,
+                           "barrier": v.barrier, "access": v.access, "other": v.other}, path))
+        rows = bp.run_sweep(bp.PROBES_CUBIN, built, pool)
+    out = write_atomic(Path(args.out or ".") / "barrier_sweep.csv", bp.rows_csv(rows).encode())
+    for kernel in bp.KERNELS:
+        for side in ("after", "before"):
+            print(f"{kernel:<14} {side:<6} floor {bp.floor(rows, kernel, side)}")
+    print(f"rows: {out}")
+    return 0
 
 
 def _seconds(text: str) -> float:

@@ -152,3 +152,15 @@ def test_bar_red_reads_its_predicate_like_a_guard() -> None:
                    for v in found), d
     original = decode_kernel(read_cubin(PROBES), "bar_red_lds")
     assert not [v for v in verify_instructions(original.instructions, original.arch) if v.resource == "P0"]
+
+
+def test_latency_probe_barriers_lists_the_variants() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "reorder", "latency-probe", "--barriers", "--build-only"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "28 variants"
+    assert sum("bar_sync_lds" in x and "after_d" in x and "legal otherwise" in x for x in lines) == 8
