@@ -42,10 +42,12 @@ _TIMING_KEYS = (("candidate_budget_s", 2.0), ("final_budget_s", 5.0))
 def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKernel], tuple[str, ...]]:
     """Kernels of a suite file (paths relative to it) and the L2 states to run; a suite that
     does not parse, or an entry that lacks a key or names a missing file, is one InputError."""
+    from reorder.files import read_input
+
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:  # ValueError: TOMLDecodeError and undecodable bytes
-        raise InputError(f"{path}: cannot read the suite ({exc})") from None
+        doc = tomllib.loads(read_input(path).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError, undecodable bytes, nesting too deep
+        raise InputError(f"{path}: cannot read the suite ({type(exc).__name__}: {exc})") from None
     defaults = doc.get("defaults", {})
     entries = doc.get("kernel", [])
     if not isinstance(defaults, dict) or not isinstance(entries, list) or not entries:
@@ -56,7 +58,7 @@ def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKern
             if only and entry["name"] not in only:
                 continue
             kernels.append(_bench_kernel(path, entry, defaults))
-        except (KeyError, TypeError, ValueError, OSError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, OSError, AttributeError, RecursionError) as exc:
             what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             name = entry.get("name", "?") if isinstance(entry, dict) else "?"
             raise InputError(f"{path}: kernel entry {n} ({name}): {what}") from None

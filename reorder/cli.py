@@ -4,8 +4,10 @@ and its exit code (2 for unusable input, 1 for a rejected schedule); never a tra
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from reorder.errors import ReorderError
 
@@ -40,21 +42,82 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _batch_loads_cubin(args, parser)
+    with _pipe_safe_stdout():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from reorder.lifetime import Terminated, run_folder, terminate_on_sigterm
+
     try:
-        _compile_ptx_inputs(args)
-        return args.handler(args)
+        with terminate_on_sigterm(), run_folder():
+            _compile_ptx_inputs(args)
+            return args.handler(args)
     except ReorderError as exc:
         print(f"reorder {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Terminated:
+        print(f"reorder {args.command}: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"reorder {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
     except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"reorder {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+class _PipeSafe:
+    """stdout that, once its reader has gone (`reorder verify k.cubin | head -1`), sends the
+    rest to /dev/null instead of raising: the command runs to its verdict and exits with it."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _pipe_safe_stdout() -> Iterator[None]:
+    real = sys.stdout
+    sys.stdout = _PipeSafe(real)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stdout = real
+
+
+def _batch_loads_cubin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """`batch-loads --assume-noalias k.cubin -o x`: argparse hands the cubin to the option's
+    optional PARAMS value. A value that is not a parameter list is the cubin."""
+    if args.command != "batch-loads" or args.cubin is not None:
+        return
+    value = args.assume_noalias
+    if value is None or value == "all" or all(v.strip().isdigit() for v in value.split(",")):
+        parser.error("batch-loads: the following arguments are required: cubin")
+    args.cubin, args.assume_noalias = value, "all"
 
 
 _INPUTS = ("cubin", "a", "b")  # the argument names that take a kernel binary

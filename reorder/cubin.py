@@ -13,7 +13,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reorder.cubincheck import check_kernel_limits, check_section_table, check_symbols_and_relocations
 from reorder.errors import InputError, ReorderError
+from reorder.files import read_input
 from reorder.nvinfo import (
     ATTR_KPARAM_INFO,
     ATTR_REGCOUNT,
@@ -126,19 +128,19 @@ class Cubin:
 
 def read_cubin(path: str | Path) -> Cubin:
     """Read a cubin file; every problem with it becomes one InputError line."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    return parse_cubin(data, str(p))
+    return parse_cubin(read_input(path), str(path))
 
 
 def parse_cubin(data: bytes, where: str = "cubin") -> Cubin:
     """Parse cubin bytes. Malformed input raises InputError, never anything else."""
     _check_magic(data, where)
     try:
-        return _parse(data, where)
+        from elftools.elf.elffile import ELFFile
+    except ImportError as exc:  # not the input's fault: say what is broken, not "malformed ELF"
+        raise ReorderError(f"reorder's installation is broken: cannot import pyelftools ({exc}); "
+                           "reinstall it (pip install -e .)") from None
+    try:
+        return _parse(ELFFile, data, where)
     except ReorderError:
         raise
     except Exception as exc:  # untrusted bytes: whatever pyelftools trips over is an input problem
@@ -161,9 +163,8 @@ def arch_from_flags(e_flags: int, abi_version: int) -> int:
     return (e_flags >> 8) & 0xFF if abi_version >= 8 else e_flags & 0xFF
 
 
-def _parse(data: bytes, where: str) -> Cubin:
-    from elftools.elf.elffile import ELFFile
-
+def _parse(ELFFile, data: bytes, where: str) -> Cubin:  # ELFFile: the class, imported by the caller
+    check_section_table(data, where)
     elf = ELFFile(io.BytesIO(data))
     header = elf.header
     if header["e_machine"] not in ("EM_CUDA", EM_CUDA):
@@ -176,6 +177,7 @@ def _parse(data: bytes, where: str) -> Cubin:
         supported = ", ".join(f"sm_{a}" for a in sorted(SUPPORTED_ARCHS))
         raise InputError(f"{where}: unsupported arch sm_{arch} (supported: {supported})")
     sections = _sections(elf, data, where)
+    check_symbols_and_relocations(data, sections, where)
     global_info = next((s for s in sections if s.name == ".nv.info"), None)
     global_attrs = parse_nv_info(_bytes(data, global_info), f"{where} .nv.info") if global_info else ()
     symbols = _symbols(elf)
@@ -184,6 +186,11 @@ def _parse(data: bytes, where: str) -> Cubin:
         for s in sections
         if s.name.startswith(".text.")
     )
+    if not kernels:
+        raise InputError(f"{where}: no kernel can be read: none of its {len(sections)} sections is a .text.<kernel> "
+                         "section (corrupt section table or section names?)")
+    for kernel in kernels:
+        check_kernel_limits(kernel, arch, where)
     return Cubin(
         data=data,
         arch=arch,

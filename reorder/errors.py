@@ -26,6 +26,10 @@ class ToolError(ReorderError):
         self.stderr = stderr
 
 
+class ToolTimeout(ToolError):
+    """An external tool did not finish within its bound (nvdisasm spins on some corrupt cubins)."""
+
+
 class EncodingError(ReorderError):
     """An instruction could not be encoded or decoded (a field out of range, an unknown layout)."""
 

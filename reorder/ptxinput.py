@@ -28,6 +28,7 @@ from pathlib import Path
 from reorder.cubin import SUPPORTED_ARCHS
 from reorder.diskcache import cache_root, key_of
 from reorder.errors import InputError, ToolError
+from reorder.files import MAX_INPUT_BYTES
 from reorder.tools import find_tool, run_binary, triton_bin_dir, version_line
 from reorder.writer import write_atomic
 
@@ -114,9 +115,11 @@ def compile_ptx(path: Path) -> CompiledPtx | None:
             if head is None:
                 return None
             handle.seek(0)
-            data = handle.read()
+            data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"{path}: larger than {MAX_INPUT_BYTES // 2**20} MiB, the most reorder reads")
     if head.sm not in SUPPORTED_ARCHS:
         supported = ", ".join(f"sm_{a}" for a in sorted(SUPPORTED_ARCHS))
         raise InputError(f"{path}: PTX for unsupported arch {head.target} (supported: {supported})")

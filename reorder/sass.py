@@ -18,7 +18,7 @@ from functools import lru_cache
 from reorder import opcodes as op
 from reorder.control import ControlCode
 from reorder.cubin import Cubin, Kernel
-from reorder.errors import InputError
+from reorder.errors import InputError, ToolTimeout
 from reorder.operands import Access, access, split_operands
 from reorder.tools import run_tool, tool_version
 
@@ -186,7 +186,24 @@ def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
 
 
 def _listing(data: bytes) -> dict[str, list[dict]]:
-    return {f["function-name"]: f["sass-instructions"] for f in nvdisasm_json(data, ".cubin")[1]}
+    doc = nvdisasm_json(data, ".cubin")
+    functions = doc[1] if isinstance(doc, list) and len(doc) > 1 and isinstance(doc[1], list) else None
+    if functions is None or not all(isinstance(f, dict) and isinstance(f.get("function-name"), str)
+                                    and isinstance(f.get("sass-instructions"), list) for f in functions):
+        raise InputError(f"nvdisasm {tool_version('nvdisasm')}: its JSON listing does not have the expected "
+                         "[header, [functions]] shape")
+    return {f["function-name"]: f["sass-instructions"] for f in functions}
+
+
+# nvdisasm lists a few hundred KB per second and spins on some corrupt inputs (a mangled
+# .rela.debug_frame ran for over 11 minutes): its time is bounded by the input's size.
+NVDISASM_BASE_S = 15.0
+NVDISASM_S_PER_MIB = 15.0
+
+
+def nvdisasm_timeout(size: int) -> float:
+    """Seconds nvdisasm may take for `size` bytes of input."""
+    return NVDISASM_BASE_S + NVDISASM_S_PER_MIB * size / 2**20
 
 
 def nvdisasm_json(data: bytes, suffix: str, *options: str) -> list:
@@ -194,8 +211,12 @@ def nvdisasm_json(data: bytes, suffix: str, *options: str) -> list:
     with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as handle:
         handle.write(data)
         path = handle.name
+    timeout = nvdisasm_timeout(len(data))
     try:
-        out = run_tool("nvdisasm", *options, "-json", path)
+        out = run_tool("nvdisasm", *options, "-json", path, timeout=timeout)
+    except ToolTimeout:
+        raise InputError(f"nvdisasm did not finish within {timeout:.0f} s on {len(data) // 1024} KB (its bound "
+                         "for this size): the input is corrupt in a way reorder's own checks do not see") from None
     finally:
         os.unlink(path)
     try:

@@ -185,7 +185,9 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
     import warnings
 
     import optuna
-    from joblib import Parallel, delayed
+    from joblib import delayed
+
+    from reorder.lifetime import parallel
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -205,7 +207,7 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
             beat.trial_ids |= {t._trial_id for t in trials}
             beat.beat()
             choices = [suggest(t, space) for t in trials]
-            built = Parallel(n_jobs=config.jobs, backend="loky")(
+            built = parallel(config.jobs)(  # workers that die with this process (reorder.lifetime)
                 delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c) for c in choices)
             for trial, choice, b in zip(trials, choices, built):
                 _finish(study, trial, choice, b, scorer, seen, Path(tmp))

@@ -41,14 +41,9 @@ def _span(text: str, where: str) -> tuple[int, int]:
 
 def read_config(path: str) -> StallConfig:
     """The config file at `path`; unreadable or non-text files are one InputError."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text config file") from None
-    return parse_config(text, path)
+    from reorder.files import read_text_input
+
+    return parse_config(read_text_input(path, what="text config"), path)
 
 
 def parse_config(text: str, where: str = "config") -> StallConfig:

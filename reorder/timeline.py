@@ -147,12 +147,11 @@ def _num(value: float) -> str:
 
 def read_csv(path: str | Path) -> list[dict[str, str]]:
     """Rows of a timeline CSV, refused with one line when it is not one."""
+    from reorder.files import read_input
+
     p = Path(path)
     try:
-        with p.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        rows = list(csv.DictReader(io.StringIO(read_input(p).decode("utf-8"), newline="")))
     except (UnicodeDecodeError, csv.Error):
         rows = []
     if not rows or not set(CSV_FIELDS) <= set(rows[0]):

@@ -3,18 +3,20 @@
 nvdisasm and cuobjdump come from the PyPI packages `nvidia-cuda-nvdisasm` and
 `nvidia-cuda-cuobjdump`, so a machine without a CUDA install still has them. We look
 inside the installed `nvidia` namespace package first, then PATH, then CUDA_HOME, and for
-ptxas last in Triton's bundled tools.
+ptxas last in Triton's bundled tools; `REORDER_NVDISASM` (and so on) names one binary
+explicitly. An nvdisasm older than MIN_RELEASE is refused: older releases misread cubins.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from reorder.errors import ToolError
+from reorder.errors import ToolError, ToolTimeout
 
 _PACKAGE_HINT = {
     "nvdisasm": "pip install nvidia-cuda-nvdisasm",
@@ -47,25 +49,61 @@ def triton_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "backends" / "nvidia" / "bin"
 
 
+# The oldest releases reorder accepts. CUDA 13.0.85's nvdisasm writes malformed JSON for probe
+# builds (an instruction list before its function record) and lists 321 of the 464
+# instructions of Rodinia's normalize_weights_kernel (nvcc -O3, sm_90); 13.5.37, the
+# nvidia-cuda-nvdisasm wheel, reads both (issue 14). pyproject.toml pins the same floor.
+MIN_RELEASE: dict[str, tuple[int, int, int]] = {"nvdisasm": (13, 5, 37)}
+_RELEASE = re.compile(r"\bV(\d+)\.(\d+)\.(\d+)\b")
+
+
 @functools.cache
 def find_tool(name: str) -> Path:
-    """Path of an NVIDIA tool, or ToolError naming the tool and how to get it."""
-    for folder in _package_bin_dirs():
-        candidate = folder / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
+    """Path of an NVIDIA tool, or ToolError naming the tool and how to get it.
+
+    `REORDER_<NAME>` (e.g. REORDER_NVDISASM) names one binary explicitly; otherwise the
+    nvidia wheels come first, then PATH, CUDA_HOME and (ptxas) Triton's bundled tools. A tool
+    with a release floor (MIN_RELEASE) must meet it: the first candidate that does is used,
+    and when none does the first one found is refused in one line."""
+    override = os.environ.get(f"REORDER_{name.upper()}")
+    candidates = [Path(override)] if override else _candidates(name)
+    if not candidates:
+        raise ToolError(f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); "
+                        f"{_PACKAGE_HINT.get(name, '')}")
+    floor = MIN_RELEASE.get(name)
+    if floor is None:
+        return candidates[0]
+    for candidate in candidates:
+        if (release_of(candidate) or (0,)) >= floor:
             return candidate
+    found = release_of(candidates[0])
+    what = "an unreadable version" if found is None else "release " + ".".join(map(str, found))
+    want = ".".join(map(str, floor))
+    raise ToolError(f"{candidates[0]} is {name} {what}, older than {want}, the oldest that lists every cubin "
+                    f"correctly; get a good one: pip install 'nvidia-cuda-{name}>={want}'")
+
+
+def _candidates(name: str) -> list[Path]:
+    """Every executable `name` reorder may use, in order of preference (the wheels first)."""
+    found = [folder / name for folder in _package_bin_dirs()]
     on_path = shutil.which(name)
-    if on_path:
-        return Path(on_path)
+    found += [Path(on_path)] if on_path else []
     cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if cuda_home:
-        candidate = Path(cuda_home) / "bin" / name
-        if candidate.is_file():
-            return candidate
-    bundled = triton_bin_dir() / name
-    if name == "ptxas" and bundled.is_file() and os.access(bundled, os.X_OK):
-        return bundled  # a GPU machine with Triton but no CUDA toolkit still has ptxas (probe templates)
-    raise ToolError(f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); {_PACKAGE_HINT.get(name, '')}")
+    found += [Path(cuda_home) / "bin" / name] if cuda_home else []
+    if name == "ptxas":  # a GPU machine with Triton but no CUDA toolkit still has ptxas (probe templates)
+        found.append(triton_bin_dir() / name)
+    return list(dict.fromkeys(p for p in found if p.is_file() and os.access(p, os.X_OK)))
+
+
+@functools.cache
+def release_of(path: Path) -> tuple[int, int, int] | None:
+    """(13, 5, 37) from `path --version` ("Cuda compilation tools, release 13.5, V13.5.37"),
+    None when the tool does not say or cannot run."""
+    try:
+        match = _RELEASE.search(run_binary(path, "--version", timeout=30.0).stdout)
+    except ToolError:
+        return None
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
 def have_tool(name: str) -> bool:
@@ -83,7 +121,7 @@ def run_tool(name: str, *args: str, input_bytes: bytes | None = None, timeout: f
     try:
         done = subprocess.run(command, input=input_bytes, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise ToolError(f"{name} timed out after {timeout:.0f}s", command) from exc
+        raise ToolTimeout(f"{name} timed out after {timeout:.0f}s", command) from exc
     if done.returncode != 0:
         stderr = done.stderr.decode(errors="replace").strip()
         first = stderr.splitlines()[0] if stderr else f"exit code {done.returncode}"
@@ -109,6 +147,6 @@ def run_binary(path: Path, *args: str, timeout: float = 120.0) -> subprocess.Com
     try:
         return subprocess.run((str(path), *args), capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise ToolError(f"{path.name} timed out after {timeout:.0f}s", (str(path), *args)) from exc
+        raise ToolTimeout(f"{path.name} timed out after {timeout:.0f}s", (str(path), *args)) from exc
     except OSError as exc:
         raise ToolError(f"{path}: cannot run: {exc.strerror or exc}", (str(path), *args)) from None

@@ -18,6 +18,7 @@ from pathlib import Path
 from reorder import branches
 from reorder.cubin import Cubin, Kernel, parse_cubin
 from reorder.errors import EncodingError, InputError
+from reorder.files import check_output, output_mode
 from reorder.nvinfo import ATTR_REGCOUNT, encode_nv_info, remap_record
 from reorder.sass import Instruction
 
@@ -93,11 +94,11 @@ def _patch_regcount(data: bytearray, cubin: Cubin, kernel: Kernel, regcount: int
 
 
 def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = ()) -> Path:
-    """Write `data` to `path` via a temporary file and rename; refuse to overwrite an input."""
-    target = Path(path)
-    for p in protect:
-        if Path(p).exists() and target.exists() and os.path.samefile(p, target):
-            raise InputError(f"{target}: refusing to overwrite the input file; choose another -o")
+    """Write `data` to `path` via a temporary file and rename. Refused in one line: an input
+    (`protect`), a folder, a device or FIFO (reorder.files.check_output). A replaced file keeps
+    its mode, a new one gets the umask's (not mkstemp's 0600)."""
+    target = check_output(path, protect)
+    mode = output_mode(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -105,6 +106,7 @@ def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = 
         raise InputError(f"{target}: cannot write there: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
             handle.write(data)
         os.replace(tmp, target)
     except BaseException:

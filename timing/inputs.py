@@ -62,8 +62,8 @@ def load_hook(path: str) -> Callable[..., dict[str, Any]]:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as e:
-        raise SpecError(f"hook {path!r} cannot be imported: {e}") from None
+    except Exception as e:  # noqa: BLE001 - whatever the user's module raises on import is one line
+        raise SpecError(f"hook {path!r} cannot be imported: {type(e).__name__}: {e}") from None
     if not callable(obj):
         raise SpecError(f"hook {path!r} is not callable")
     return obj

@@ -47,6 +47,7 @@ shape exactly (no silent casts). Seeding is described in timing.inputs.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,10 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
 MAX_DYNAMIC_SHARED = 227 * 1024  # sm_90 per-block opt-in maximum
+# All buffers of one spec together. Every input set is drawn on the host (normal and uniform
+# in float64 before the cast) and each kernel of a pair gets its own copy on the GPU, so a
+# spec near the GPU's memory could not be checked; the largest suite spec needs 192 MiB.
+MAX_BUFFER_BYTES = 16 * 2**30
 ROLES = ("in", "out", "inout")
 KINDS = ("buffer", "scalar")
 DISTS: dict[str, dict[str, float | None]] = {
@@ -109,7 +114,7 @@ class BufferParam:
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # Python ints: a shape that overflows int64 cannot wrap
 
     @property
     def nbytes(self) -> int:
@@ -156,18 +161,29 @@ class LaunchSpec:
 
 
 def load_spec(path: str | Path) -> LaunchSpec:
-    """Read and validate a spec file; every problem is one SpecError line."""
+    """Read and validate a spec file; every problem is one SpecError line. A hook must
+    import here, up front, not in a GPU worker after the search has started."""
+    from reorder.files import read_input
+
     path = Path(path)
     src = str(path)
+    if not path.exists():
+        raise SpecError(f"{src}: spec file not found")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{src}: spec file not found") from None
-    except OSError as e:
-        raise SpecError(f"{src}: cannot read spec file: {e.strerror}") from None
+        raw = tomllib.loads(read_input(path, SpecError).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SpecError(f"{src}: not valid TOML: {e}") from None
-    return parse_spec(raw, source=src)
+    except RecursionError:  # tomllib recurses once per nesting level of arrays and inline tables
+        raise SpecError(f"{src}: not valid TOML: nested too deeply") from None
+    spec = parse_spec(raw, source=src)
+    if spec.hook is not None:
+        from timing.inputs import load_hook
+
+        try:
+            load_hook(spec.hook)
+        except SpecError as e:
+            raise SpecError(f"{src}: [kernel] {e}") from None
+    return spec
 
 
 def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
@@ -197,12 +213,20 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
     if not isinstance(raw_params, list) or not all(isinstance(p, dict) for p in raw_params):
         raise SpecError(f"{source}: 'param' must be an array of tables ([[param]])")
     params = tuple(_parse_param(p, i, source, hook is not None) for i, p in enumerate(raw_params))
+    _check_total_size(params, source)
     seen: set[str] = set()
     for p in params:
         if p.name in seen:
             raise SpecError(f"{source}: param '{p.name}': name used twice")
         seen.add(p.name)
     return LaunchSpec(name, grid, block, params, shared, seed, hook, source)
+
+
+def _check_total_size(params: tuple[Param, ...], source: str) -> None:
+    total = sum(p.nbytes for p in params if isinstance(p, BufferParam))
+    if total > MAX_BUFFER_BYTES:
+        raise SpecError(f"{source}: buffers of {total / 2**30:.3g} GiB in all; a spec may ask for at most "
+                        f"{MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)")
 
 
 def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool) -> Param:
@@ -231,6 +255,10 @@ def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool) -
         raise SpecError(f"{where}: an 'out' buffer takes no 'init' (it is poisoned before every run)")
     if role != "out" and init_raw is None and not has_hook:
         raise SpecError(f"{where}: '{role}' buffer needs an 'init' (or a kernel hook that supplies it)")
+    buffer = BufferParam(name, dtype, shape, role)
+    if buffer.nbytes > MAX_BUFFER_BYTES:
+        raise SpecError(f"{where}: shape {list(shape)} of {dtype} is {buffer.nbytes} bytes; a spec may ask for at "
+                        f"most {MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)")
     init = None if init_raw is None else _init(init_raw, dtype, shape, where)
     return BufferParam(name, dtype, shape, role, init)
 
@@ -254,24 +282,32 @@ def _init(raw: Any, dtype: str, shape: tuple[int, ...], where: str) -> Init:
             raise SpecError(f"{where}: init '{key}' must be a number, got {value!r}")
         args.append((key, value))
     init = Init(dist, tuple(args))
-    _check_init_range(init, dtype, int(np.prod(shape)), where)
+    _check_init_range(init, dtype, math.prod(shape), where)
     return init
 
 
 def _check_init_range(init: Init, dtype: str, size: int, where: str) -> None:
-    """Refuse draws that cannot be represented, instead of wrapping silently."""
+    """Refuse draws that cannot be made or represented (numpy would raise OverflowError or
+    ValueError when the inputs are drawn, on the GPU host, after the search has started)."""
     kind = np.dtype(dtype).kind
+    if init.dist not in ("const",):
+        for key, value in init.args:
+            if not _finite(value):
+                raise SpecError(f"{where}: init '{init.dist}' {key} must be finite, got {value!r}")
     if init.dist in ("integers", "index"):
         low, high = init.arg("low"), init.arg("high")
         if not (float(low).is_integer() and float(high).is_integer()):
             raise SpecError(f"{where}: init '{init.dist}' bounds must be integers")
         if high <= low:
             raise SpecError(f"{where}: init '{init.dist}' needs low < high, got [{low}, {high})")
-        _check_fits(low, dtype, where, "init low")
-        _check_fits(high - 1, dtype, where, "init high-1")
+        _check_fits(low, dtype if kind in "iu" else "int64", where, "init low")
+        _check_fits(high - 1, dtype if kind in "iu" else "int64", where, "init high-1")
     elif init.dist in ("uniform",):
-        if init.arg("high") <= init.arg("low"):
+        low, high = init.arg("low"), init.arg("high")
+        if high <= low:
             raise SpecError(f"{where}: init 'uniform' needs low < high")
+        if not _finite(high - low):
+            raise SpecError(f"{where}: init 'uniform' range [{low}, {high}) is wider than a float64 holds")
     elif init.dist == "normal":
         if init.arg("std") < 0:
             raise SpecError(f"{where}: init 'normal' needs std >= 0")
@@ -346,6 +382,14 @@ def _dtype(name: str, where: str) -> str:
     return dt.name
 
 
+def _finite(value: float) -> bool:
+    """True for a number a float64 holds finitely (TOML integers may be of any size)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _check_fits(value: Any, dtype: str, where: str, what: str) -> None:
     dt = np.dtype(dtype)
     if isinstance(value, bool):
@@ -356,10 +400,15 @@ def _check_fits(value: Any, dtype: str, where: str, what: str) -> None:
         raise SpecError(f"{where}: {what} must be a number, got {value!r}")
     if dt.kind in "iu":
         info = np.iinfo(dt)
-        if not float(value).is_integer() or not info.min <= value <= info.max:
+        whole = isinstance(value, int) or (math.isfinite(value) and value.is_integer())
+        if not whole or not info.min <= value <= info.max:
             raise SpecError(f"{where}: {what} {value!r} does not fit {dtype} [{info.min}, {info.max}]")
     elif dt.kind == "b" and value not in (0, 1):
         raise SpecError(f"{where}: {what} {value!r} is not a boolean")
+    elif dt.kind == "f" and (not _finite(value) and isinstance(value, int) or
+                             _finite(value) and abs(float(value)) > np.finfo(dt).max):
+        raise SpecError(f"{where}: {what} {value!r} is beyond the range of {dtype} (inf and nan may be given "
+                        "as such)")
 
 
 # ---------------------------------------------------------------- cubin cross-check

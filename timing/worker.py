@@ -94,8 +94,14 @@ def _is_reorder_error(exc: BaseException) -> bool:
     return isinstance(exc, ReorderError)
 
 
-def _child_main(conn: Any, device: Device) -> None:
-    """Child loop: announce readiness, then run jobs until told to stop (None) or the pipe closes."""
+def _child_main(conn: Any, device: Device, parent: int | None = None) -> None:
+    """Child loop: announce readiness, then run jobs until told to stop (None) or the pipe closes.
+    A child busy in a job (a hung kernel) would not see the pipe close: it watches its parent
+    and exits when the parent dies (reorder.lifetime.watch_parent)."""
+    if parent is not None:
+        from reorder.lifetime import watch_parent
+
+        watch_parent(parent)
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
     conn.send(("ready", os.getpid()))
@@ -143,7 +149,7 @@ class _Worker:
     def _start(self) -> str:
         """Start a child and wait for 'ready'; returns '' or a reason it failed."""
         parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_child_main, args=(child, self.device), daemon=True)
+        self.proc = self.ctx.Process(target=_child_main, args=(child, self.device, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
         self.conn = parent

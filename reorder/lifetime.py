@@ -1,0 +1,147 @@
+"""What a run leaves behind when it ends, however it ends: nothing.
+
+Killing `optimize` with kill -9 left its loky workers (idle for 300 s by default) and their
+resource trackers alive for minutes, and `reorder-search-*` folders and temp cubins stayed
+after a kill or a SIGTERM. So:
+
+- every temporary file of a run lives in one folder, `<tmp>/reorder-<uid>/run-<pid>-*`
+  (TMPDIR points there, so `tempfile`, worker processes and tools follow); the run holds an
+  flock on the folder's lock file, which the kernel drops when the process dies, so the next
+  run removes every folder whose lock it can take (`run_folder`);
+- a SIGTERM unwinds like Ctrl-C, so `finally` blocks and temporary folders clean up
+  (`terminate_on_sigterm`);
+- worker processes watch their parent and exit within a second of its death (`watch_parent`,
+  the initializer of every loky pool made by `parallel`, and of timing.worker's children).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+SCRATCH_ENV = "REORDER_SCRATCH"  # the root of every run's folder, passed on to child runs
+LOCK_NAME = ".lock"
+YOUNG_S = 60.0  # a folder without a lock file this young may be one being created right now
+POLL_S = 1.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the run unwinds and cleans up."""
+
+
+def scratch_root() -> Path:
+    """`<tmp>/reorder-<uid>`, the same for a run and the runs it starts, owned by this user."""
+    given = os.environ.get(SCRATCH_ENV)
+    root = Path(given) if given else Path(tempfile.gettempdir()) / f"reorder-{os.getuid()}"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise OSError(f"{root} is not a folder of this user; set {SCRATCH_ENV} to one")
+    return root
+
+
+def clean_stale(root: Path) -> list[Path]:
+    """Remove the run folders under `root` whose run has ended; the folders removed."""
+    removed = []
+    for folder in root.glob("run-*"):
+        if folder.is_dir() and _ended(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _ended(folder: Path) -> bool:
+    try:
+        handle = open(folder / LOCK_NAME, "a")  # noqa: SIM115 (closed below, lock released with it)
+    except FileNotFoundError:
+        return time.time() - folder.stat().st_mtime > YOUNG_S
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its run holds the lock: alive
+        return True
+
+
+@contextlib.contextmanager
+def run_folder() -> Iterator[Path]:
+    """A fresh, locked folder for this run's temporary files, with TMPDIR and `tempfile`
+    pointed at it; removed on the way out. Stale folders of ended runs are removed first."""
+    root = scratch_root()
+    clean_stale(root)
+    folder = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=root))
+    lock = open(folder / LOCK_NAME, "w")  # noqa: SIM115 (held for the whole run)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    saved = {key: os.environ.get(key) for key in ("TMPDIR", SCRATCH_ENV)}
+    saved_tempdir = tempfile.tempdir
+    os.environ.update({"TMPDIR": str(folder), SCRATCH_ENV: str(root)})
+    tempfile.tempdir = str(folder)
+    try:
+        yield folder
+    finally:
+        tempfile.tempdir = saved_tempdir
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _stop_pools()
+        shutil.rmtree(folder, ignore_errors=True)
+        lock.close()
+
+
+def _stop_pools() -> None:
+    """Stop loky's reusable workers: they were started with TMPDIR in the folder removed now
+    (matters only where one process runs several commands, as tests and the fuzzer do)."""
+    import sys
+
+    module = sys.modules.get("joblib.externals.loky.reusable_executor")
+    executor = getattr(module, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True, kill_workers=True)
+
+
+@contextlib.contextmanager
+def terminate_on_sigterm() -> Iterator[None]:
+    """While inside, SIGTERM raises Terminated in the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def watch_parent(parent: int, poll_s: float = POLL_S) -> None:
+    """Exit this process (at once, no cleanup to hang on) when `parent` is no longer its parent."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
+
+
+def parallel(n_jobs: int):
+    """A joblib Parallel on loky whose workers die with this process."""
+    from joblib import Parallel
+
+    return Parallel(n_jobs=n_jobs, backend="loky", initializer=watch_parent, initargs=(os.getpid(),))

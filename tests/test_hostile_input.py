@@ -1,0 +1,388 @@
+"""Issue 20: the README's promises under hostile or clumsy use. Bad input is one line and
+exit 2, outputs never replace what they should not, verdicts survive pipes, and a killed
+run leaves no process or temp file behind. One test per item of the issue; each failed
+before its fix."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reorder.cli import main
+from reorder.cubin import read_cubin
+
+ROOT = Path(__file__).resolve().parent.parent
+CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
+SMALL = ROOT / "benchmarks" / "kernels" / "cubin" / "gather_histogram.cubin"
+SPEC = ROOT / "benchmarks" / "kernels" / "specs" / "rmsnorm_triton_style.toml"
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    """`reorder ARGS` in this process: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_refusal(code: int, err: str, command: str) -> str:
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"reorder {command}: error: "), err
+    return lines[0]
+
+
+def _mutant(tmp_path: Path, name: str, patch) -> Path:
+    data = bytearray(CUBIN.read_bytes())
+    patch(data, read_cubin(CUBIN))
+    path = tmp_path / f"{name}.cubin"
+    path.write_bytes(data)
+    return path
+
+
+# ---------------------------------------------------------------- 1. outputs aimed at devices, FIFOs; modes
+
+
+def test_1_output_on_a_device_or_fifo_is_refused_and_left_alone(tmp_path: Path, capsys) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    targets = [(fifo, "FIFO", stat.S_ISFIFO)]
+    device = tmp_path / "null"  # a copy of /dev/null's node: the test must not risk the real one
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        targets.append((device, "character device", stat.S_ISCHR))
+    except (PermissionError, AttributeError):
+        pass  # not root: the FIFO stands for every node
+    for target, says, still in targets:
+        before = os.stat(target)
+        line = _one_line_refusal(*_run(capsys, "stalls", str(SMALL), "-o", str(target))[::2], "stalls")
+        assert says in line
+        after = os.stat(target)
+        assert still(after.st_mode) and after.st_ino == before.st_ino
+
+
+def test_1_outputs_keep_the_replaced_mode_and_follow_the_umask(tmp_path: Path, capsys) -> None:
+    from reorder.writer import write_atomic
+
+    old = os.umask(0o027)
+    try:
+        fresh = write_atomic(tmp_path / "fresh.bin", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o640  # mkstemp alone gives 0600
+    kept = tmp_path / "kept.bin"
+    kept.write_bytes(b"old")
+    kept.chmod(0o664)
+    write_atomic(kept, b"new")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o664 and kept.read_bytes() == b"new"
+
+
+# ---------------------------------------------------------------- 2. corrupt section tables
+
+
+def _shnum(value: int):
+    return lambda data, cubin: struct.pack_into("<H", data, 0x3C, value)
+
+
+def _shstrtab_offset(data: bytearray, cubin) -> None:
+    names = cubin.section(".shstrtab")
+    struct.pack_into("<Q", data, names.header_offset + 24, 0x100)  # sh_offset: into .strtab's bytes
+
+
+@pytest.mark.parametrize("patch", [_shnum(0), _shnum(3), _shstrtab_offset], ids=["shnum0", "shnum3", "shstrtab"])
+def test_2_no_readable_kernel_is_bad_input(tmp_path: Path, capsys, patch) -> None:
+    path = _mutant(tmp_path, "sections", patch)
+    for command in ("disasm", "verify"):
+        code, out, err = _run(capsys, command, str(path))
+        _one_line_refusal(code, err, command)
+        assert out == ""
+
+
+# ---------------------------------------------------------------- 3. absurd header values
+
+
+def _regcount(data: bytearray, cubin) -> None:
+    from reorder.nvinfo import ATTR_REGCOUNT
+
+    section = cubin.sections[cubin.global_info_section]
+    record = next(r for r in cubin.global_attrs if r.attr == ATTR_REGCOUNT)
+    struct.pack_into("<I", data, section.offset + record.offset + 8, 60437)
+
+
+def _shared(data: bytearray, cubin) -> None:
+    shared = cubin.section(".nv.shared.rmsnorm_triton_style")
+    struct.pack_into("<Q", data, shared.header_offset + 32, 4 * 2**30)  # sh_size
+
+
+@pytest.mark.parametrize(("patch", "says"), [(_regcount, "register count 60437"), (_shared, "shared memory")],
+                         ids=["regcount", "shared"])
+def test_3_header_values_beyond_the_arch_are_refused(tmp_path: Path, capsys, patch, says) -> None:
+    path = _mutant(tmp_path, "absurd", patch)
+    assert says in _one_line_refusal(*_run(capsys, "verify", str(path))[::2], "verify")
+    out = tmp_path / "out.cubin"
+    _one_line_refusal(*_run(capsys, "stalls", str(path), "-o", str(out))[::2], "stalls")
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- 4. inputs that make nvdisasm spin
+
+
+def _debug_frame_addend(data: bytearray, cubin) -> None:
+    rela = cubin.section(".rela.debug_frame")
+    struct.pack_into("<q", data, rela.offset + 3 * 24 + 16, 0x30000000)  # a mutant that spun for 11+ minutes
+
+
+def test_4_a_relocation_past_its_function_is_named_not_disassembled(tmp_path: Path, capsys) -> None:
+    path = _mutant(tmp_path, "spin", _debug_frame_addend)
+    start = time.monotonic()
+    line = _one_line_refusal(*_run(capsys, "disasm", str(path))[::2], "disasm")
+    assert "corrupt .rela.debug_frame: relocation 3" in line and time.monotonic() - start < 10
+
+
+def test_4_nvdisasm_time_is_bounded_by_the_input_size(tmp_path: Path, monkeypatch) -> None:
+    from reorder import sass, tools
+    from reorder.errors import InputError
+
+    assert sass.nvdisasm_timeout(14 * 1024) < 20 and sass.nvdisasm_timeout(2**20) <= 30
+    slow = tmp_path / "nvdisasm"
+    slow.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'Cuda compilation tools, release 13.5, V13.5.37' "
+                    "&& exit 0\nsleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("REORDER_NVDISASM", str(slow))
+    monkeypatch.setattr(sass, "NVDISASM_BASE_S", 1.0)
+    tools.find_tool.cache_clear()
+    try:
+        start = time.monotonic()
+        with pytest.raises(InputError, match="did not finish within 1 s"):
+            sass.nvdisasm_json(b"\0" * 64, ".cubin")
+        assert time.monotonic() - start < 10
+    finally:
+        tools.find_tool.cache_clear()
+
+
+# ---------------------------------------------------------------- 5. launch specs
+
+
+def _spec(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text('[kernel]\nname = "k"\ngrid = [1]\nblock = [32]\n\n' + body)
+    return path
+
+
+def _buffer(shape: str = "[16]", dtype: str = "float32", init: str = '{ dist = "normal" }') -> str:
+    return f'[[param]]\nname = "x"\nkind = "buffer"\ndtype = "{dtype}"\nshape = {shape}\nrole = "in"\ninit = {init}\n'
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("deep = " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+    (_buffer("[1000000, 1000000]"), "at most 16 GiB"),
+    (_buffer("[4611686018427387904, 4]"), "at most 16 GiB"),
+    (_buffer(init='{ dist = "uniform", low = -inf, high = inf }'), "must be finite"),
+    (_buffer(init='{ dist = "uniform", low = -1e308, high = 1e308 }'), "wider than a float64"),
+    (_buffer(init='{ dist = "normal", std = nan }'), "must be finite"),
+    (_buffer(dtype="float32", init='{ dist = "integers", high = 99999999999999999999 }'), "does not fit int64"),
+    ('[[param]]\nname = "n"\nkind = "scalar"\ndtype = "int32"\nvalue = 1e400\n', "does not fit int32"),
+], ids=["nested", "1e12", "int64-overflow", "uniform-inf", "uniform-range", "normal-nan", "integers-int64",
+        "scalar-inf"])
+def test_5_specs_whose_inputs_cannot_be_drawn_are_refused(tmp_path: Path, body: str, says: str) -> None:
+    from reorder.errors import SpecError
+    from timing.spec import load_spec
+
+    with pytest.raises(SpecError, match=says):
+        load_spec(_spec(tmp_path, body))
+
+
+def test_5_hook_must_import_up_front(tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "hook.toml"
+    spec.write_text(SPEC.read_text().replace('[kernel]\n', '[kernel]\nhook = "no_such_module_q:make"\n', 1))
+    line = _one_line_refusal(*_run(capsys, "check", str(CUBIN), str(CUBIN), "--launch", str(spec))[::2], "check")
+    assert "no_such_module_q" in line and "cannot be imported" in line
+
+
+def test_5_nested_spec_is_one_line_in_check(tmp_path: Path, capsys) -> None:
+    spec = _spec(tmp_path, "deep = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "nested too deeply" in _one_line_refusal(
+        *_run(capsys, "check", str(CUBIN), str(CUBIN), "--launch", str(spec))[::2], "check")
+
+
+# ---------------------------------------------------------------- 6. verdicts through a closed pipe
+
+
+def test_6_verdict_survives_a_closed_pipe(tmp_path: Path) -> None:
+    from legality.mutate import scoreboard_mutants
+    from reorder.sass import decode_kernel
+    from reorder.writer import patch_kernel
+
+    cubin = read_cubin(CUBIN)
+    kernel = cubin.kernels[0]
+    mutant = next(scoreboard_mutants(decode_kernel(cubin, kernel.name).instructions))
+    bad = tmp_path / "bad.cubin"
+    bad.write_bytes(patch_kernel(cubin, kernel, mutant.instructions))
+    proc = subprocess.Popen([sys.executable, "-m", "reorder", "verify", str(bad)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # `| head -0`: the reader is gone before the first line
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert b"Traceback" not in err and b"Exception ignored" not in err
+
+
+# ---------------------------------------------------------------- 7. endless inputs
+
+
+def _bounded(*args: str) -> subprocess.CompletedProcess:
+    """`reorder ARGS` in a child limited to 2 GiB of address space and 60 s: an unbounded read
+    of /dev/zero or a blocking FIFO fails the test instead of taking the machine down."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    try:
+        return subprocess.run([sys.executable, "-m", "reorder", *args], capture_output=True, text=True,
+                              timeout=60, preexec_fn=limit, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"reorder {' '.join(args)} did not return within 60 s")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_7_device_and_fifo_inputs_are_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for args, says in [(("disasm", "/dev/zero"), "character device"), (("verify", str(fifo)), "FIFO"),
+                       (("check", str(CUBIN), str(CUBIN), "--launch", "/dev/zero"), "character device")]:
+        done = _bounded(*args)
+        assert says in _one_line_refusal(done.returncode, done.stderr, args[0])
+
+
+def test_7_inputs_are_read_up_to_a_stated_cap(tmp_path: Path) -> None:
+    from reorder.errors import InputError
+    from reorder.files import read_input
+
+    big = tmp_path / "big.cubin"
+    big.write_bytes(b"\0" * 2048)
+    assert len(read_input(big, limit=2048)) == 2048
+    with pytest.raises(InputError, match="larger than"):
+        read_input(big, limit=1024)
+
+
+# ---------------------------------------------------------------- 8. kills leave nothing behind
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of `pid` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_8_kill_9_takes_the_search_workers_and_the_next_run_cleans_up(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin"),
+                             "--device", "cpu", "--jobs", "2", "--budget", "40", "--assume-noalias"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: set[int] = set()
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.5)
+        workers = _children(proc.pid)
+    assert len(workers) >= 2, "the search never started its workers"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.5)
+    assert not any(_alive(p) for p in workers), "workers outlived their parent"
+    assert list(scratch.glob("run-*")), "the killed run's folder is what the next run must clean"
+    subprocess.run([sys.executable, "-m", "reorder", "verify", str(SMALL)], env=env, check=True, capture_output=True)
+    assert not list(scratch.glob("run-*"))
+
+
+def test_8_sigterm_unwinds_and_removes_the_run_folder(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))
+    proc = subprocess.Popen([sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin"),
+                             "--device", "cpu", "--jobs", "1", "--budget", "40", "--assume-noalias"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(scratch.glob("run-*/reorder-search-*")):
+        time.sleep(0.2)
+    assert list(scratch.glob("run-*/reorder-search-*")), "the search never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert b"terminated" in err and b"Traceback" not in err
+    assert not list(scratch.glob("run-*"))
+
+
+def test_8_stale_run_folders_go_and_live_ones_stay(tmp_path: Path) -> None:
+    import fcntl
+
+    from reorder.lifetime import LOCK_NAME, clean_stale
+
+    live, dead = tmp_path / "run-1-live", tmp_path / "run-2-dead"
+    for folder in (live, dead):
+        folder.mkdir()
+        (folder / LOCK_NAME).touch()
+    with open(live / LOCK_NAME, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert clean_stale(tmp_path) == [dead]
+    assert live.exists() and not dead.exists()
+
+
+# ---------------------------------------------------------------- 9. smaller things
+
+
+def test_9_assume_noalias_before_the_cubin(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "x.cubin"
+    code, stdout, err = _run(capsys, "batch-loads", "--assume-noalias", str(SMALL), "-o", str(out), "--no-slices")
+    assert code == 0, err
+    assert "ASSUMPTION: all pointer parameters" in stdout and out.exists()
+
+
+def test_9_output_that_is_a_folder(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    line = _one_line_refusal(*_run(capsys, "stalls", str(SMALL), "-o", str(folder))[::2], "stalls")
+    assert line.endswith("adir: is a folder; -o needs a file name")
+    assert not list(folder.iterdir()) and not list(tmp_path.glob(".adir*"))
+
+
+def test_9_broken_install_is_not_called_malformed_elf(monkeypatch) -> None:
+    from reorder.cubin import parse_cubin
+    from reorder.errors import InputError, ReorderError
+
+    for name in [m for m in sys.modules if m == "elftools" or m.startswith("elftools.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "elftools", None)  # import elftools... raises ImportError
+    with pytest.raises(ReorderError, match="installation is broken") as info:
+        parse_cubin(CUBIN.read_bytes(), "k.cubin")
+    assert not isinstance(info.value, InputError) and "malformed ELF" not in str(info.value)
