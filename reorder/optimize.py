@@ -16,6 +16,7 @@ from pathlib import Path
 from legality.verify import verify_kernel
 from reorder.cubin import parse_cubin, read_cubin
 from reorder.errors import GpuError, InputError, ReorderError
+from reorder.files import check_output
 from reorder.report import Report, versions, write_report
 from reorder.sass import decode_kernel
 from reorder.sassdiff import sass_diff
@@ -78,8 +79,8 @@ def _choose_device(args: OptimizeArgs) -> bool:
 
 def optimize(args: OptimizeArgs) -> Report | None:
     """Run the search and write the output and report; the Report (None for a helper worker)."""
-    if args.output.exists() and args.output.resolve() == args.cubin.resolve():
-        raise InputError(f"{args.output}: refusing to overwrite the input file; choose another -o")
+    if not args.search_only:  # a folder, a device, a hard link to the input: refused before the search
+        check_output(args.output, protect=[args.cubin])
     cubin = read_cubin(args.cubin)
     code = decode_kernel(cubin, args.kernel)
     kernel = code.kernel.name

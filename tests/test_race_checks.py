@@ -123,3 +123,15 @@ def test_a_wrong_check_launch_is_refused_before_the_search(tmp_path) -> None:
                     "--device", "cpu", "--launch", str(SPEC), "--check-launch", str(bad), "--budget", "1")
     assert done.returncode == 2 and "bad.toml" in done.stderr
     assert not (tmp_path / "o.cubin").exists()
+
+
+def test_a_hard_linked_output_is_refused_before_the_search(tmp_path) -> None:
+    import os
+
+    src = tmp_path / "k.cubin"
+    src.write_bytes(CUBIN.read_bytes())
+    os.link(src, tmp_path / "link.cubin")
+    done = _reorder("optimize", str(src), "--kernel", "rmsnorm_triton_style", "-o", str(tmp_path / "link.cubin"),
+                    "--device", "cpu", "--budget", "1")
+    assert done.returncode == 2 and "input" in done.stderr and "trials" not in done.stderr
+    assert not (tmp_path / "link.reorder").exists()
