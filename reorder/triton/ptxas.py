@@ -1,0 +1,156 @@
+"""`reorder-ptxas`: a ptxas stand-in for Triton without the stages hook (before 3.6, or by choice).
+
+Point Triton at it (`TRITON_PTXAS_PATH=$(which reorder-ptxas)`, or for sm >= 100 in 3.6-3.8
+and sm >= 90 in 3.9 `TRITON_PTXAS_BLACKWELL_PATH`; `triton.knobs.nvidia.ptxas` from 3.4).
+Triton calls it as `ptxas [-lineinfo] -v [--regAllocOptLevel=2] [ptx_options]
+--gpu-name=sm_90a X.ptx -o X.ptx.o` and needs exit 0 and the cubin at `-o`. The stand-in
+
+1. strips a reorder marker from the arguments (reorder.triton.request) and runs the real
+   ptxas with the rest, unchanged: its output, messages and exit code are Triton's to see;
+2. if ptxas succeeded, rewrites the cubin at `-o` (reorder.triton.rewrite) and writes it
+   back atomically; on any failure the real ptxas' cubin stays and one line says why.
+
+Which configs are rewritten: `REORDER_PTXAS=all` (the default) every one, with the marker's
+request or else `moves`; `marked` only those carrying a marker (reorder as an autotune axis);
+`off` none (a pass-through, for comparisons).
+
+`--version` prints a line naming reorder (its source digest and mode), then the real
+ptxas' own lines: Triton reads `release X.Y` from them to choose the PTX version, and hashes
+the whole text into its cache key, so switching the stand-in or reorder's code on or off
+never serves a cached cubin made the other way.
+
+The real ptxas is `REORDER_REAL_PTXAS` when set, else the one this Triton would use itself
+(its bundled `ptxas-blackwell` from sm_90 on in 3.9+, from sm_100 on before, else `ptxas`),
+else the CUDA toolkit's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from reorder.errors import InputError, ReorderError
+from reorder.triton.request import Request, split_tokens
+
+MODES = ("all", "marked", "off")
+_GPU_NAME = re.compile(r"^--gpu-name=sm_(\d+)[af]?$")
+
+
+def _say(line: str) -> None:
+    print(f"reorder-ptxas: {line}", file=sys.stderr, flush=True)
+
+
+def mode() -> str:
+    value = os.environ.get("REORDER_PTXAS", "all").strip() or "all"
+    if value not in MODES:
+        raise InputError(f"REORDER_PTXAS={value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
+def _triton_version() -> tuple[int, int]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major, minor = version("triton").split(".")[:2]
+        return int(major), int(re.match(r"\d+", minor).group(0))  # type: ignore[union-attr]
+    except (PackageNotFoundError, ValueError, AttributeError):
+        return (0, 0)
+
+
+def real_ptxas(sm: int = 90) -> Path:
+    """The ptxas this stand-in runs (see the module docstring); never the stand-in itself."""
+    from reorder.tools import find_tool, triton_bin_dir
+
+    named = os.environ.get("REORDER_REAL_PTXAS")
+    if named:
+        path = Path(named)
+    else:
+        blackwell = sm >= 100 or (sm >= 90 and _triton_version() >= (3, 9))
+        bundled = triton_bin_dir() / ("ptxas-blackwell" if blackwell else "ptxas")
+        path = bundled if bundled.is_file() else find_tool("ptxas")
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise InputError(f"real ptxas {path} is not an executable file (set REORDER_REAL_PTXAS)")
+    if path.resolve() == Path(sys.argv[0]).resolve():
+        raise InputError(f"REORDER_REAL_PTXAS names this stand-in ({path}): it must name NVIDIA's ptxas")
+    return path
+
+
+def target_sm(argv: Sequence[str]) -> int:
+    """The SM number of `--gpu-name=sm_NN[a]` (90 when absent)."""
+    for arg in argv:
+        match = _GPU_NAME.match(arg)
+        if match:
+            return int(match.group(1))
+    return 90
+
+
+def output_path(argv: Sequence[str]) -> Path | None:
+    """The file after `-o` (or `--output-file`), None when absent."""
+    for flag, value in itertools.pairwise(argv):
+        if flag in ("-o", "--output-file"):
+            return Path(value)
+    for arg in argv:
+        if arg.startswith("--output-file="):
+            return Path(arg.split("=", 1)[1])
+    return None
+
+
+def version_text(real: Path) -> str:
+    """What `--version` prints: reorder's line first, then the real ptxas' (with `release X.Y`)."""
+    from reorder.triton.rewrite import code_digest
+
+    done = subprocess.run([str(real), "--version"], capture_output=True, text=True, check=False, timeout=60)
+    return f"reorder-ptxas {code_digest()} (mode {mode()}): reorder's moves after NVIDIA ptxas\n{done.stdout}"
+
+
+def chosen(request: Request | None, how: str) -> Request | None:
+    """The request to carry out, or None to leave ptxas' cubin alone."""
+    if how == "off" or (how == "marked" and request is None):
+        return None
+    return request or Request()
+
+
+def rewrite_output(path: Path, request: Request) -> None:
+    """Replace ptxas' cubin at `path` by reorder's binary (atomically); kept on any failure."""
+    from reorder.triton.rewrite import rewrite_or_keep
+    from reorder.writer import write_atomic
+
+    cubin = path.read_bytes()
+    result = rewrite_or_keep(cubin, request, say=_say)
+    if result.changed:
+        write_atomic(path, result.data)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        request, rest = split_tokens(argv)
+        how = mode()
+        real = real_ptxas(target_sm(rest))
+    except ReorderError as exc:
+        _say(f"error: {exc}")
+        return 2
+    if "--version" in rest or "-V" in rest:
+        sys.stdout.write(version_text(real))
+        sys.stdout.flush()
+        return 0
+    done = subprocess.run([str(real), *rest], check=False)  # ptxas' own output goes straight through
+    if done.returncode != 0:
+        return done.returncode
+    wanted = chosen(request, how)
+    out = output_path(rest)
+    if wanted is not None and out is not None and out.is_file():
+        try:
+            rewrite_output(out, wanted)
+        except Exception as exc:  # noqa: BLE001 - ptxas' cubin is already there and must stay usable
+            _say(f"the real ptxas' cubin is kept ({type(exc).__name__}: {exc})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

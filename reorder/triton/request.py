@@ -1,0 +1,97 @@
+"""The marker a Triton config carries to ask for reorder's binary, and how it is read.
+
+A config asks by carrying one extra token in its ptxas options (`ptx_options`, a kernel and
+Config keyword since Triton 3.4), e.g. ``triton.Config({"BLOCK": 1024, "ptx_options":
+"--reorder"}, num_warps=8)``. The token never reaches NVIDIA's ptxas: the stages hook
+(`reorder.triton.hook`) and the ptxas stand-in (`reorder.triton.ptxas`) both strip it. A
+token ptxas sees means neither is installed, and ptxas refuses it, loudly, rather than
+compiling a config that silently lacks what it asked for. Because `ptx_options` is part of
+Triton's cache key, configs with and without the token (or with different tokens) are
+cached apart.
+
+Grammar: ``--reorder`` or ``--reorder=ITEM[,ITEM...]`` with items
+
+- ``moves``       (the default) SliceBatch/LoadBatch then stall cuts on the static model,
+                  each step verified (reorder.pipeline);
+- ``search:N``    `reorder optimize` on the static model with N trials;
+- ``tuned:KEY``   the binary `reorder.triton.tune` measured and byte-checked on a GPU for
+                  this very cubin, stored under KEY (the original is kept when it is absent);
+- ``noalias``     pointer parameters do not alias (lets loads move above stores).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reorder.errors import InputError
+
+PREFIX = "--reorder"
+MODES = ("moves", "search", "tuned")
+MAX_BUDGET = 10_000
+_KEY = re.compile(r"^[0-9a-f]{8,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a marked config asks for."""
+
+    mode: str = "moves"
+    budget: int = 0  # trials, for mode 'search'
+    key: str = ""  # the stored winner, for mode 'tuned'
+    noalias: bool = False
+
+    def token(self) -> str:
+        """The marker that asks for this (parse_token(r.token()) == r)."""
+        items = ["moves"] if self.mode == "moves" else [f"{self.mode}:{self.budget if self.mode == 'search' else self.key}"]
+        items += ["noalias"] if self.noalias else []
+        return PREFIX if items == ["moves"] else f"{PREFIX}={','.join(items)}"
+
+
+def is_marker(token: str) -> bool:
+    return token == PREFIX or token.startswith(PREFIX + "=")
+
+
+def parse_token(token: str) -> Request:
+    """The request a marker token names; InputError (one line) for a malformed one."""
+    if not is_marker(token):
+        raise InputError(f"{token!r} is not a reorder marker (expected {PREFIX} or {PREFIX}=ITEMS)")
+    _, _, body = token.partition("=")
+    mode, budget, key, noalias = "moves", 0, "", False
+    for item in filter(None, body.split(",")):
+        name, _, value = item.partition(":")
+        if name == "noalias" and not value:
+            noalias = True
+        elif name == "moves" and not value:
+            mode = "moves"
+        elif name == "search" and value.isdigit() and 1 <= int(value) <= MAX_BUDGET:
+            mode, budget = "search", int(value)
+        elif name == "tuned" and _KEY.match(value):
+            mode, key = "tuned", value
+        else:
+            raise InputError(f"reorder marker {token!r}: cannot read {item!r} (items: moves, search:N with "
+                             f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), noalias)")
+    return Request(mode, budget, key, noalias)
+
+
+def split_tokens(tokens: Sequence[str]) -> tuple[Request | None, list[str]]:
+    """(the request, the other tokens in order); two markers are refused (which one wins?)."""
+    marks = [t for t in tokens if is_marker(t)]
+    if len(marks) > 1:
+        raise InputError(f"more than one reorder marker: {marks}")
+    rest = [t for t in tokens if not is_marker(t)]
+    return (parse_token(marks[0]) if marks else None), rest
+
+
+def split_options(ptx_options: str | None) -> tuple[Request | None, str | None]:
+    """Triton's `ptx_options` string split into the request and what ptxas should get
+    (None when nothing is left, as Triton's own default)."""
+    request, rest = split_tokens((ptx_options or "").split())
+    return request, (" ".join(rest) or None)
+
+
+def with_marker(ptx_options: str | None, request: Request) -> str:
+    """`ptx_options` carrying `request` (any earlier marker replaced)."""
+    _, rest = split_options(ptx_options)
+    return " ".join(filter(None, [rest, request.token()]))

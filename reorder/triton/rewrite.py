@@ -1,0 +1,173 @@
+"""A Triton cubin in, reorder's binary for a marked config out; a compile never fails for it.
+
+Three ways (reorder.triton.request): `moves` runs reorder.pipeline (SliceBatch/LoadBatch,
+then stall cuts, each step verified, kept only when the static model does not predict it
+slower); `search` runs `reorder optimize` on the static model; `tuned` hands back the binary
+`reorder.triton.tune` measured and byte-checked on a GPU for exactly this cubin. Without a
+launch there is nothing to execute, so `moves` and `search` results are proven legal by the
+verifier, not byte-checked: `reorder.triton.verify` does that against the unoptimized build.
+
+Results are kept in reorder's content-addressed cache (`$REORDER_CACHE/triton`), named by
+the input cubin, the request and a digest of reorder's own sources, so a fixed reorder never
+serves an old answer. `rewrite_or_keep` is what compile paths call: whatever goes wrong, the
+compiler's own cubin is returned with one line saying why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from reorder.diskcache import cache_root, key_of
+from reorder.errors import LegalityError, ReorderError
+from reorder.triton.request import Request
+from reorder.writer import write_atomic
+
+ROOT = Path(__file__).resolve().parents[2]
+SEARCH_SECONDS_PER_TRIAL = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten:
+    """The binary to use and one line saying what it is."""
+
+    data: bytes
+    changed: bool
+    note: str
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of reorder's moves and verifier (sources and latency tables): part of every
+    cache key, so a result is never served by an older or newer reorder than made it."""
+    parts: list[bytes] = []
+    for package in ("reorder", "legality"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix in (".py", ".toml") and path.is_file() and "__pycache__" not in path.parts:
+                parts += [str(path.relative_to(ROOT)).encode(), path.read_bytes()]
+    return key_of(*parts)[:16]
+
+
+def store_dir(kind: str) -> Path:
+    return cache_root() / "triton" / kind
+
+
+# ---------------------------------------------------------------- tuned binaries
+
+
+def store_tuned(original: bytes, winner: bytes, record: dict) -> str:
+    """Keep a GPU-tuned winner for `original` (with what was measured); returns its key,
+    which a `tuned:KEY` marker names (a new winner gets a new key, hence a new Triton
+    cache entry: nothing stale is served)."""
+    key = key_of(winner)[:16]
+    base = _tuned_base(original, key)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(base.with_suffix(".cubin"), winner)
+    write_atomic(base.with_suffix(".json"), json.dumps(record, indent=1, default=str).encode())
+    return key
+
+
+def tuned_binary(original: bytes, key: str) -> bytes | None:
+    """The stored winner `key` for `original`, or None."""
+    try:
+        return _tuned_base(original, key).with_suffix(".cubin").read_bytes()
+    except OSError:
+        return None
+
+
+def tuned_record(original: bytes, key: str) -> dict:
+    """What tune recorded with the winner (score, moves, check); {} when unreadable."""
+    try:
+        return json.loads(_tuned_base(original, key).with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _tuned_base(original: bytes, key: str) -> Path:
+    return store_dir("tuned") / f"{key_of(original)[:40]}-{key}"
+
+
+# ---------------------------------------------------------------- static rewrites
+
+
+def moves_binary(cubin: bytes, noalias: bool) -> bytes:
+    """SliceBatch/LoadBatch then stall cuts (reorder.pipeline), verified against the
+    compiler's own schedule; the original when the static model predicts no gain."""
+    from legality.verify import verify_kernel
+    from reorder.costmodel import kernel_cycles
+    from reorder.cubin import parse_cubin
+    from reorder.pipeline import batch_loads, cut_stalls
+    from reorder.sass import decode_kernel
+
+    code = decode_kernel(parse_cubin(cubin, "Triton cubin"))
+    batched = batch_loads(code, noalias)
+    final = cut_stalls(batched.after).after
+    verdict = verify_kernel(final, original=code.instructions)
+    if not verdict.ok:
+        raise LegalityError(f"verifier rejected the result: {verdict.violations[0].line()}", verdict.violations)
+    if kernel_cycles(final.instructions) > kernel_cycles(code.instructions):
+        return cubin
+    return final.cubin.data
+
+
+def search_binary(cubin: bytes, budget: int, noalias: bool) -> bytes:
+    """`reorder optimize` on the static model, in a scratch folder; its chatter is swallowed
+    (a compile is not the place for it) and the written output returned."""
+    from reorder.optimize import OptimizeArgs, optimize
+
+    with tempfile.TemporaryDirectory(prefix="reorder-triton-") as tmp:
+        source, output = Path(tmp) / "triton.cubin", Path(tmp) / "out.cubin"
+        source.write_bytes(cubin)
+        args = OptimizeArgs(cubin=source, output=output, kernel=None, launch=None, budget=budget,
+                            seconds=SEARCH_SECONDS_PER_TRIAL * budget, jobs=1, storage=None, l2="warm", device="cpu",
+                            noalias=noalias, seed=0)
+        with contextlib.redirect_stderr(io.StringIO()):
+            optimize(args)
+        return output.read_bytes()
+
+
+def rewrite(cubin: bytes, request: Request) -> Rewritten:
+    """reorder's binary for `request`; ReorderError when it cannot be made."""
+    if request.mode == "tuned":
+        found = tuned_binary(cubin, request.key)
+        if found is None:
+            return Rewritten(cubin, False, f"no tuned binary {request.key} for this cubin (tune again; the cache "
+                                           "may have been cleared): the compiler's cubin is kept")
+        record = tuned_record(cubin, request.key)
+        return Rewritten(found, found != cubin, f"tuned binary {request.key} ({record.get('score', 'no record')}; "
+                                                f"check: {record.get('check') or 'none recorded'})")
+    path = store_dir("static") / f"{key_of(cubin, request.token(), code_digest())[:40]}.cubin"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        data = (moves_binary(cubin, request.noalias) if request.mode == "moves"
+                else search_binary(cubin, request.budget, request.noalias))
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, data)
+    what = "static moves" if request.mode == "moves" else f"static search of {request.budget} trial(s)"
+    if data == cubin:
+        return Rewritten(cubin, False, f"{what}: no change predicted faster; the compiler's cubin is kept")
+    return Rewritten(data, True, f"{what}: verified, predicted faster (not executed: reorder.triton.verify checks "
+                                 "bytes on a GPU)")
+
+
+def rewrite_or_keep(cubin: bytes, request: Request, say: Callable[[str], None] | None = None) -> Rewritten:
+    """`rewrite`, or the compiler's cubin with the reason when anything at all fails: a
+    compile that asked for reorder must still produce a working kernel."""
+    try:
+        result = rewrite(cubin, request)
+    except Exception as exc:  # noqa: BLE001 - a failed rewrite must never fail the compile
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        kind = "" if isinstance(exc, ReorderError) else f"{type(exc).__name__}: "
+        result = Rewritten(cubin, False, f"reorder failed ({kind}{first}): the compiler's cubin is kept")
+    if say is not None and os.environ.get("REORDER_QUIET") != "1":
+        say(f"reorder: {result.note}")
+    return result
