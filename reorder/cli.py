@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -26,7 +27,9 @@ def command(name: str, help_text: str):
     return wrap
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:
+    """The parser, built once per process (27 ms: the fuzzer and the tests call `main` often)."""
     from reorder import commands  # noqa: F401  (registers the subcommands)
 
     parser = argparse.ArgumentParser(prog="reorder", description="Search-based optimizer for NVIDIA SASS.")

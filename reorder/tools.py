@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -124,9 +125,19 @@ def run_tool(name: str, *args: str, input_bytes: bytes | None = None, timeout: f
         raise ToolTimeout(f"{name} timed out after {timeout:.0f}s", command) from exc
     if done.returncode != 0:
         stderr = done.stderr.decode(errors="replace").strip()
-        first = stderr.splitlines()[0] if stderr else f"exit code {done.returncode}"
+        first = stderr.splitlines()[0] if stderr else _exit_text(done.returncode)
         raise ToolError(f"{name} failed: {first}", command, stderr)
     return done.stdout.decode(errors="replace")
+
+
+def _exit_text(code: int) -> str:
+    """'exit code 3', or 'killed by SIGSEGV' (nvdisasm crashes on some corrupt cubins)."""
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def tool_version(name: str) -> str:

@@ -102,7 +102,12 @@ def draw_inputs(spec: LaunchSpec, set_index: int) -> dict[str, np.ndarray | np.g
     base = spec.seed + set_index
     supplied: dict[str, Any] = {}
     if spec.hook is not None:
-        result = load_hook(spec.hook)(spec, np.random.default_rng(base))
+        try:
+            result = load_hook(spec.hook)(spec, np.random.default_rng(base))
+        except SpecError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's hook failing is one line, not a crashed worker
+            raise SpecError(f"{spec.source}: hook {spec.hook!r} raised {type(e).__name__}: {e}") from None
         if not isinstance(result, dict):
             raise SpecError(f"{spec.source}: hook {spec.hook!r} must return a dict, got {type(result).__name__}")
         supplied = {name: _coerce(spec, name, v) for name, v in result.items()}

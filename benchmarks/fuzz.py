@@ -1,0 +1,481 @@
+"""Seeded fuzzer: mutated cubins, PTX files and launch specs through every command that reads
+them, counting exit codes, tracebacks, hangs and signals (issue 20).
+
+    python -m benchmarks.fuzz --cases 2000 --seed 0 [--workers 2] [--json out.json] [--markdown out.md]
+
+A *mutant* (one mutated input, reproduced from `seed/index` alone) is run through each command
+that reads that kind of input: a case is one (mutant, command). Cases run in worker processes
+that call `reorder.cli.main` in-process (no interpreter start per case), so a case costs what
+the command costs: a few milliseconds when the input is refused, nvdisasm's half second when
+it is not. The supervisor reads one line per case from each worker: a worker silent for
+`--timeout` seconds is killed and its case counted as a hang; a worker that dies counts its
+case as a signal. Without a GPU, `check`, `time` and `probe` stop at the GPU probe (stubbed to
+answer "no GPU" at once); a spec they accept is also drawn (`timing.inputs.draw_inputs`) to
+find specs that validate but cannot be drawn.
+
+Outcomes: ok (exit 0 with output), verdict (exit 1 with a report), refused (exit 2, one error
+line), and the failures: empty (exit 0 with nothing), messy (exit 2 without exactly one error
+line), traceback, hang, signal, undrawable, other exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import io
+import json
+import os
+import random
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "benchmarks" / "kernels"
+# (cubin, launch spec of one of its kernels or None): small and large, sm_80 and sm_90, with CALLs
+CUBINS = (("cubin/gather_histogram.cubin", "specs/gather_histogram.toml"),
+          ("cubin/rmsnorm.cubin", "specs/rmsnorm_triton_style.toml"),
+          ("cubin/spmv_csr.cubin", "specs/spmv_csr_vector.toml"),
+          ("cubin/particlefilter.cubin", "specs/normalize_weights.toml"),
+          ("../../tests/corpus/cubin/sm_80/elementwise.cubin", None),
+          ("../../tests/corpus/cubin/sm_90/calls.cubin", None),
+          ("../../tests/corpus/cubin/sm_90/control.cubin", None))
+PTX = ("../../tests/corpus/ptx/sm_90/elementwise.ptx", "../../tests/corpus/triton/sm_90/rmsnorm.ptx")
+FAMILY_WEIGHTS = (("cubin", 0.62), ("spec", 0.28), ("ptx", 0.10))
+BAD = ("empty", "messy", "traceback", "hang", "signal", "undrawable")
+DRAW_LIMIT_BYTES = 64 * 2**20  # specs that validate are drawn when no larger than this
+
+
+@dataclass(frozen=True)
+class Case:
+    mutant: int
+    family: str
+    kind: str  # the mutation
+    base: str
+    command: str
+    argv: tuple[str, ...]
+
+
+@dataclass
+class Tally:
+    """What a run found: counts by outcome, family, command and mutation, and the bad cases."""
+
+    cases: int = 0
+    mutants: int = 0
+    seconds: float = 0.0
+    outcomes: collections.Counter = field(default_factory=collections.Counter)
+    by_family: collections.Counter = field(default_factory=collections.Counter)
+    by_command: collections.Counter = field(default_factory=collections.Counter)
+    by_kind: collections.Counter = field(default_factory=collections.Counter)
+    reasons: collections.Counter = field(default_factory=collections.Counter)  # refusals, paths and numbers elided
+    bad: list = field(default_factory=list)
+
+    def add(self, result: dict) -> None:
+        self.cases += 1
+        outcome = result["outcome"]
+        self.outcomes[outcome] += 1
+        self.by_family[f"{result['family']} {outcome}"] += 1
+        self.by_command[f"{result['command']} {outcome}"] += 1
+        self.by_kind[f"{result['family']}:{result['kind']} {outcome}"] += 1
+        if outcome == "refused":
+            self.reasons[_reason(result["stderr"])] += 1
+        if outcome in BAD or outcome.startswith("exit"):
+            self.bad.append(result)
+
+    @property
+    def failures(self) -> int:
+        return len(self.bad)
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        for key in ("outcomes", "by_family", "by_command", "by_kind", "reasons"):
+            out[key] = dict(sorted(getattr(self, key).items()))
+        return out
+
+
+def _reason(stderr: str) -> str:
+    """A refusal's kind: its error line without the command, paths, names in quotes and numbers."""
+    import re
+
+    line = next((x for x in stderr.strip().splitlines() if "error" in x.lower()), stderr.strip()[-120:])
+    line = line.split("error: ", 1)[-1]
+    line = re.sub(r"(/[\w.+-]+)+", "PATH", line)
+    line = re.sub(r"'[^']*'|\"[^\"]*\"", "'X'", line)
+    line = re.sub(r"\b(0x[0-9a-f]+|\d+(\.\d+)?(e[+-]?\d+)?)\b", "N", line)
+    return line[:110]
+
+
+# ---------------------------------------------------------------- the plan: mutant index -> cases
+
+
+class Planner:
+    """Turns (seed, mutant index) into the mutant's bytes and its cases; the same everywhere."""
+
+    def __init__(self, seed: int, work: Path) -> None:
+        from benchmarks.fuzz_inputs import Base, cubin_base
+
+        self.seed, self.work = seed, work
+        self.cubins = [(cubin_base(c, (KERNELS / c).read_bytes()), (KERNELS / s) if s else None) for c, s in CUBINS]
+        self.specs = [(KERNELS / c, Base(s, (KERNELS / s).read_bytes())) for c, s in CUBINS if s]
+        self.ptx = [Base(p, (KERNELS / p).read_bytes()) for p in PTX]
+
+    def cases(self, index: int) -> tuple[Path, list[Case]]:
+        """Write mutant `index` into its folder; its cases."""
+        rng = random.Random(f"{self.seed}/{index}")
+        family = rng.choices([f for f, _ in FAMILY_WEIGHTS], [w for _, w in FAMILY_WEIGHTS])[0]
+        folder = self.work / f"m{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder, getattr(self, f"_{family}")(index, rng, folder)
+
+    def _cubin(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
+        from benchmarks.fuzz_inputs import CUBIN_MUTATIONS
+
+        base, spec = rng.choice(self.cubins)
+        kind = rng.choice(sorted(CUBIN_MUTATIONS))
+        path = folder / "m.cubin"
+        path.write_bytes(CUBIN_MUTATIONS[kind](base, rng))
+        original = str(KERNELS / base.name)
+        m, out = str(path), str(folder / "out.cubin")
+        runs = [("disasm", m), ("disasm", m, "--json"), ("verify", m), ("verify", m, "--against", original),
+                ("diff", original, m)]
+        runs += [("check", original, m, "--launch", str(spec))] if spec else []
+        runs += [("stalls", m, "-o", out)] if rng.random() < 0.12 else []
+        runs += [("batch-loads", m, "-o", out, "--no-slices")] if rng.random() < 0.04 else []
+        runs += [("batch-loads", "--assume-noalias", m, "-o", out)] if rng.random() < 0.01 else []
+        runs += [("optimize", m, "-o", out, "--device", "cpu", "--budget", "1", "--jobs", "1",
+                  "--time", "20s")] if rng.random() < 0.003 else []
+        return [Case(index, "cubin", kind, base.name, r[0], r) for r in runs]
+
+    def _spec(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
+        from benchmarks.fuzz_inputs import spec_mutation
+
+        cubin, base = rng.choice(self.specs)
+        kind, text = spec_mutation(base, rng)
+        path = folder / "spec.toml"
+        path.write_bytes(text)
+        c, s = str(cubin), str(path)
+        runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
+        runs += [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")] \
+            if rng.random() < 0.05 else []
+        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, "--device", "cpu", "--budget", "1",
+                  "--jobs", "1", "--time", "20s")] if rng.random() < 0.005 else []
+        return [Case(index, "spec", kind, base.name, r[0], r) for r in runs]
+
+    def _ptx(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
+        from benchmarks.fuzz_inputs import ptx_mutation
+
+        base = rng.choice(self.ptx)
+        kind, text = ptx_mutation(base, rng)
+        path = folder / "m.ptx"
+        path.write_bytes(text)
+        m = str(path)
+        runs = [("disasm", m), ("verify", m)]
+        runs += [("stalls", m, "-o", str(folder / "out.cubin"))] if rng.random() < 0.1 else []
+        return [Case(index, "ptx", kind, base.name, r[0], r) for r in runs]
+
+
+# ---------------------------------------------------------------- one case, in a worker
+
+
+def run_case(case: Case) -> dict:
+    """Run one case through `reorder.cli.main` here and classify what it did."""
+    from reorder.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    start = time.monotonic()
+    detail = ""
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(case.argv))
+    except SystemExit as exc:  # argparse refusing the arguments
+        code = exc.code if isinstance(exc.code, int) else 2
+    except BaseException as exc:  # noqa: BLE001 - an escaped exception is what the fuzzer counts
+        import traceback
+
+        code, detail = None, "".join(traceback.format_exception(exc))[-2000:]
+    outcome = classify(case, code, out.getvalue(), err.getvalue()) if code is not None else "traceback"
+    if outcome in ("refused", "verdict") and case.family == "spec" and case.command == "check":
+        outcome = _drawn(case) or outcome
+    stderr = err.getvalue()
+    return {**asdict(case), "exit": code, "outcome": outcome, "seconds": round(time.monotonic() - start, 3),
+            "stderr": (detail or stderr)[-600:]}
+
+
+def classify(case: Case, code: int, stdout: str, stderr: str) -> str:
+    if "Traceback (most recent call last)" in stderr:
+        return "traceback"
+    if code == 0:
+        wrote = "-o" in case.argv and Path(case.argv[case.argv.index("-o") + 1]).is_file()
+        return "ok" if (stdout.strip() or wrote or "--build-only" in case.argv) else "empty"
+    if code == 1:
+        return "verdict"
+    if code == 2:
+        errors = [line for line in stderr.strip().splitlines() if "error" in line.lower()]
+        return "refused" if len(errors) == 1 else "messy"
+    return f"exit{code}"
+
+
+def _drawn(case: Case) -> str:
+    """'' when the spec is refused or its inputs can be drawn; 'undrawable' when a spec the
+    CLI accepted raises anything but SpecError while its inputs are drawn."""
+    from reorder.errors import ReorderError
+    from timing.cli_support import validated_spec
+    from timing.inputs import draw_inputs
+
+    try:
+        spec = validated_spec(case.argv[4], [case.argv[1]])
+    except ReorderError:
+        return ""
+    if sum(p.nbytes for p in spec.buffers) > DRAW_LIMIT_BYTES:
+        return ""
+    try:
+        draw_inputs(spec, 0)
+    except ReorderError:
+        return ""
+    except Exception:  # noqa: BLE001
+        return "undrawable"
+    return ""
+
+
+class _OneListingPerMutant:
+    """nvdisasm's answer for one cubin, listing or refusal, asked once for all of a mutant's
+    commands (the disk cache shares listings between processes; a refusal it does not keep,
+    and nvdisasm's half second per refusal would be paid once per command)."""
+
+    def __init__(self) -> None:
+        from reorder import sass
+
+        self.real, self.memo = sass.disassemble, {}
+        sass.disassemble = self
+
+    def __call__(self, data: bytes):
+        import copy
+        import hashlib
+
+        from reorder.errors import ReorderError
+
+        key = hashlib.sha256(data).digest()
+        if key not in self.memo:
+            try:
+                self.memo[key] = (True, self.real(data))
+            except ReorderError as exc:
+                self.memo[key] = (False, exc)
+        ok, value = self.memo[key]
+        if ok:
+            return value
+        raise copy.copy(value).with_traceback(None)
+
+    def forget(self) -> None:
+        self.memo.clear()
+
+
+def worker(seed: int, work: Path) -> None:
+    """Read mutant indices on stdin; for each case print a 'start' line and a result line."""
+    import timing.cli_support as cs
+
+    cs.gpu_unavailable_reason = lambda *a, **k: "no GPU (fuzz: the probe is stubbed)"
+    listings = _OneListingPerMutant()
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # nothing but the protocol reaches the supervisor
+    planner = Planner(seed, work)
+    for line in sys.stdin:
+        index = int(line)
+        folder, cases = planner.cases(index)
+        for n, case in enumerate(cases):
+            protocol.write(json.dumps({"start": index, "n": n}) + "\n")
+            protocol.write(json.dumps(run_case(case)) + "\n")
+        protocol.write(json.dumps({"done": index}) + "\n")
+        listings.forget()
+        shutil.rmtree(folder, ignore_errors=True)
+        if index % 500 == 0:
+            shutil.rmtree(Path(os.environ["REORDER_CACHE"]), ignore_errors=True)  # mutants' listings
+
+
+# ---------------------------------------------------------------- the supervisor
+
+
+class _Worker:
+    """One worker process, the mutant it is on and the case in flight."""
+
+    def __init__(self, seed: int, work: Path, timeout: float) -> None:
+        self.seed, self.work, self.timeout = seed, work, timeout
+        self.mutant: int | None = None
+        self.flight: dict | None = None
+        self.since = time.monotonic()
+        self.pending = b""  # bytes read past the last complete line
+        self.proc = self._start()
+
+    def _start(self) -> subprocess.Popen:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), REORDER_CACHE=str(self.work / "cache"), CUDA_VISIBLE_DEVICES="")
+        return subprocess.Popen([sys.executable, "-m", "benchmarks.fuzz", "--worker", "--seed", str(self.seed),
+                                 "--work", str(self.work)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=self.work, bufsize=0)
+
+    def give(self, index: int | None) -> None:
+        self.mutant, self.flight, self.since = index, None, time.monotonic()
+        if index is not None:
+            self.proc.stdin.write(f"{index}\n".encode())
+
+    def lines(self) -> list[str] | None:
+        """The complete lines the worker has written (read without blocking: select said so);
+        None at end of file."""
+        chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            return None
+        *done, self.pending = (self.pending + chunk).split(b"\n")
+        return [line.decode() for line in done]
+
+    def restart(self) -> None:
+        self.stop()
+        self.proc, self.flight, self.pending = self._start(), None, b""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def run(cases: int, seed: int = 0, workers: int = 1, timeout: float = 30.0, work: Path | None = None,
+        progress=None, seconds: float = float("inf")) -> Tally:
+    """Run mutants 0, 1, 2 ... until at least `cases` cases are done (or `seconds` have
+    passed: no mutant is started after that); the tally."""
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="reorder-fuzz-")) if own else work
+    tally, start, next_index = Tally(), time.monotonic(), 0
+    pool: list[_Worker] = []
+    try:
+        for k in range(workers):
+            (work / f"w{k}").mkdir(parents=True, exist_ok=True)
+            pool.append(_Worker(seed, work / f"w{k}", timeout))
+        for w in pool:
+            w.give(next_index)
+            next_index += 1
+        while any(w.mutant is not None for w in pool):
+            for w in _wait(pool, tally):
+                more = tally.cases < cases and time.monotonic() - start < seconds
+                w.give(next_index if more else None)
+                next_index += 1
+            if progress:
+                progress(tally, time.monotonic() - start)
+    finally:
+        for w in pool:
+            w.stop()
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+    tally.seconds = round(time.monotonic() - start, 1)
+    return tally
+
+
+def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
+    """Read what the workers say for up to a second; the workers that are done with their
+    mutant (a hung or dead one is replaced by a fresh process first)."""
+    finished = []
+    streams = {w.proc.stdout: w for w in pool if w.mutant is not None}
+    readable, _, _ = select.select(list(streams), [], [], 1.0)
+    for stream in readable:
+        w = streams[stream]
+        lines = w.lines()
+        if lines is None:
+            code = w.proc.wait()
+            _lost(w, tally, "signal" if code < 0 else f"exit-worker{code}", f"worker exited with {code}")
+            finished.append(w)
+            continue
+        w.since = time.monotonic()
+        for line in lines:
+            message = json.loads(line)
+            if "start" in message:
+                w.flight = message
+            elif "done" in message:
+                finished.append(w)
+            else:
+                tally.add(message)
+                w.flight = None
+    for w in pool:
+        if w.mutant is not None and w not in finished and time.monotonic() - w.since > w.timeout:
+            _lost(w, tally, "hang", f"no answer within {w.timeout:g} s")
+            finished.append(w)
+    tally.mutants += len(finished)
+    return finished
+
+
+def _lost(w: _Worker, tally: Tally, outcome: str, why: str) -> None:
+    """Count the case in flight as `outcome` and give the slot a fresh worker process."""
+    n = w.flight["n"] if w.flight else -1
+    tally.add({"mutant": w.mutant, "family": "?", "kind": "?", "base": "?", "command": f"case {n}",
+               "argv": [], "exit": None, "outcome": outcome, "seconds": None, "stderr": why})
+    w.restart()
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def markdown(tally: Tally, seed: int, commit: str, date: str, note: str = "") -> str:
+    """A results page: what ran, the counts by outcome, by input family, command and mutation."""
+    bad = sum(tally.outcomes[o] for o in tally.outcomes if o in BAD or o.startswith("exit"))
+    summary = (f"`python -m benchmarks.fuzz --seed {seed}` at commit {commit}: {tally.cases} cases "
+               f"({tally.mutants} mutated inputs, each through every command that reads it) in "
+               f"{tally.seconds / 60:.1f} min. **{bad} failures** (tracebacks, hangs past the timeout, signals, "
+               "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable).")
+    lines = [f"# Fuzzing reorder's commands ({date})", "", summary, ""]
+    lines += [note, ""] if note else []
+    lines += _table("Outcome", "cases", tally.outcomes)
+    lines += _table("Input family, outcome", "cases", tally.by_family)
+    lines += _table("Command, outcome", "cases", tally.by_command)
+    lines += _table("Mutation, outcome", "cases", tally.by_kind)
+    lines += _table("Refusal (paths, names and numbers elided)", "cases",
+                    collections.Counter(dict(tally.reasons.most_common(40))))
+    if tally.bad:
+        lines += ["## Failures", ""] + [f"- mutant {b['mutant']} {b['command']} ({b['family']}:{b['kind']}): "
+                                        f"{b['outcome']}: {b['stderr'].strip().splitlines()[-1] if b['stderr'] else ''}"
+                                        for b in tally.bad[:50]] + [""]
+    return "\n".join(lines)
+
+
+def _table(title: str, unit: str, counts: collections.Counter) -> list[str]:
+    rows = [f"| {key} | {n} |" for key, n in sorted(counts.items())]
+    return [f"| {title} | {unit} |", "|---|---|", *rows, ""]
+
+
+def _progress(tally: Tally, elapsed: float) -> None:
+    if tally.cases and tally.cases % 500 < 8:
+        print(f"{tally.cases} cases, {tally.mutants} mutants, {elapsed:.0f} s, {dict(tally.outcomes)}",
+              file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds a case may take (a hang past it)")
+    parser.add_argument("--minutes", type=float, default=float("inf"), help="start no mutant after this long")
+    parser.add_argument("--json", help="write the tally here")
+    parser.add_argument("--markdown", help="write a results page here")
+    parser.add_argument("--commit", default="", help="commit named in the results page")
+    parser.add_argument("--date", default=time.strftime("%Y-%m-%d"))
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.seed, Path(args.work))
+        return 0
+    tally = run(args.cases, args.seed, args.workers, args.timeout, progress=_progress, seconds=args.minutes * 60)
+    if args.json:
+        Path(args.json).write_text(json.dumps(tally.as_dict(), indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(tally, args.seed, args.commit, args.date))
+    print(json.dumps({"cases": tally.cases, "mutants": tally.mutants, "seconds": tally.seconds,
+                      "outcomes": dict(tally.outcomes)}))
+    return 1 if tally.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
