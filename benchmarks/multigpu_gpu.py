@@ -173,7 +173,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=400)
     parser.add_argument("--seconds", type=int, default=45)
     parser.add_argument("--kill-budget", type=int, default=400)
-    parser.add_argument("--kill-seconds", type=int, default=110)
+    parser.add_argument("--kill-seconds", type=int, default=150)
     args = parser.parse_args()
     from reorder import provenance
 
