@@ -19,7 +19,8 @@ from reorder.triton.request import Request
 
 ROOT = Path(__file__).resolve().parent.parent
 NVCC_PTX = ROOT / "tests" / "corpus" / "ptx" / "sm_90" / "elementwise.ptx"
-TRITON_PTX = ROOT / "tests" / "corpus" / "triton" / "sm_90" / "rmsnorm.ptx"
+TRITON_PTX = ROOT / "tests" / "corpus" / "triton" / "sm_90" / "rmsnorm.ptx"  # Triton 3.9's, PTX 9.4
+TRITON36_PTX = ROOT / "benchmarks" / "triton_kernels" / "sm_90" / "softmax_fp16.ptx"  # Triton 3.6's, PTX 8.7
 HAVE_TRITON = importlib.util.find_spec("triton") is not None
 needs_ptxas = pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
 TRITON_FLAGS = ("-lineinfo", "-v", "--gpu-name=sm_90a")  # Triton 3.6's make_cubin, ptx_options before --gpu-name
@@ -79,7 +80,7 @@ def test_with_reorder_off_the_output_is_the_real_ptxas_output_byte_for_byte(monk
 
 
 @needs_ptxas
-@pytest.mark.parametrize("ptx", [NVCC_PTX, TRITON_PTX], ids=["nvcc", "triton-3.9"])
+@pytest.mark.parametrize("ptx", [NVCC_PTX, TRITON36_PTX, TRITON_PTX], ids=["nvcc", "triton-3.6", "triton-3.9"])
 def test_with_reorder_on_the_output_is_legal_against_the_real_cubin(monkeypatch, tmp_path, ptx):
     from legality.verify import verify_kernel
     from reorder.cubin import read_cubin

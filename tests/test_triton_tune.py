@@ -68,3 +68,14 @@ def test_verify_needs_a_marked_config(triton_env):
     case = family("rmsnorm_row_fp32").case((16, 4096))
     with pytest.raises(InputError, match="no reorder marker"):
         verify(case.kernel, *stand_in_args(case), grid=case.grid, arch=90, **case.constexprs, num_warps=4)
+
+
+def test_verify_on_an_autotuner_that_chose_a_config_without_reorder_has_nothing_to_check(triton_env):
+    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.triton.tune import verify
+
+    case = family("rmsnorm_row_fp32").case((16, 4096))
+    tuner = triton.autotune(configs=with_reorder([triton.Config({}, num_warps=4)]), key=[])(case.kernel)
+    tuner.best_config = tuner.configs[0]  # what a run leaves: the autotuner chose the plain config
+    (checked,) = verify(tuner, *stand_in_args(case), grid=case.grid, arch=90, **case.constexprs)
+    assert checked.ok and checked.same_binary and "chose a config without reorder" in checked.detail
