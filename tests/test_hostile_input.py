@@ -6,6 +6,7 @@ before its fix."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import struct
@@ -386,3 +387,17 @@ def test_9_broken_install_is_not_called_malformed_elf(monkeypatch) -> None:
     with pytest.raises(ReorderError, match="installation is broken") as info:
         parse_cubin(CUBIN.read_bytes(), "k.cubin")
     assert not isinstance(info.value, InputError) and "malformed ELF" not in str(info.value)
+
+
+# ---------------------------------------------------------------- found by benchmarks.fuzz
+
+
+def test_fuzz_ptx_declaring_billions_of_registers_is_refused_before_ptxas(tmp_path: Path, capsys) -> None:
+    """Fuzz seed 1, mutant 1089: `.reg .b32 %r<2147483648>;` held ptxas for 26-42 s (16 GB
+    allocated) before 'Constant overflow' — a hang past 30 s by the issue's measure."""
+    ptx = (ROOT / "tests" / "corpus" / "ptx" / "sm_90" / "elementwise.ptx").read_text()
+    mutant = tmp_path / "huge_regs.ptx"
+    mutant.write_text(re.sub(r"%r<\d+>", "%r<2147483648>", ptx, count=1))
+    start = time.monotonic()
+    line = _one_line_refusal(*_run(capsys, "disasm", str(mutant))[::2], "disasm")
+    assert "virtual registers" in line and time.monotonic() - start < 10
