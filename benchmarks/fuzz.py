@@ -290,7 +290,8 @@ def worker(seed: int, work: Path) -> None:
         index = int(line)
         folder, cases = planner.cases(index)
         for n, case in enumerate(cases):
-            protocol.write(json.dumps({"start": index, "n": n}) + "\n")
+            protocol.write(json.dumps({"start": index, "n": n, "family": case.family, "kind": case.kind,
+                                       "base": case.base, "command": case.command, "argv": case.argv}) + "\n")
             protocol.write(json.dumps(run_case(case)) + "\n")
         protocol.write(json.dumps({"done": index}) + "\n")
         listings.forget()
@@ -408,9 +409,9 @@ def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
 
 def _lost(w: _Worker, tally: Tally, outcome: str, why: str) -> None:
     """Count the case in flight as `outcome` and give the slot a fresh worker process."""
-    n = w.flight["n"] if w.flight else -1
-    tally.add({"mutant": w.mutant, "family": "?", "kind": "?", "base": "?", "command": f"case {n}",
-               "argv": [], "exit": None, "outcome": outcome, "seconds": None, "stderr": why})
+    flight = w.flight or {"family": "?", "kind": "?", "base": "?", "command": "(between cases)", "argv": []}
+    tally.add({"mutant": w.mutant, **{k: flight[k] for k in ("family", "kind", "base", "command", "argv")},
+               "exit": None, "outcome": outcome, "seconds": None, "stderr": why})
     w.restart()
 
 
@@ -422,7 +423,7 @@ def markdown(tally: Tally, seed: int, commit: str, date: str, note: str = "") ->
     bad = sum(tally.outcomes[o] for o in tally.outcomes if o in BAD or o.startswith("exit"))
     summary = (f"`python -m benchmarks.fuzz --seed {seed}` at commit {commit}: {tally.cases} cases "
                f"({tally.mutants} mutated inputs, each through every command that reads it) in "
-               f"{tally.seconds / 60:.1f} min. **{bad} failures** (tracebacks, hangs past the timeout, signals, "
+               f"{tally.seconds / 60:.1f} min. **Failures: {bad}** (tracebacks, hangs past the timeout, signals, "
                "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable).")
     lines = [f"# Fuzzing reorder's commands ({date})", "", summary, ""]
     lines += [note, ""] if note else []

@@ -356,6 +356,12 @@ def _optimize():
             from reorder.errors import InputError
 
             raise InputError("--budget, --jobs, --workers and --recheck-sets must be at least 1")
+        if args.search_only:  # a helper started by another optimize: it must not outlive it
+            import os
+
+            from reorder.lifetime import watch_parent
+
+            watch_parent(os.getppid())
         optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
