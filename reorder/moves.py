@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from legality.barriers import load_rules
 from legality.graph import dependency, memory_conflict
 from reorder.buffers import address_parameters
 from reorder.cfg import Block, basic_blocks, movable_blocks
@@ -78,11 +79,16 @@ class Swap:
 
     @staticmethod
     def instances(code: KernelCode) -> list[Swap]:
+        """Adjacent independent pairs, except next to a barrier that keeps its neighbours
+        (legality.barriers): the verifier would reject the swap, so no trial is spent on it."""
         out = []
-        for b in movable_blocks(code.instructions):
+        ins = code.instructions
+        kept = load_rules(code.arch).keeps_neighbours
+        for b in movable_blocks(ins):
             for i in range(b.start, b.end - 1):
-                a, c = code.instructions[i], code.instructions[i + 1]
-                if dependency(a, c) is None and a.base != "NOP" and c.base != "NOP":
+                a, c = ins[i], ins[i + 1]
+                beside_kept = (i > 0 and kept(ins[i - 1])) or (i + 2 < len(ins) and kept(ins[i + 2]))
+                if dependency(a, c) is None and a.base != "NOP" and c.base != "NOP" and not beside_kept:
                     out.append(Swap(i))
         return out
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from legality.barriers import load_rules
 from legality.latency import LatencyTable, load_table
 from legality.verify import (
     FRESH_SCOREBOARD_CYCLES,
@@ -104,7 +105,9 @@ def _lengthen_predecessors(instructions: tuple[Instruction, ...], start: int, cy
 def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
                    arch: int, keep_stalls: bool, keep_reuse: bool) -> tuple[Instruction, ...]:
     table = load_table(arch)
-    order = [_initial(instructions[i], keep_stalls, keep_reuse and _same_successor(new_order, k, end))
+    into_barrier = _into_kept_barrier(instructions, new_order, end, arch)
+    order = [_initial(instructions[i], keep_stalls or k in into_barrier,
+                      keep_reuse and _same_successor(new_order, k, end))
              for k, i in enumerate(new_order)]
     entry = block_entry_states(instructions, arch)[start]
     state = entry
@@ -129,6 +132,15 @@ def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, 
     kernel = list(instructions)
     kernel[start:end] = order
     return _fix_tail(tuple(kernel), start, end, arch, instructions)
+
+
+def _into_kept_barrier(instructions: tuple[Instruction, ...], new_order: Sequence[int], end: int,
+                       arch: int) -> set[int]:
+    """Positions of the new order followed by a barrier that keeps its compiler-placed
+    neighbours (legality.barriers): their stall, the cycles into the barrier, is kept."""
+    rules = load_rules(arch)
+    following = [instructions[i] for i in new_order[1:]] + ([instructions[end]] if end < len(instructions) else [])
+    return {k for k, nxt in enumerate(following) if rules.keeps_neighbours(nxt)}
 
 
 def _same_successor(new_order: Sequence[int], k: int, end: int) -> bool:

@@ -164,3 +164,28 @@ def test_latency_probe_barriers_lists_the_variants() -> None:
     lines = done.stdout.splitlines()
     assert lines[-1] == "28 variants"
     assert sum("bar_sync_lds" in x and "after_d" in x and "legal otherwise" in x for x in lines) == 8
+
+
+KSELECT = ROOT / "benchmarks" / "kernels" / "cubin" / "kselect.cubin"
+
+
+def test_stall_cuts_keep_the_cycles_into_kept_barriers() -> None:
+    """warp_select is full of WARPSYNC/ENDCOLLECTIVE: a stall cut that lowered the stall of the
+    instruction before one was rejected by the neighbour rule (every trial of an H200 search
+    failed). The scheduler now keeps those stalls, and the whole-kernel cut is legal."""
+    from reorder.pipeline import cut_stalls
+
+    code = decode_kernel(read_cubin(KSELECT), "warp_select_k32")
+    out = cut_stalls(code)
+    assert out.applied
+    assert verify_kernel(out.after, original=code.instructions).ok
+    stalls = lambda ins: sum(i.ctrl.stall for i in ins)  # noqa: E731
+    assert stalls(out.after.instructions) < stalls(code.instructions)
+
+
+def test_no_swap_is_offered_beside_a_kept_barrier() -> None:
+    code = decode_kernel(read_cubin(KSELECT), "warp_select_k32")
+    kept = barriers.load_rules(code.arch).keeps_neighbours
+    ins = code.instructions
+    for m in Swap.instances(code):
+        assert not (m.index > 0 and kept(ins[m.index - 1])) and not kept(ins[m.index + 2])
