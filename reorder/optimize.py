@@ -17,7 +17,7 @@ from legality.verify import verify_kernel
 from reorder.cubin import parse_cubin, read_cubin
 from reorder.errors import GpuError, InputError, ReorderError
 from reorder.files import check_output
-from reorder.report import Report, versions, write_report
+from reorder.report import Report, failures_by_class, versions, write_report
 from reorder.sass import decode_kernel
 from reorder.sassdiff import sass_diff
 from reorder.scoring import GpuScorer, Rejected, Score, StaticScorer
@@ -221,7 +221,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     ranked = ranked_choices(study, space, max(1, args.finalists))
     source = f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin)
     report = Report(code.kernel.name, f"sm_{code.arch}", source, space.size_line(), len(trials), failed, dups,
-                    "(none)", None, l2=args.l2, versions=versions())
+                    "(none)", None, l2=args.l2, versions=versions(), failures=failures_by_class(study))
     if not ranked:
         write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
         report.notes.append("no candidate completed: the output is a copy of the input")

@@ -32,6 +32,7 @@ class Report:
     l2: str = ""
     notes: list[str] = field(default_factory=list)
     versions: dict = field(default_factory=dict)
+    failures: dict = field(default_factory=dict)  # failure_class -> count (a quarter of a budget can go here)
 
     def markdown(self) -> str:
         lines = [f"# reorder optimize: {self.kernel} ({self.arch})", "",
@@ -39,6 +40,9 @@ class Report:
                  f"- move space: {self.space}",
                  f"- trials: {self.trials} ({self.failed} failed, {self.duplicates} duplicate binaries not re-scored)",
                  f"- best candidate's moves: {self.best_moves}", ""]
+        if self.failures:
+            lines[-1:-1] = ["- failed trials by reason: " + "; ".join(f"{n} x {why}" for why, n in
+                                                               sorted(self.failures.items(), key=lambda kv: -kv[1]))]
         lines += ["## Result", ""]
         if self.result is None:
             lines.append("No candidate completed; the original is kept.")
@@ -87,12 +91,37 @@ def versions() -> dict:
     return out
 
 
+def failure_class(reason: str) -> str:
+    """A failed trial's reason without its particulars (offsets, registers, cycles, values),
+    so that failures can be counted by kind: 'build: move rejected: swap' or 'outputs differ'."""
+    if not reason:
+        return "no reason recorded (the worker died, or the trial was stopped)"
+    head = reason.split(" @ ")[0]
+    for cut in (": verifier rejected", " at ", " (", ": buffer", ": grid"):
+        head = head.split(cut)[0]
+    return head.strip()[:80]
+
+
+def failures_by_class(study) -> dict[str, int]:
+    """failure_class -> number of FAIL trials of the study."""
+    import optuna
+
+    out: dict[str, int] = {}
+    for t in study.trials:
+        if t.state == optuna.trial.TrialState.FAIL:
+            key = failure_class(t.user_attrs.get("failure", ""))
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
     """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
     folder.mkdir(parents=True, exist_ok=True)
     md = folder / "report.md"
     md.write_text(report.markdown())
     frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
+    if "user_attrs_failure" in frame:
+        frame["failure_class"] = [failure_class(r) if isinstance(r, str) else "" for r in frame["user_attrs_failure"]]
     csv = folder / "trials.csv"
     frame.to_csv(csv, index=False)
     return md, csv

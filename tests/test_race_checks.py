@@ -135,3 +135,15 @@ def test_a_hard_linked_output_is_refused_before_the_search(tmp_path) -> None:
                     "--device", "cpu", "--budget", "1")
     assert done.returncode == 2 and "input" in done.stderr and "trials" not in done.stderr
     assert not (tmp_path / "link.reorder").exists()
+
+
+def test_failures_are_counted_by_kind() -> None:
+    from reorder.report import Report, failure_class
+
+    assert failure_class("build: move rejected: swap @ block ?: verifier rejected Swap(index=1606)") == \
+        "build: move rejected: swap"
+    assert failure_class("outputs differ: grid [4, 1, 1] block [256, 1, 1], input set 2: x") == "outputs differ"
+    assert failure_class("").startswith("no reason recorded")
+    report = Report("k", "sm_90", "k.cubin", "space", 10, 3, 0, "(none)", None,
+                    failures={"outputs differ": 1, "build: move rejected: swap": 2})
+    assert "- failed trials by reason: 2 x build: move rejected: swap; 1 x outputs differ" in report.markdown()
