@@ -342,12 +342,15 @@ def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) ->
 
 
 def _build_all(args, kernel: str, choices: list[Choice]) -> list:
-    """Build candidates in parallel on the CPU (the GPU then scores them one at a time)."""
-    from joblib import Parallel, delayed
+    """Build candidates in parallel on the CPU (the GPU then scores them one at a time), in
+    workers that die with this process (reorder.lifetime)."""
+    from joblib import delayed
+
+    from reorder.lifetime import parallel
 
     if len(choices) <= 1 or args.jobs <= 1:
         return [build_candidate(str(args.cubin), kernel, args.noalias, c) for c in choices]
-    return Parallel(n_jobs=min(args.jobs, len(choices)), backend="loky")(
+    return parallel(min(args.jobs, len(choices)))(
         delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c) for c in choices)
 
 
