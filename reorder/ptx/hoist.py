@@ -4,9 +4,9 @@ can have written its buffer), out of an `if` (predicated by the condition that l
 out of a loop (when its address does not change). Legality: reorder.ptx.legality.
 
 An instance names the load (its statement ident: the PTX line it started on) and how far
-it goes (`to`): 'upN' (the N-th dominating block above the load's own), 'barrier' or
-'store' (the nearest destination above at least one barrier, or store) or 'top' (the
-farthest legal one). The search picks which loads and how far; nothing else about the
+it goes (`to`): 'upN' (the N-th dominating block above the load's own), 'near' (the
+nearest legal one), 'barrier' or 'store' (the nearest destination above at least one
+barrier, or store) or 'top' (the farthest legal one). The search picks which loads and how far; nothing else about the
 kernel changes, and ptxas still allocates registers and schedules. The PTX text is
 rewritten by reorder.ptx.rewrite.
 """
@@ -55,12 +55,14 @@ def choose(found: list[Target], to: str) -> Target | None:
         return None
     if to == "top":
         return found[-1]
+    if to == "near":
+        return found[0]
     if to in ("barrier", "store"):
         return next((t for t in found if to in t.plan.crosses), None)
     match = re.fullmatch(r"up(\d+)", to)
     if match:
         return next((t for t in found if t.up == int(match.group(1))), None)
-    raise NotApplicable(f"hoist destination {to!r}: expected top, barrier, store or upN")
+    raise NotApplicable(f"hoist destination {to!r}: expected near, top, barrier, store or upN")
 
 
 @dataclass(frozen=True, slots=True)
