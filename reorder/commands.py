@@ -565,3 +565,14 @@ def _ptx_hoist():
         return ptx_command.run(args, _noalias)
 
     return run, ptx_command.add_arguments
+
+
+@command("ptx-loops", "PTX loop moves: list loops, or Prefetch a loop's loads D iterations ahead / "
+                      "UnrollBatch it K times, and write the PTX and its verified cubin")
+def _ptx_loops():
+    from reorder.ptx import loopcommand
+
+    def run(args: argparse.Namespace) -> int:
+        return loopcommand.run(args, _noalias)
+
+    return run, loopcommand.add_arguments

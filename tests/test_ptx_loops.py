@@ -1,0 +1,272 @@
+"""Loop moves (Prefetch, UnrollBatch, speculative prefetch of early-exit loops) on Triton's
+looped RMSNorm, nvcc's suite kernels and small loops, one rule each.
+
+Correctness is checked by running the original and the moved kernel in a one-thread PTX
+interpreter (tests/ptx_interp.py) at trip counts around the loop's step: the stores must be
+the same and the moved kernel's global loads a subset of the original's, as many (never a
+load the original would not perform). The negative cases: a store to the loaded buffer, a
+barrier where the kernel writes the buffer, a shared load, an early exit without
+--speculate; and a control that a prefetched load stripped of its guard is caught.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import ptx_sources  # tests/ptx_sources.py
+import pytest
+from ptx_interp import Memory, Thread, Unmodelled
+
+from reorder.errors import NotApplicable
+from reorder.ptx.analysis import Analysis
+from reorder.ptx.candidate import write_and_compile
+from reorder.ptx.counted import find_loop
+from reorder.ptx.loopload import loop_loads
+from reorder.ptx.model import Module, parse_module
+from reorder.ptx.prefetch import Prefetch
+from reorder.ptx.unroll import UnrollBatch
+from reorder.tools import have_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+TRITON = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
+SUITE = ROOT / "benchmarks/kernels/ptx_candidates/source"
+SQUARES, NORMALISE = "$L__BB0_2", "$L__BB0_6"  # Triton's two passes over the row
+
+
+def _f32(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _triton() -> Module:
+    return parse_module(TRITON.read_text())
+
+
+def _run_rmsnorm(module: Module, n: int, tid: int):
+    """One thread of rmsnorm_looped on a row of n columns (x, w and y exactly n floats)."""
+    rnd, memory = random.Random(n), Memory()
+    x, w, y = 0x100000, 0x200000, 0x300000
+    for base in (x, w):
+        memory.buffers.append((base, 4 * n))
+        memory.words.update({base + 4 * i: _f32(rnd.uniform(-2, 2)) for i in range(n)})
+    memory.buffers.append((y, 4 * n))
+    return Thread(module.kernels[0], [x, w, y, n, n, n, _f32(1e-5), 0, 0], memory, tid=tid).run()
+
+
+def _same_work(original: Module, moved: Module, run, cases) -> None:
+    for case in cases:
+        a, b = run(original, *case), run(moved, *case)
+        assert b.stores == a.stores, case
+        assert set(b.loads) <= set(a.loads) and len(b.loads) == len(a.loads), case
+
+
+# Triton assumes n_cols % 16 == 0; 1024 columns per iteration (BLOCK 1024, 128 threads x 8)
+ROWS = [(n, tid) for n in (16, 1008, 1040, 3008) for tid in (0, 127)]
+
+
+def test_triton_loops_found_and_the_store_rule():
+    analysis = Analysis(_triton().kernels[0], noalias=False)
+    squares, normalise = find_loop(analysis, SQUARES), find_loop(analysis, NORMALISE)
+    assert [(x.register, x.immediate) for x in squares.inductions] == [("%r88", 1024)]
+    assert [e.bound for e in squares.exits] == [True] and not squares.early_exit
+    assert len(loop_loads(analysis, squares).movable) == 2
+    kept = loop_loads(analysis, normalise)  # y[...] = ... may alias x and w: nothing moves
+    assert not kept.movable and all("st.global" in reason for _, reason in kept.refused)
+    assumed = Analysis(_triton().kernels[0], noalias=True)  # x, w and y distinct: x and w load early
+    assert len(loop_loads(assumed, find_loop(assumed, NORMALISE)).movable) == 4
+    with pytest.raises(NotApplicable, match="no load can run early"):
+        Prefetch("rmsnorm_looped", NORMALISE, 1, False).apply(_triton())
+
+
+@pytest.mark.parametrize("move", [Prefetch("rmsnorm_looped", SQUARES, d, True) for d in (1, 2, 3, 4)]
+                         + [Prefetch("rmsnorm_looped", NORMALISE, 2, True)]
+                         + [UnrollBatch("rmsnorm_looped", label, k, True) for label in (SQUARES, NORMALISE)
+                            for k in (2, 4)], ids=lambda m: m.describe())
+def test_triton_moves_compute_the_same_and_load_nothing_more(move):
+    module = _triton()
+    _same_work(module, move.apply(module), _run_rmsnorm, ROWS)
+
+
+def _guard_leaves(function, guard: str) -> set[str]:
+    """The codes of the setp instructions a predicate is built from (through and/not/mov.pred,
+    every definition of a predicate written more than once)."""
+    defs: dict[str, list] = {}
+    for s in function.body:
+        if s.kind == "instruction" and s.ins.base in ("setp", "and", "not", "mov") and s.ins.modifiers[-1:] in \
+                (("pred",), ("s32",), ("u32",), ("s64",), ("u64",), ("b32",), ("f32",)):
+            defs.setdefault(s.ins.operands[0], []).append(s.ins)
+    leaves, seen, work = set(), set(), [guard.lstrip("!")]
+    while work:
+        reg = work.pop()
+        if reg in seen:
+            continue
+        seen.add(reg)
+        for ins in defs.get(reg, ()):
+            if ins.base == "setp":
+                leaves.add(" ".join(ins.operands))
+            else:
+                work += [o for o in ins.operands[1:] if o.startswith("%")]
+    return leaves
+
+
+@pytest.mark.parametrize("distance", [1, 3])
+def test_every_prefetched_load_is_predicated_by_the_loop_bound(distance):
+    """Structural: each load into fresh registers is guarded, and its guard is built from a
+    comparison with the trip bound (%r7 = n_cols) on an advanced induction and from the load's
+    own mask: the original's loop condition and guard for that iteration."""
+    moved = Prefetch("rmsnorm_looped", SQUARES, distance, True).apply(_triton()).kernels[0]
+    prefetched = [s.ins for s in moved.body if s.kind == "instruction" and s.ins.base == "ld"
+                  and "%lp" in s.ins.operands[0]]
+    assert len(prefetched) == 2 * (distance + distance)  # prologue and one refill per copy, two loads each
+    for ins in prefetched:
+        assert ins.guard and not ins.guard_negated
+        leaves = _guard_leaves(moved, ins.guard)
+        assert any(leaf.endswith(" %r7") and "%lp" in leaf for leaf in leaves), leaves
+
+
+def test_a_prefetched_load_without_its_guard_is_caught():
+    """The control: the interpreter check fails when a prefetched load loses its predicate."""
+    module = _triton()
+    moved = Prefetch("rmsnorm_looped", SQUARES, 2, True).apply(module)
+    function = moved.kernels[0]
+    index = next(i for i, s in enumerate(function.body) if s.kind == "instruction" and s.ins.base == "ld"
+                 and "%lp" in s.ins.operands[0] and s.ident.endswith(".pf0.5"))
+    bad = function.body[index].retext(re.sub(r"@%\w+ ", "", function.body[index].text))
+    broken = moved.with_function(function.with_body(function.body[:index] + (bad,) + function.body[index + 1:]))
+    with pytest.raises((AssertionError, Unmodelled)):
+        _same_work(module, broken, _run_rmsnorm, [(1040, 0)])
+
+
+# ---- small loops: the memory rules --------------------------------------------------------
+
+LOOP = """
+	setp.lt.s32 	%p1, %r5, 1;
+	mov.f32 	%f1, 0f00000000;
+	@%p1 bra 	$L__BB0_3;
+	mov.u32 	%r2, 0;
+	mov.u64 	%rd8, %rd6;
+$L__BB0_2:
+	ld.global.f32 	%f2, [%rd8];
+	add.f32 	%f1, %f1, %f2;
+{inside}
+	add.s64 	%rd8, %rd8, 512;
+	add.s32 	%r2, %r2, 128;
+	setp.lt.s32 	%p2, %r2, %r5;
+	@%p2 bra 	$L__BB0_2;
+$L__BB0_3:
+{after}
+	st.global.f32 	[%rd7], %f1;
+"""
+
+
+def _loop(inside: str = "", after: str = "") -> Module:
+    return parse_module(ptx_sources.kernel(LOOP.format(inside=inside, after=after)))
+
+
+def _movable(module: Module, noalias) -> list:
+    analysis = Analysis(module.kernels[0], noalias)
+    return [reason for _, reason in loop_loads(analysis, find_loop(analysis, "$L__BB0_2")).refused]
+
+
+def _run_small(module: Module, n: int, tid: int):
+    memory = Memory()
+    x, y = 0x100000, 0x200000
+    memory.buffers += [(x, 4 * (n + 128)), (y, 4 * (n + 128))]
+    memory.words.update({x + 4 * i: _f32(i * 0.5) for i in range(n + 128)})
+    return Thread(module.kernels[0], [x, y, 0, n], memory, tid=tid).run()
+
+
+def test_a_loop_with_a_store_to_the_loaded_buffer_is_refused():
+    module = _loop(inside="\tst.global.f32 \t[%rd8+4], %f1;")
+    for noalias in (False, True):
+        assert any("memory dependence" in r for r in _movable(module, noalias))
+        with pytest.raises(NotApplicable, match="no load can run early"):
+            Prefetch("k", "$L__BB0_2", 1, noalias).apply(module)
+
+
+def test_a_store_to_another_parameter_only_under_noalias():
+    module = _loop(inside="\tst.global.f32 \t[%rd7+4], %f1;")
+    assert _movable(module, False) and not _movable(module, True)
+    moved = Prefetch("k", "$L__BB0_2", 2, True).apply(module)
+    _same_work(module, moved, _run_small, [(n, t) for n in (1, 128, 129, 600) for t in (0, 5)])
+
+
+def test_barriers_shared_loads_and_unknown_trip_counts():
+    shared = _loop(inside="\tbar.sync \t0;\n\tld.shared.f32 \t%f3, [smem];\n\tadd.f32 \t%f1, %f1, %f3;")
+    reasons = _movable(shared, True)
+    assert any("shared load" in r for r in reasons)
+    written = _loop(inside="\tbar.sync \t0;", after="\tst.global.f32 \t[%rd6], %f1;")  # x is written: no crossing
+    assert any("barrier dependence" in r for r in _movable(written, True))
+    plain = _loop()
+    for move in (Prefetch("k", "$L__BB0_2", 3), UnrollBatch("k", "$L__BB0_2", 4)):
+        moved = move.apply(plain)  # n is a parameter: the trip count is not known, every prefetched load guarded
+        loads = [s.ins for s in moved.kernels[0].body if s.kind == "instruction" and s.ins.base == "ld"
+                 and "%lp" in s.ins.operands[0]]
+        assert loads and all(ins.guard for ins in loads[1:])  # the first (iteration 0 at the top) runs when entered
+        _same_work(plain, moved, _run_small, [(n, t) for n in (1, 127, 128, 129, 256, 700) for t in (0, 100)])
+
+
+# ---- early exit: find_index ---------------------------------------------------------------
+
+def _particlefilter() -> Module:
+    return parse_module((SUITE / "particlefilter.ptx").read_text())
+
+
+def _run_find_index(module: Module, n: int, tid: int, target: float):
+    memory = Memory()
+    ax, ay, cdf, u, xj, yj, w = (0x100000 * k for k in range(1, 8))
+    for base in (ax, ay, cdf, u, xj, yj, w):
+        memory.buffers.append((base, 4 * n))
+    memory.words.update({cdf + 4 * i: _f32((i + 1) / n) for i in range(n)})
+    memory.words.update({u + 4 * i: _f32(target) for i in range(n)})
+    thread = Thread(module.function("find_index"), [ax, ay, cdf, u, xj, yj, w, n], memory, tid=tid)
+    return thread.run(), cdf
+
+
+def test_early_exit_needs_speculate_and_stays_in_bounds():
+    module = _particlefilter()
+    with pytest.raises(NotApplicable, match="left early on loaded data"):
+        Prefetch("find_index", "$L__BB1_4", 2).apply(module)
+    for move in (Prefetch("find_index", "$L__BB1_4", 2, speculate=True),
+                 UnrollBatch("find_index", "$L__BB1_4", 4, speculate=True)):
+        moved = move.apply(module)
+        for n in (1, 3, 8, 13):
+            for target in (0.0, 0.5, 2.0):  # first element, the middle, never found
+                (a, cdf), (b, _) = _run_find_index(module, n, 0, target), _run_find_index(moved, n, 0, target)
+                assert b.stores == a.stores, (move, n, target)
+                scanned = {cdf + 4 * i for i in range(n)}
+                assert set(b.loads) - set(a.loads) <= scanned  # speculative, in bounds only
+
+
+# ---- compiled and verified; the command line ----------------------------------------------
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
+def test_candidates_compile_with_their_producers_ptxas_and_verify(tmp_path):
+    cases = [(TRITON, "rmsnorm_looped", Prefetch("rmsnorm_looped", SQUARES, 2, True)),
+             (TRITON, "rmsnorm_looped", UnrollBatch("rmsnorm_looped", NORMALISE, 4, True)),
+             (SUITE / "rmsnorm.ptx", "rms_norm_f32", Prefetch("rms_norm_f32", "$L__BB0_2", 1)),
+             (SUITE / "particlefilter.ptx", "find_index", UnrollBatch("find_index", "$L__BB1_4", 2, speculate=True))]
+    for k, (source, kernel, move) in enumerate(cases):
+        moved = move.apply(parse_module(source.read_text()))
+        built = write_and_compile(source, kernel, moved, [move.describe()], tmp_path / f"c{k}.ptx")
+        assert built.verdict.ok, (move, built.verdict.violations)
+        assert ("triton" in built.recipe) == (source == TRITON)
+
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
+def test_ptx_loops_command(tmp_path):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", *map(str, args)], capture_output=True,
+                              text=True, check=False, cwd=ROOT)
+
+    listed = cli(TRITON, "--list")
+    assert listed.returncode == 0 and "loop $L__BB0_6" in listed.stdout and "prefetch:$L__BB0_2@4" in listed.stdout
+    made = cli(TRITON, "--loop", "L__BB0_2", "--prefetch", "2", "-o", tmp_path / "p.ptx")
+    assert made.returncode == 0 and "verify rmsnorm_looped: legal" in made.stdout, made.stderr
+    refused = cli(TRITON, "--loop", "L__BB0_6", "--unroll", "2", "-o", tmp_path / "u.ptx")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr and "st.global" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
