@@ -270,3 +270,33 @@ def test_ptx_loops_command(tmp_path):
     refused = cli(TRITON, "--loop", "L__BB0_6", "--unroll", "2", "-o", tmp_path / "u.ptx")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr and "st.global" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_the_loop_kind_is_registered_and_every_alternative_applies():
+    import reorder.ptx.kinds  # noqa: F401  (registers every kind)
+    from reorder.ptx.registry import MoveOptions, Pick, kind_named
+
+    kind, module = kind_named("loop"), _triton()
+    assert kind.instances(module, MoveOptions("rmsnorm_looped", False)) and \
+        [i.key for i in kind.instances(module, MoveOptions("rmsnorm_looped", False))] == [SQUARES]
+    instances = kind.instances(module, MoveOptions("rmsnorm_looped", True))
+    assert [i.key for i in instances] == [SQUARES, NORMALISE]
+    for instance in instances:
+        for choice in instance.choices[1:]:
+            moved, done = kind.apply(module, MoveOptions("rmsnorm_looped", True), [Pick("loop", instance.key, choice)])
+            assert len(done) == 1 and moved.text != module.text
+    both, done = kind.apply(module, MoveOptions("rmsnorm_looped", True),
+                            [Pick("loop", SQUARES, "prefetch2"), Pick("loop", NORMALISE, "unroll2")])
+    assert done == (f"prefetch:{SQUARES}@2", f"unroll:{NORMALISE}@2")
+    _same_work(module, both, _run_rmsnorm, ROWS[:4])
+
+
+def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx():
+    cubin = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"
+    listed = subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--list"], capture_output=True,
+                            text=True, check=False, cwd=ROOT)
+    assert listed.returncode == 0, listed.stderr
+    assert "rmsnorm_looped: 2 loops in its SASS" in listed.stdout and "need the kernel's PTX" in listed.stdout
+    asked = subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--loop", "x", "--prefetch", "1",
+                            "-o", "/nonexistent/out.ptx"], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert asked.returncode != 0 and "loop moves need the kernel's PTX" in asked.stderr

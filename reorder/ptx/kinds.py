@@ -114,3 +114,5 @@ PEEL = register(MoveKind("peel", STAGES["loop shape"], "peel a loop's first iter
                          peel_instances, peel_apply))
 HOIST = register(MoveKind("hoist", STAGES["hoist"], "move a block's loads up (near, above a store, above a "
                           "barrier, or as far as legal)", hoist_instances, hoist_apply))
+
+import reorder.ptx.loopkinds  # noqa: E402,F401  (registers 'loop': Prefetch and UnrollBatch)

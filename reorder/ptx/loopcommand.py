@@ -44,6 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, noalias_of) -> int:
     source = Path(args.ptx)
+    if _is_cubin(source):
+        return _cubin_only(source, args)
     module = read_ptx(source)
     kernel = _kernel(module, args.kernel, source)
     noalias: Noalias = noalias_of(args.assume_noalias, len(module.function(kernel).params))
@@ -67,6 +69,29 @@ def run(args: argparse.Namespace, noalias_of) -> int:
                               Path(args.cubin) if args.cubin else None)
     print("\n".join(summary(built)))
     return 0 if built.verdict.ok else 1
+
+
+def _is_cubin(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _cubin_only(source: Path, args: argparse.Namespace) -> int:
+    """A cubin: say which loops its SASS has, and that the loop moves need the kernel's PTX."""
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+    from reorder.sassloops import cubin_loop_lines
+
+    cubin = read_cubin(source)
+    names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels if k.is_entry]
+    for name in names:
+        print("\n".join(cubin_loop_lines(decode_kernel(cubin, name))))
+    if args.list:
+        return 0
+    raise NotApplicable(f"{source} is a cubin: loop moves need the kernel's PTX")
 
 
 def _label(module: Module, kernel: str, given: str) -> str:
