@@ -1,0 +1,237 @@
+"""CPU side of the loop-move benchmark (benchmarks/loops_gpu.py): every cubin and launch, built
+without a GPU.
+
+    python -m benchmarks.loops_build [--out gpu_build/loops] [--jobs 2]
+
+Triton's looped RMSNorm (benchmarks/triton_kernels/rmsnorm.py, fp32) for each BLOCK in {512,
+1024} and num_warps in {4, 8}, compiled for sm_90 by Triton 3.6 (reorder.triton.compile: the
+JIT's own binding and options):
+
+- Triton's configs: kernel num_stages 1-4 (the `tl.range` loops at 1 stage), and `tl.range`
+  num_stages 2-4 (kernel num_stages 1); identical cubins are kept once (`same_as`);
+- reorder's candidates from the num_stages=1 PTX: Prefetch d = 1..4 and UnrollBatch k = 2, 4
+  on both loops (x, w and y are distinct tensors: --assume-noalias), each compiled by
+  Triton's ptxas with Triton's flags (reorder.ptxinput) and verified.
+
+Launches: for every cell (N in {4096, 8192} x rows in {16, 1024}) the spec at that shape and
+at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so the loop
+bound and the masks are exercised), from Triton's metadata (reorder.triton.launch). With
+--suite, the suite's loop kernels (find_index, normalize_weights, embedding_bag sum/mean,
+spmv) get their Prefetch/UnrollBatch candidates from nvcc's PTX as well. Everything lands
+in OUT with OUT/manifest.json (what the GPU script reads) and OUT/summary.md (what was
+built, verified, refused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCKS, WARPS, NS, ROWS = (512, 1024), (4, 8), (4096, 8192), (16, 1024)
+KERNEL_STAGES, LOOP_STAGES = (1, 2, 3, 4), (2, 3, 4)
+MOVES = tuple(f"prefetch{d}" for d in (1, 2, 3, 4)) + ("unroll2", "unroll4")
+SQUARES, NORMALISE = "$L__BB0_2", "$L__BB0_6"
+SUITE_LOOPS = {"find_index": ("particlefilter.ptx", False, True), "normalize_weights": ("particlefilter.ptx", True, False),
+               "embedding_bag_sum": ("embedding_bag.ptx", True, False),
+               "embedding_bag_mean": ("embedding_bag.ptx", True, False),
+               "spmv_csr_vector": ("spmv_csr.ptx", True, False)}  # kernel: (source PTX, noalias, speculate)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _case(block: int, rows: int, n: int):
+    from benchmarks.triton_kernels import rmsnorm_looped_case
+
+    import dataclasses
+
+    return dataclasses.replace(rmsnorm_looped_case("float32", (rows, n)), constexprs={"BLOCK": block})
+
+
+def _compile(block: int, warps: int, rows: int, n: int, kernel_stages: int, loop_stages: int):
+    from benchmarks.triton_kernels import stand_in_args
+    from reorder.triton.compile import compile_call
+
+    case = _case(block, rows, n)
+    return case, compile_call(case.kernel, *stand_in_args(case), arch=90, BLOCK=block, LOOP_STAGES=loop_stages,
+                              num_warps=warps, num_stages=kernel_stages)
+
+
+def _spec_file(path: Path, block: int, warps: int, rows: int, n: int, kernel_stages: int, loop_stages: int) -> int:
+    """Write the launch spec at (rows, n); returns the kernel's dynamic shared memory."""
+    from reorder.triton.launch import launch_spec, spec_toml
+
+    case, call = _compile(block, warps, rows, n, kernel_stages, loop_stages)
+    spec = launch_spec(call.kernel, call.values, case.grid, outputs=case.outputs)
+    path.write_text(spec_toml(spec))
+    return spec.shared
+
+
+def triton_configs(out: Path, block: int, warps: int) -> list[dict]:
+    """Triton's configs of one (BLOCK, num_warps): cubin, PTX, shared memory, duplicates marked."""
+    rows, seen = [], {}
+    for ks, ls in [(k, 1) for k in KERNEL_STAGES] + [(1, s) for s in LOOP_STAGES]:
+        _, call = _compile(block, warps, 16, NS[0], ks, ls)
+        name = f"b{block}_w{warps}_ns{ks}_ls{ls}"
+        digest = _sha(call.cubin)
+        row = {"name": name, "kind": "triton", "num_stages": ks, "loop_stages": ls, "sha256": digest,
+               "shared": int(call.kernel.metadata.shared), "same_as": seen.get(digest)}
+        if row["same_as"] is None:
+            seen[digest] = name
+            (out / f"{name}.cubin").write_bytes(call.cubin)
+            (out / f"{name}.ptx").write_text(call.kernel.asm["ptx"])
+            row["cubin"] = f"{name}.cubin"
+        rows.append(row)
+    return rows
+
+
+def reorder_candidates(out: Path, block: int, warps: int, original: dict) -> list[dict]:
+    """Prefetch / UnrollBatch on both loops of the num_stages=1 PTX, compiled and verified."""
+    from reorder.errors import ReorderError
+    from reorder.ptx.candidate import read_ptx, write_and_compile
+    from reorder.ptx.loopkinds import loop_move
+    from reorder.ptx.registry import MoveOptions
+
+    source = out / f"{original['name']}.ptx"
+    module = read_ptx(source)
+    kernel = module.kernels[0].name
+    options = MoveOptions(kernel, noalias=True)
+    rows = []
+    for choice in MOVES:
+        name = f"b{block}_w{warps}_{choice}"
+        row = {"name": name, "kind": "reorder", "move": choice, "shared": original["shared"]}
+        try:
+            moved = module
+            for label in (SQUARES, NORMALISE):
+                moved = loop_move(options, label, choice).apply(moved)
+            built = write_and_compile(source, kernel, moved, [f"{choice} on {SQUARES} and {NORMALISE}"],
+                                      out / f"{name}.ptx")
+            row.update({"cubin": built.cubin.name, "sha256": built.sha256, "verify": "legal" if built.verdict.ok
+                        else f"{len(built.verdict.violations)} violations", "build_s": round(built.seconds, 2),
+                        "recipe": built.recipe})
+            if not built.verdict.ok:
+                row["cubin"] = None
+        except ReorderError as exc:
+            row.update({"cubin": None, "refused": str(exc)})
+        rows.append(row)
+    return rows
+
+
+def cells(out: Path, block: int, warps: int, shared_by_loop_stages: dict[int, int]) -> list[dict]:
+    """The launch specs of every cell of this (BLOCK, num_warps), at its shape and a second one."""
+    found = []
+    for n in NS:
+        second = n + block // 2 + 16
+        for rows in ROWS:
+            stem = f"b{block}_w{warps}_n{n}_r{rows}"
+            _spec_file(out / f"{stem}.toml", block, warps, rows, n, 1, 1)
+            _spec_file(out / f"{stem}.second.toml", block, warps, 3, second, 1, 1)
+            found.append({"block": block, "warps": warps, "n": n, "rows": rows, "spec": f"{stem}.toml",
+                          "second": f"{stem}.second.toml", "second_shape": [3, second]})
+    return found
+
+
+def build_triton(out: Path) -> dict:
+    configs, all_cells = [], []
+    for block in BLOCKS:
+        for warps in WARPS:
+            started = time.monotonic()
+            triton_rows = triton_configs(out, block, warps)
+            original = triton_rows[0]
+            reorder_rows = reorder_candidates(out, block, warps, original)
+            configs.append({"block": block, "warps": warps, "original": original["cubin"],
+                            "variants": triton_rows + reorder_rows, "seconds": round(time.monotonic() - started, 1)})
+            all_cells += cells(out, block, warps, {})
+            print(f"BLOCK {block} warps {warps}: {sum(r.get('cubin') is not None for r in triton_rows)} distinct "
+                  f"Triton cubins, {sum(r.get('cubin') is not None for r in reorder_rows)} reorder candidates "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
+    return {"configs": configs, "cells": all_cells}
+
+
+def build_suite(out: Path) -> list[dict]:
+    """Prefetch/UnrollBatch candidates of the suite's loop kernels from nvcc's PTX (the suite's
+    checked-in source PTX), each loop separately, with the suite's noalias setting."""
+    from reorder.errors import ReorderError
+    from reorder.ptx.candidate import read_ptx, write_and_compile
+    from reorder.ptx.prefetch import Prefetch, movable_loops
+    from reorder.ptx.unroll import UnrollBatch
+
+    from reorder.ptxinput import compile_ptx
+
+    source_dir = ROOT / "benchmarks/kernels/ptx_candidates/source"
+    rows = []
+    for kernel, (source, noalias, speculate) in SUITE_LOOPS.items():
+        module = read_ptx(source_dir / source)
+        original = out / "suite" / f"{Path(source).stem}.original.cubin"
+        if not original.is_file():  # the source PTX compiled alone, with the candidates' recipe
+            original.write_bytes(compile_ptx(source_dir / source).cubin.read_bytes())
+        for label in movable_loops(module.function(kernel), noalias, speculate):
+            for move in (Prefetch(kernel, label, 1, noalias, speculate), Prefetch(kernel, label, 2, noalias, speculate),
+                         UnrollBatch(kernel, label, 2, noalias, speculate),
+                         UnrollBatch(kernel, label, 4, noalias, speculate)):
+                name = f"{kernel}_{move.describe().replace(':', '_').replace('@', '_').replace('$', '')}"
+                row = {"kernel": kernel, "source": source, "move": move.describe(), "noalias": noalias,
+                       "speculate": speculate, "original": f"suite/{original.name}"}
+                try:
+                    built = write_and_compile(source_dir / source, kernel, move.apply(module), [move.describe()],
+                                              out / "suite" / f"{name}.ptx")
+                    row.update({"cubin": f"suite/{built.cubin.name}", "sha256": built.sha256,
+                                "verify": "legal" if built.verdict.ok else "violations"})
+                    if not built.verdict.ok:
+                        row["cubin"] = None
+                except ReorderError as exc:
+                    row.update({"cubin": None, "refused": str(exc)})
+                rows.append(row)
+                print(f"{kernel} {move.describe()}: {row.get('verify') or row.get('refused')}", flush=True)
+    return rows
+
+
+def summary_md(manifest: dict) -> str:
+    lines = ["# Loop-move candidates built on the CPU (benchmarks/loops_build.py)", "",
+             f"Triton {manifest['triton']}; built {manifest['date']} in {manifest['seconds']:.0f} s; "
+             f"commit {manifest['commit']}", "", "| BLOCK | warps | variant | kind | sha256 | shared | verify / note |",
+             "|---|---|---|---|---|---|---|"]
+    for c in manifest["configs"]:
+        for v in c["variants"]:
+            note = v.get("verify") or (f"same cubin as {v['same_as']}" if v.get("same_as") else v.get("refused", ""))
+            lines.append(f"| {c['block']} | {c['warps']} | {v['name']} | {v['kind']} | {str(v.get('sha256'))[:12]} | "
+                         f"{v['shared']} | {note} |")
+    lines += ["", f"{len(manifest['cells'])} cells (launch specs at the cell's shape and a second shape).", ""]
+    if manifest.get("suite"):
+        lines += ["| suite kernel | move | verify / refused |", "|---|---|---|"]
+        lines += [f"| {r['kernel']} | {r['move']} | {r.get('verify') or r.get('refused')} |" for r in manifest["suite"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=ROOT / "gpu_build/loops")
+    p.add_argument("--suite", action="store_true", help="also the suite's loop kernels (nvcc PTX)")
+    args = p.parse_args(argv)
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
+    import triton
+
+    from reorder import provenance
+
+    started = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "suite").mkdir(exist_ok=True)
+    manifest = {"triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "commit": provenance.commit(), **build_triton(args.out)}
+    manifest["suite"] = build_suite(args.out) if args.suite else []
+    manifest["seconds"] = time.monotonic() - started
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (args.out / "summary.md").write_text(summary_md(manifest))
+    print(f"wrote {args.out / 'manifest.json'} and summary.md in {manifest['seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,287 @@
+"""GPU side of the loop-move benchmark: reorder's Prefetch/UnrollBatch against Triton's own
+pipelining, on cubins built on the CPU by benchmarks/loops_build.py (nothing compiles here).
+
+    python -m benchmarks.loops_gpu --build gpu_build/loops --out OUT [--deadline 225]
+        [--screen 0.4] [--final 1.2] [--dry-run]
+
+For each cell (Triton's looped RMSNorm, fp32: N x rows x BLOCK x num_warps, 16 cells):
+
+1. Screen: every distinct variant against the num_stages=1 cubin (the original): Triton's
+   `tl.range(num_stages=2..4)` builds (kernel num_stages 1-4 give one cubin, recorded by the
+   build) and reorder's 6 candidates (Prefetch 1-4, UnrollBatch 2/4 from the original's PTX).
+   Each is first checked byte for byte on fresh inputs at the cell's shape and at a second
+   shape (3 rows, a partial last block), shared memory poisoned (timing.check), then timed
+   paired (timing.paired, CUDA graphs, warm L2) for --screen seconds. A pair runs with the
+   larger of the two kernels' dynamic shared memory (Triton's pipelined builds stage loads
+   in shared memory; the launch must give them what they need).
+2. Triton's best (lowest screened ratio among its identical builds, the original included)
+   and reorder's best (among its identical candidates, the original included: reorder
+   keeps the original when nothing is faster) are timed against each other in a fresh
+   paired measurement (--final seconds): `ratio` = reorder's best / Triton's best, with its
+   95% CI. Fresh, because picking the best of several noisy screens flatters the pick.
+
+Then, while the deadline allows, the suite's loop kernels (built with --suite): each
+candidate checked at the suite spec and at a launch of a few blocks, then timed against the
+source PTX's own cubin.
+
+Rows go to OUT/loops_screen.csv, OUT/loops_cells.csv and OUT/loops_suite.csv as they come;
+OUT/summary.md has the per-cell table and the count of cells where reorder is faster or
+equal (CI high <= 1, or the CI holding 1). A failing job is a row with its reason; cells not
+begun before the deadline are rows marked skipped. --dry-run walks every step on a machine
+without a GPU with made-up results (tests/test_loops_gpu_script.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.rows import write_rows
+
+CELL_RESERVE_S = 12.0  # what one cell needs; a cell is not begun with less left
+SUITE_RESERVE_S = 3.0  # what one suite candidate needs
+
+
+class Live:
+    """Jobs in one isolated worker process on the GPU (a fault costs one job)."""
+
+    def __init__(self) -> None:
+        from timing.cli_support import worker_device
+        from timing.worker import WorkerPool
+
+        self.pool = WorkerPool(devices=[worker_device()])
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def check_and_time(self, a: Path, b: Path, spec, more, budget_s: float) -> dict:
+        from timing.evaluate import check_and_time_job, describe_status
+        from timing.worker import Job
+
+        return describe_status(self.pool.run(Job.of(check_and_time_job, str(a), str(b), spec, more=tuple(more),
+                                                     budget_s=budget_s, target_ci_pct=0.5, timeout_s=90)))
+
+    def time(self, a: Path, b: Path, spec, budget_s: float) -> dict:
+        from timing.evaluate import describe_status, time_job
+        from timing.worker import Job
+
+        return describe_status(self.pool.run(Job.of(time_job, str(a), str(b), spec, budget_s=budget_s,
+                                                    target_ci_pct=0.3, timeout_s=60)))
+
+    def gpu_name(self) -> str:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+
+
+class Dry(Live):
+    """No GPU: made-up ratios from the files' names (not measurements), so every step is walked."""
+
+    def __init__(self) -> None:
+        self.pool = None
+
+    def close(self) -> None:
+        pass
+
+    def _ratio(self, a: Path, b: Path) -> float:
+        return 0.9 + int(hashlib.sha256(f"{a.name}/{b.name}".encode()).hexdigest()[:4], 16) % 200 / 1000
+
+    def check_and_time(self, a, b, spec, more, budget_s) -> dict:
+        assert Path(a).is_file() and Path(b).is_file() and spec.name, (a, b)
+        return {"status": "ok", "check": "dry", **self.time(a, b, spec, budget_s)}
+
+    def time(self, a, b, spec, budget_s) -> dict:
+        r = self._ratio(Path(a), Path(b))
+        return {"status": "ok", "ratio": r, "ci_low": r - 0.01, "ci_high": r + 0.01, "a_us": 10.0, "b_us": 10.0 * r}
+
+    def gpu_name(self) -> str:
+        return "none (dry run)"
+
+
+@dataclasses.dataclass
+class Run:
+    build: Path
+    out: Path
+    deadline: float
+    screen_s: float
+    final_s: float
+    device: Live
+    stamps: dict
+    screen: list = dataclasses.field(default_factory=list)
+    cells: list = dataclasses.field(default_factory=list)
+    suite: list = dataclasses.field(default_factory=list)
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def add(self, table: str, row: dict) -> None:
+        rows = getattr(self, table)
+        rows.append({**self.stamps, **row})
+        write_rows(self.out / f"loops_{table}.csv", rows)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _spec(path: Path, shared: int):
+    from timing.spec import load_spec
+
+    return dataclasses.replace(load_spec(path), shared=shared)
+
+
+def distinct_variants(config: dict) -> list[dict]:
+    """The variants with a cubin of their own, the original excluded."""
+    return [v for v in config["variants"] if v.get("cubin") and v["cubin"] != config["original"]]
+
+
+def cell(run: Run, config: dict, where: dict) -> None:
+    """Screen every variant at this cell, then reorder's best against Triton's best."""
+    base = {k: where[k] for k in ("n", "rows", "block", "warps")}
+    original = next(v for v in config["variants"] if v.get("cubin") == config["original"])
+    screened = {original["name"]: (1.0, original)}
+    for v in distinct_variants(config):
+        shared = max(original["shared"], v["shared"])
+        row = {**base, "variant": v["name"], "kind": v["kind"], "shared": shared}
+        try:
+            row.update(run.device.check_and_time(run.build / config["original"], run.build / v["cubin"],
+                                                 _spec(run.build / where["spec"], shared),
+                                                 [_spec(run.build / where["second"], shared)], run.screen_s))
+        except Exception as exc:  # noqa: BLE001 - one variant's failure is a row
+            row.update({"status": "error", "reason": _first_line(exc)})
+        run.add("screen", row)
+        if row.get("status") == "ok" and row.get("check") in ("identical", "dry") and \
+                isinstance(row.get("ratio"), float):
+            screened[v["name"]] = (row["ratio"], v)
+    run.add("cells", final(run, base, where, screened, original))
+
+
+def final(run: Run, base: dict, where: dict, screened: dict, original: dict) -> dict:
+    """reorder's best / Triton's best, freshly paired."""
+    def best(kind: str) -> dict:
+        pool = {n: rv for n, rv in screened.items() if rv[1]["kind"] == kind or n == original["name"]}
+        return min(pool.values(), key=lambda rv: rv[0])[1]
+
+    triton, reorder = best("triton"), best("reorder")
+    row = {**base, "triton_best": triton["name"], "reorder_best": reorder["name"],
+           "triton_screen": screened[triton["name"]][0], "reorder_screen": screened[reorder["name"]][0],
+           "variants_ok": len(screened) - 1}
+    if triton["name"] == reorder["name"]:
+        return {**row, "status": "ok", "ratio": 1.0, "ci_low": 1.0, "ci_high": 1.0, "note": "the same cubin"}
+    shared = max(triton["shared"], reorder["shared"])
+    try:
+        row.update(run.device.time(run.build / triton["cubin"], run.build / reorder["cubin"],
+                                   _spec(run.build / where["spec"], shared), run.final_s))
+    except Exception as exc:  # noqa: BLE001
+        row.update({"status": "error", "reason": _first_line(exc)})
+    return row
+
+
+def suite(run: Run, rows: list[dict]) -> None:
+    """The suite's loop kernels: each candidate against the source PTX's cubin, while time is left."""
+    from benchmarks.gpu_session import load_suite_spec
+    from benchmarks.moves_gpu import few_blocks
+
+    for r in rows:
+        row = {"kernel": r["kernel"], "move": r["move"], "noalias": r["noalias"], "speculate": r["speculate"]}
+        if not r.get("cubin"):
+            run.add("suite", {**row, "status": "not built", "reason": r.get("refused", "")})
+            continue
+        if run.left() < SUITE_RESERVE_S:
+            run.add("suite", {**row, "status": "skipped", "reason": "deadline"})
+            continue
+        try:
+            spec = load_suite_spec(r["kernel"])
+            row.update(run.device.check_and_time(run.build / r["original"], run.build / r["cubin"], spec,
+                                                 [few_blocks(spec)], run.screen_s))
+        except Exception as exc:  # noqa: BLE001
+            row.update({"status": "error", "reason": _first_line(exc)})
+        run.add("suite", row)
+
+
+def summary(run: Run) -> str:
+    s = run.stamps
+    lines = [f"# reorder's loop moves vs Triton's pipelining: looped RMSNorm fp32 ({s['gpu']}, {s['date']}, "
+             f"commit {s['commit']})", "",
+             "ratio = time(reorder's best) / time(Triton's best), paired, warm L2, 95% CI; below 1: reorder faster",
+             "", "| N | rows | BLOCK | warps | Triton's best | reorder's best | ratio [95% CI] | status |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in run.cells:
+        ci = f"{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if isinstance(r.get("ratio"), float) else "-"
+        lines.append(f"| {r.get('n')} | {r.get('rows')} | {r.get('block')} | {r.get('warps')} | "
+                     f"{r.get('triton_best', '')} | {r.get('reorder_best', '')} | {ci} | {r.get('status')} "
+                     f"{r.get('reason', '')} |")
+    timed = [r for r in run.cells if isinstance(r.get("ratio"), float)]
+    if timed:
+        not_slower = sum(r["ci_low"] <= 1.0 for r in timed)
+        faster = sum(r["ci_high"] < 1.0 for r in timed)
+        lines += ["", f"cells measured: {len(timed)} of {len(run.cells)}; reorder faster (CI high < 1): {faster}; "
+                      f"faster or equal (CI low <= 1): {not_slower}; median ratio "
+                      f"{statistics.median(r['ratio'] for r in timed):.3f}"]
+    mismatches = [r for r in run.screen + run.suite if r.get("check") == "MISMATCH"]
+    lines += ["", f"byte checks: {sum(r.get('check') == 'identical' for r in run.screen + run.suite)} identical, "
+                  f"{len(mismatches)} MISMATCH" + "".join(f"\n- {m.get('variant') or m.get('move')}" for m in mismatches)]
+    if run.suite:
+        lines += ["", "| suite kernel | move | check | ratio [95% CI] | status |", "|---|---|---|---|---|"]
+        for r in run.suite:
+            ci = f"{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if isinstance(r.get("ratio"), float) \
+                else "-"
+            lines.append(f"| {r['kernel']} | {r['move']} | {r.get('check', '')} | {ci} | {r.get('status')} "
+                         f"{r.get('reason', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", type=Path, default=Path("gpu_build/loops"))
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--deadline", type=float, default=225.0, help="seconds; cells not begun by then are skipped")
+    p.add_argument("--screen", type=float, default=0.4, help="seconds of paired timing per screened variant")
+    p.add_argument("--final", type=float, default=1.2, help="seconds of paired timing, best against best")
+    p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
+    args = p.parse_args(argv)
+    started = time.monotonic()
+    manifest_path = args.build / "manifest.json"
+    if not manifest_path.is_file():
+        print(f"loops_gpu: {manifest_path} not found (build it with python -m benchmarks.loops_build)",
+              file=sys.stderr)
+        return 2
+    manifest = json.loads(manifest_path.read_text())
+    args.out.mkdir(parents=True, exist_ok=True)
+    device = Dry() if args.dry_run else Live()
+    try:
+        stamps = {"gpu": device.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  "commit": manifest.get("commit"), "triton": manifest.get("triton")}
+        run = Run(args.build, args.out, started + args.deadline, args.screen, args.final, device, stamps)
+        configs = {(c["block"], c["warps"]): c for c in manifest["configs"]}
+        for where in manifest["cells"]:
+            if run.left() < CELL_RESERVE_S:
+                run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
+                        {"status": "skipped", "reason": "deadline"})
+                continue
+            print(f"[{time.monotonic() - started:.0f} s] N {where['n']} rows {where['rows']} BLOCK {where['block']} "
+                  f"warps {where['warps']}", file=sys.stderr, flush=True)
+            try:
+                cell(run, configs[(where["block"], where["warps"])], where)
+            except Exception as exc:  # noqa: BLE001 - a cell's failure is a row
+                run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
+                        {"status": "error", "reason": _first_line(exc)})
+            (args.out / "summary.md").write_text(summary(run))
+        suite(run, manifest.get("suite", []))
+    finally:
+        device.close()
+    (args.out / "summary.md").write_text(summary(run))
+    print(summary(run))
+    print(f"[{time.monotonic() - started:.0f} s] wrote {args.out}/summary.md and loops_*.csv", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

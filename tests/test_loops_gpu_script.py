@@ -1,0 +1,56 @@
+"""benchmarks/loops_gpu.py walked without a GPU (--dry-run: made-up ratios) on a build made here
+from the checked-in Triton RMSNorm: manifest, launch specs, screen, best-against-best, summary."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks import loops_gpu
+from reorder.ptx.candidate import read_ptx, write_and_compile
+from reorder.ptx.prefetch import Prefetch
+from reorder.tools import have_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+TRITON = ROOT / "benchmarks/triton_kernels/sm_90"
+
+
+@pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
+def test_dry_run_walks_every_step(tmp_path):
+    build = tmp_path / "build"
+    build.mkdir()
+    shutil.copy(TRITON / "rmsnorm_looped_fp32.cubin", build / "orig.cubin")
+    shutil.copy(TRITON / "rmsnorm_looped_fp32.cubin", build / "ls2.cubin")  # stands for a Triton build
+    shutil.copy(TRITON / "rmsnorm_looped_fp32.toml", build / "cell.toml")
+    shutil.copy(TRITON / "rmsnorm_looped_fp32.toml", build / "cell.second.toml")
+    source = TRITON / "rmsnorm_looped_fp32.ptx"
+    move = Prefetch("rmsnorm_looped", "$L__BB0_2", 1, True)
+    built = write_and_compile(source, "rmsnorm_looped", move.apply(read_ptx(source)), [move.describe()],
+                              build / "pf1.ptx")
+    variants = [{"name": "orig", "kind": "triton", "cubin": "orig.cubin", "shared": 16},
+                {"name": "ls2", "kind": "triton", "cubin": "ls2.cubin", "shared": 4096},
+                {"name": "same", "kind": "triton", "same_as": "orig", "shared": 16},
+                {"name": "pf1", "kind": "reorder", "cubin": built.cubin.name, "shared": 16},
+                {"name": "refused", "kind": "reorder", "cubin": None, "refused": "no load", "shared": 16}]
+    cells = [{"block": 1024, "warps": 4, "n": n, "rows": 16, "spec": "cell.toml", "second": "cell.second.toml"}
+             for n in (4096, 8192)]
+    manifest = {"commit": "test", "triton": "3.6.0", "configs": [{"block": 1024, "warps": 4,
+                                                                  "original": "orig.cubin", "variants": variants}],
+                "cells": cells, "suite": [{"kernel": "find_index", "move": "m", "noalias": False, "speculate": True,
+                                           "cubin": None, "refused": "why"}]}
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "out"
+    assert loops_gpu.main(["--build", str(build), "--out", str(out), "--dry-run"]) == 0
+    screen = list(csv.DictReader((out / "loops_screen.csv").open()))
+    assert [r["variant"] for r in screen] == ["ls2", "pf1"] * 2  # distinct cubins only, the original excluded
+    assert {r["shared"] for r in screen if r["variant"] == "ls2"} == {"4096"}  # the pair gets the larger
+    cells_rows = list(csv.DictReader((out / "loops_cells.csv").open()))
+    assert len(cells_rows) == 2 and all(r["status"] == "ok" and float(r["ratio"]) > 0 for r in cells_rows)
+    assert {r["reorder_best"] for r in cells_rows} <= {"orig", "pf1"}
+    summary = (out / "summary.md").read_text()
+    assert "cells measured: 2 of 2" in summary and "| find_index | m |" in summary
+    assert loops_gpu.main(["--build", str(tmp_path / "none"), "--out", str(out), "--dry-run"]) == 2
