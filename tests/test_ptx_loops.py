@@ -300,3 +300,30 @@ def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx():
     asked = subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--loop", "x", "--prefetch", "1",
                             "-o", "/nonexistent/out.ptx"], capture_output=True, text=True, check=False, cwd=ROOT)
     assert asked.returncode != 0 and "loop moves need the kernel's PTX" in asked.stderr
+
+
+POST = """
+	setp.lt.s32 	%p1, %r5, 1;
+	mov.f32 	%f1, 0f00000000;
+	@%p1 bra 	$L__BB0_3;
+	mov.u32 	%r2, 0;
+$L__BB0_2:
+	add.s32 	%r2, %r2, 128;
+	mul.wide.s32 	%rd9, %r2, 4;
+	add.s64 	%rd10, %rd6, %rd9;
+	ld.global.f32 	%f2, [%rd10+-512];
+	add.f32 	%f1, %f1, %f2;
+	setp.lt.s32 	%p2, %r2, %r5;
+	@%p2 bra 	$L__BB0_2;
+$L__BB0_3:
+	st.global.f32 	[%rd7], %f1;
+"""
+
+
+def test_an_induction_updated_before_the_load():
+    """The load's address reads the induction after this iteration's update: advanced from the
+    value the register holds where each early load is issued (before the loop, at a copy's top,
+    after the update)."""
+    module = parse_module(ptx_sources.kernel(POST))
+    for move in (Prefetch("k", "$L__BB0_2", 1), Prefetch("k", "$L__BB0_2", 3), UnrollBatch("k", "$L__BB0_2", 2)):
+        _same_work(module, move.apply(module), _run_small, [(n, t) for n in (1, 128, 129, 300, 640) for t in (0, 7)])
