@@ -238,8 +238,9 @@ def summary(run: Run) -> str:
                       f"faster or equal (CI low <= 1): {not_slower}; median ratio "
                       f"{statistics.median(r['ratio'] for r in timed):.3f}"]
     mismatches = [r for r in run.screen + run.suite if r.get("check") == "MISMATCH"]
-    lines += ["", f"byte checks: {sum(r.get('check') == 'identical' for r in run.screen + run.suite)} identical, "
-                  f"{len(mismatches)} MISMATCH" + "".join(f"\n- {m.get('variant') or m.get('move')}" for m in mismatches)]
+    identical = sum(r.get("check") == "identical" for r in run.screen + run.suite)
+    lines += ["", f"byte checks: {identical} identical, {len(mismatches)} MISMATCH"
+              + "".join(f"\n- {m.get('variant') or m.get('move')}" for m in mismatches)]
     if run.suite:
         lines += ["", "| suite kernel | move | check | ratio [95% CI] | status |", "|---|---|---|---|---|"]
         for r in run.suite:

@@ -91,7 +91,10 @@ class Thread:
         return 0x1000 if text == "global_smem" else self._symbol(text)
 
     def _symbol(self, text: str) -> int:
-        raise Unmodelled(f"symbol {text}")
+        """A variable's address (shared arrays): a fixed address per name, the same in both versions."""
+        if not re.fullmatch(r"[A-Za-z_$][\w$]*", text):
+            raise Unmodelled(f"operand {text}")
+        return 0x10000 + 0x1000 * (sum(map(ord, text)) % 64)
 
     def run(self, limit: int = 200000) -> Trace:
         cfg = Cfg(self.f)

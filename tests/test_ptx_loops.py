@@ -327,3 +327,23 @@ def test_an_induction_updated_before_the_load():
     module = parse_module(ptx_sources.kernel(POST))
     for move in (Prefetch("k", "$L__BB0_2", 1), Prefetch("k", "$L__BB0_2", 3), UnrollBatch("k", "$L__BB0_2", 2)):
         _same_work(module, move.apply(module), _run_small, [(n, t) for n in (1, 128, 129, 300, 640) for t in (0, 7)])
+
+
+def _run_rms_norm_f32(module: Module, n: int, tid: int, threads: int):
+    rnd, memory = random.Random(n), Memory()
+    x, w, y = 0x100000, 0x200000, 0x300000
+    for base in (x, w):
+        memory.buffers.append((base, 4 * n))
+        memory.words.update({base + 4 * i: _f32(rnd.uniform(-2, 2)) for i in range(n)})
+    memory.buffers.append((y, 4 * n))
+    return Thread(module.function("rms_norm_f32"), [x, w, y, n, _f32(1e-5)], memory, tid=tid, ntid=threads).run()
+
+
+@pytest.mark.parametrize("move", [Prefetch("rms_norm_f32", "$L__BB0_2", 2),
+                                  Prefetch("rms_norm_f32", "$L__BB0_11", 3, True),
+                                  UnrollBatch("rms_norm_f32", "$L__BB0_11", 4, True)], ids=lambda m: m.describe())
+def test_nvcc_loops_stepping_by_a_register(move):
+    """nvcc's strided loops (`col += blockDim.x`): the step is a register, advanced by a multiply."""
+    module = parse_module((SUITE / "rmsnorm.ptx").read_text())
+    _same_work(module, move.apply(module), _run_rms_norm_f32,
+               [(n, tid, threads) for n in (1, 5, 33) for tid, threads in ((0, 1), (3, 4), (2, 32))])
