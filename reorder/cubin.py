@@ -16,6 +16,7 @@ from pathlib import Path
 from reorder.cubincheck import check_kernel_limits, check_section_table, check_symbols_and_relocations
 from reorder.errors import InputError, ReorderError
 from reorder.files import read_input
+from reorder.names import resolve
 from reorder.nvinfo import (
     ATTR_KPARAM_INFO,
     ATTR_REGCOUNT,
@@ -119,8 +120,10 @@ class Cubin:
         for k in self.kernels:
             if k.name == name:
                 return k
-        names = ", ".join(k.name for k in self.kernels)
-        raise InputError(f"{self.path or 'cubin'}: no kernel named {name!r} (have: {names})")
+        # a C++ signature or a unique part of one (reorder.names); entry kernels first
+        pool = [k.name for k in self.kernels if k.is_entry] or [k.name for k in self.kernels]
+        symbol = resolve(name, pool, self.path or "cubin")
+        return next(k for k in self.kernels if k.name == symbol)
 
     def section(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)

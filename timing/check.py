@@ -133,7 +133,7 @@ def run_once(kernel: object, spec: LaunchSpec, host: dict[str, np.ndarray | np.g
     """
     from timing import gpu
 
-    dev = gpu.to_device(host)
+    dev = gpu.to_device(host, spec)
     if poison_shared:
         from timing.poison import poison_shared_memory
 

@@ -72,9 +72,9 @@ class Outcome:
 def entry_kernel(cubin_path: str | Path, name: str) -> Kernel:
     """The named kernel of a cubin, refused (InputError naming it) if absent or not launchable."""
     cubin = read_cubin(cubin_path)
-    kernel = cubin.kernel(name)  # raises InputError "no kernel named ... (have: ...)"
+    kernel = cubin.kernel(name)  # raises InputError "no kernel named ... (have: ...)" or "... is ambiguous"
     if not kernel.is_entry:
-        raise InputError(f"{cubin_path}: '{name}' is a device function, not a launchable kernel")
+        raise InputError(f"{cubin_path}: '{kernel.name}' is a device function, not a launchable kernel")
     return kernel
 
 
@@ -92,8 +92,19 @@ def validated_spec(spec_path: str | Path, cubins: Sequence[str | Path], kernel: 
     spec = load_spec(spec_path)
     if kernel and kernel != spec.name:
         spec = dataclasses.replace(spec, name=kernel)
+    return checked_spec(spec, cubins)
+
+
+def checked_spec(spec: LaunchSpec, cubins: Sequence[str | Path]) -> LaunchSpec:
+    """A spec checked against its kernel's parameter table (sizes and C-layout offsets) in
+    every cubin, carrying the kernel's symbol: a spec may name a kernel by its C++ signature
+    or a unique part of it (reorder.names), and the worker loads the kernel by symbol."""
     for path in cubins:
-        check_against_params(spec, param_sizes(entry_kernel(path, spec.name)))
+        found = entry_kernel(path, spec.name)
+        if found.name != spec.name:
+            spec = dataclasses.replace(spec, name=found.name)
+        ordered = sorted(found.params, key=lambda p: p.ordinal)
+        check_against_params(spec, [p.size for p in ordered], [p.offset for p in ordered])
     return spec
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from reorder.errors import GpuError
-from timing.spec import BufferParam, LaunchSpec
+from timing.spec import LaunchSpec
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
 
@@ -51,18 +51,43 @@ def load_kernel(cubin: str | Path, spec: LaunchSpec) -> Kernel:
         raise GpuError(f"{path}: cubin not found")
     try:
         module = cp.RawModule(path=str(path))
-        function = module.get_function(spec.name)
     except Exception as e:
         raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
+    try:
+        function = module.get_function(spec.name)
+    except Exception:  # not a symbol: a C++ signature or part of one (reorder.names)
+        from reorder.cubin import read_cubin
+
+        symbol = read_cubin(path).kernel(spec.name).name
+        try:
+            function = module.get_function(symbol)
+        except Exception as e:
+            raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
     if spec.shared > DEFAULT_SHARED_LIMIT:
         function.max_dynamic_shared_size_bytes = spec.shared
     return Kernel(str(path), module, function)
 
 
-def to_device(host: dict[str, np.ndarray | np.generic]) -> dict[str, Any]:
-    """Copy buffers to fresh device arrays; scalars stay numpy scalars (passed by value)."""
+class DeviceSet(dict):
+    """Device values by name (arrays, numpy scalars, packed structs), plus, for every struct
+    buffer, the bytes uploaded and their symbolic form (timing.devicestructs)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        self.uploaded: dict[str, Any] = {}
+
+
+def to_device(host: dict[str, np.ndarray | np.generic], spec: LaunchSpec | None = None) -> DeviceSet:
+    """Copy buffers to fresh device arrays; scalars stay numpy scalars (passed by value).
+    With a spec that has structs, its struct buffers are allocated and filled and its struct
+    parameters packed once every buffer has an address."""
     cp = cupy_module()
-    return {k: cp.array(v) if isinstance(v, np.ndarray) else v for k, v in host.items()}
+    dev = DeviceSet({k: cp.array(v) if isinstance(v, np.ndarray) else v for k, v in host.items()})
+    if spec is not None and (spec.types or spec.extra):
+        from timing.devicestructs import build_structs
+
+        build_structs(cp, spec, dev)
+    return dev
 
 
 def launch_args(spec: LaunchSpec, dev: dict[str, Any]) -> tuple[Any, ...]:
@@ -81,5 +106,12 @@ def synchronize() -> None:
 
 
 def buffers_to_host(spec: LaunchSpec, dev: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Every buffer (in, out and inout) back on the host, in parameter order."""
-    return {p.name: dev[p.name].get() for p in spec.params if isinstance(p, BufferParam)}
+    """Every buffer (in, out, inout and zeros; parameters, then [[buffer]]s) back on the host;
+    struct buffers as bytes whose pointers that still hold what was uploaded are replaced by
+    their symbolic form, so two runs at different addresses compare equal."""
+    out = {p.name: dev[p.name].get() for p in spec.buffers}
+    if spec.struct_buffers:
+        from timing.devicestructs import symbolic_bytes
+
+        out.update({b.name: symbolic_bytes(dev, b.name) for b in spec.struct_buffers})
+    return out

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from reorder.errors import SpecError
-from timing.spec import BufferParam, LaunchSpec, ScalarParam
+from timing.spec import BufferParam, LaunchSpec, ScalarParam, StructBuffer, StructParam
 
 POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 / max for ints
 
@@ -30,9 +30,11 @@ def poisoned(shape: tuple[int, ...], dtype: str | np.dtype) -> np.ndarray:
 
 
 def draw_buffer(p: BufferParam, rng: np.random.Generator) -> np.ndarray:
-    """Fill one buffer per its init; 'out' buffers get poison."""
+    """Fill one buffer per its init; 'out' buffers get poison, 'zeros' buffers zeros."""
     if p.role == "out":
         return poisoned(p.shape, p.dtype)
+    if p.role == "zeros":
+        return np.zeros(p.shape, dtype=p.dtype)
     if p.init is None:
         raise SpecError(f"param '{p.name}': no 'init' and the hook did not supply it")
     dist, n = p.init.dist, p.size
@@ -76,13 +78,15 @@ def _coerce(spec: LaunchSpec, name: str, value: Any) -> np.ndarray | np.generic:
     except KeyError:
         raise SpecError(f"{spec.source}: hook {spec.hook!r} returned unknown param '{name}'") from None
     where = f"{spec.source}: hook value for param '{name}'"
+    if isinstance(p, (StructParam, StructBuffer)):
+        raise SpecError(f"{where}: structs are built from the spec's values, the hook must not supply them")
     if isinstance(p, ScalarParam):
         arr = np.asarray(value)
         if arr.ndim != 0:
             raise SpecError(f"{where}: scalar param got an array of shape {arr.shape}")
         return np.dtype(p.dtype).type(arr.item())
-    if p.role == "out":
-        raise SpecError(f"{where}: 'out' buffers are poisoned, the hook must not fill them")
+    if p.role in ("out", "zeros"):
+        raise SpecError(f"{where}: '{p.role}' buffers are filled by the tool, the hook must not fill them")
     arr = np.asarray(value)
     if arr.shape != p.shape:
         raise SpecError(f"{where}: shape {arr.shape}, spec says {p.shape}")
@@ -92,10 +96,14 @@ def _coerce(spec: LaunchSpec, name: str, value: Any) -> np.ndarray | np.generic:
 
 
 def draw_inputs(spec: LaunchSpec, set_index: int) -> dict[str, np.ndarray | np.generic]:
-    """All parameter values for input set `set_index`, in parameter order.
+    """All parameter values for input set `set_index`, in parameter order, then the plain
+    [[buffer]]s (each drawing from stream len(params) + its index + 1, so adding a buffer
+    leaves the parameters' bytes unchanged).
 
     Buffers become C-contiguous numpy arrays, scalars numpy scalars of the exact
-    dtype (what cupy needs to pass them by value with the right width).
+    dtype (what cupy needs to pass them by value with the right width). Struct parameters
+    and struct buffers are not drawn: timing.gpu builds them once every buffer has an
+    address.
     """
     if set_index < 0:
         raise ValueError("set_index must be >= 0")
@@ -112,7 +120,9 @@ def draw_inputs(spec: LaunchSpec, set_index: int) -> dict[str, np.ndarray | np.g
             raise SpecError(f"{spec.source}: hook {spec.hook!r} must return a dict, got {type(result).__name__}")
         supplied = {name: _coerce(spec, name, v) for name, v in result.items()}
     values: dict[str, np.ndarray | np.generic] = {}
-    for k, p in enumerate(spec.params):
+    for k, p in enumerate(spec.params + spec.extra):
+        if isinstance(p, (StructParam, StructBuffer)):
+            continue
         if p.name in supplied:
             values[p.name] = supplied[p.name]
         elif isinstance(p, ScalarParam):

@@ -11,6 +11,9 @@ Method 'graph' (the default, and the one to trust):
   launch starts from an L2 holding none of its data;
 - a round times one replay of A and one of B, in a random order per round,
   each between its own cudaEvent pair, so drift hits both halves alike;
+- a spec with `zeros` counters gives each of the R launches its own cleared copy,
+  all cleared by one memset before each replay, outside the event pair, for A and B
+  alike (timing.devicestructs), so the clearing is in neither side's time;
 - the SM clock is sampled by NVML each round while the GPU is busy; rounds
   whose clock is below 90% of the highest sample are dropped (throttled);
 - rounds continue until the bootstrap CI half-width of time(B)/time(A) is below
@@ -33,6 +36,7 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 
 from reorder.errors import GpuError
+from timing.devicestructs import launch_copies
 from timing.spec import LaunchSpec, draw_inputs
 from timing.stats import RatioEstimate, ci_half_width_pct, paired_ratio_ci
 
@@ -42,6 +46,7 @@ CLOCK_KEEP_FRACTION = 0.90
 MAX_REPEATS = 10_000
 BACKTOBACK_LAUNCHES = 100
 BACKTOBACK_RUNS = 5
+CALIBRATION_LAUNCHES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,32 +141,38 @@ def _l2_flusher(cp: Any, stream: Any) -> Callable[[], None]:
     return flush
 
 
-def _capture(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: tuple, repeats: int) -> Any:
-    """A CUDA graph of `repeats` launches, instantiated and replayed once (uploaded, warmed)."""
+def _capture(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: Sequence[tuple],
+             clear: Callable[[Any], None]) -> Any:
+    """A CUDA graph of len(args) launches, launch i with args[i], instantiated and replayed once
+    (uploaded, warmed). `clear` resets the launches' zeros counters (timing.devicestructs) and
+    runs before every replay, outside any timed region."""
     from timing import gpu
 
     with stream:
         stream.begin_capture()
         try:
-            for _ in range(repeats):
-                gpu.launch(kernel, spec, args)
+            for launch_args in args:
+                gpu.launch(kernel, spec, launch_args)
         finally:
             graph = stream.end_capture()
+    clear(stream)
     graph.launch(stream)
     stream.synchronize()
     return graph
 
 
-def _graph_launch_us(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: tuple, n: int = 20) -> float:
-    """Per-launch time inside a graph of n launches (for choosing R).
+def _graph_launch_us(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, copies: Any) -> float:
+    """Per-launch time inside a graph of len(copies.args) launches (for choosing R).
 
     Measured in a graph, not by plain back-to-back launches: for short kernels
     those are bound by the CPU launch rate and overstate the time ~2x.
     """
-    graph = _capture(cp, stream, kernel, spec, args, n)
+    graph = _capture(cp, stream, kernel, spec, copies.args, copies.clear)
+    n = len(copies.args)
     start, end = cp.cuda.Event(), cp.cuda.Event()
     best = math.inf
     for _ in range(3):
+        copies.clear(stream)
         start.record(stream)
         graph.launch(stream)
         end.record(stream)
@@ -170,20 +181,24 @@ def _graph_launch_us(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: 
     return best
 
 
-def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], spec: LaunchSpec, args: Sequence[tuple]) -> np.ndarray:
-    """Per-launch us, shape (2, runs): event pair around 100 launches, A's runs then B's."""
+def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], spec: LaunchSpec, copies: Any) -> np.ndarray:
+    """Per-launch us, shape (2, runs): event pair around 100 launches, A's runs then B's
+    (copies holds 3 + 100 argument tuples; their counters are cleared before each run)."""
     from timing import gpu
 
     out = np.empty((2, BACKTOBACK_RUNS))
     start, end = cp.cuda.Event(), cp.cuda.Event()
+    warm, timed = copies.args[:3], copies.args[3:]
     for k in (0, 1):
         with stream:
-            for _ in range(3):
-                gpu.launch(kernels[k], spec, args[k])
+            copies.clear(stream)
+            for launch_args in warm:
+                gpu.launch(kernels[k], spec, launch_args)
             for r in range(BACKTOBACK_RUNS):
+                copies.clear(stream)
                 start.record(stream)
-                for _ in range(BACKTOBACK_LAUNCHES):
-                    gpu.launch(kernels[k], spec, args[k])
+                for launch_args in timed:
+                    gpu.launch(kernels[k], spec, launch_args)
                 end.record(stream)
                 end.synchronize()
                 out[k, r] = cp.cuda.get_elapsed_time(start, end) * 1000.0 / BACKTOBACK_LAUNCHES
@@ -223,14 +238,13 @@ def time_pair(
     cp = gpu.cupy_module()
     kernels = (gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec))
     host = draw_inputs(spec, 0)
-    dev = gpu.to_device(host)  # one buffer set for both: same addresses, same DRAM/L2 mapping
-    args = (gpu.launch_args(spec, dev),) * 2
+    dev = gpu.to_device(host, spec)  # one buffer set for both: same addresses, same DRAM/L2 mapping
     stream = cp.cuda.Stream(non_blocking=True)
     clock = open_sm_clock(cp)
     rng = np.random.default_rng(seed)
 
     if method == "backtoback":
-        us = _backtoback(cp, stream, kernels, spec, args)
+        us = _backtoback(cp, stream, kernels, spec, launch_copies(cp, spec, dev, 3 + BACKTOBACK_LAUNCHES))
         mhz = clock()
         est = paired_ratio_ci(us[0], us[1], confidence, rng=rng)
         return TimingResult(
@@ -239,12 +253,15 @@ def time_pair(
         )
 
     if l2 == "warm":
+        calibration = launch_copies(cp, spec, dev, CALIBRATION_LAUNCHES)
         repeats = tuple(
-            choose_repeats(_graph_launch_us(cp, stream, kernels[k], spec, args[k]), min_replay_us) for k in (0, 1)
+            choose_repeats(_graph_launch_us(cp, stream, kernels[k], spec, calibration), min_replay_us)
+            for k in (0, 1)
         )
     else:
         repeats = (1, 1)
-    graphs = tuple(_capture(cp, stream, kernels[k], spec, args[k], repeats[k]) for k in (0, 1))
+    copies = launch_copies(cp, spec, dev, max(repeats))  # both kernels launch on the same copies
+    graphs = tuple(_capture(cp, stream, kernels[k], spec, copies.args[: repeats[k]], copies.clear) for k in (0, 1))
     flush = _l2_flusher(cp, stream) if l2 == "cold" else None
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in (0, 1)]
 
@@ -257,6 +274,7 @@ def time_pair(
         for k in order:
             if flush is not None:
                 flush()
+            copies.clear(stream)  # zeros counters: cleared outside the event pair, for both sides alike
             events[k][0].record(stream)
             graphs[k].launch(stream)
             events[k][1].record(stream)

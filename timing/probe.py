@@ -47,7 +47,7 @@ def run_records(cubin: str, spec: LaunchSpec, launches: int = DEFAULT_LAUNCHES) 
     host = draw_inputs(spec, 0)
     out = []
     for _ in range(launches):
-        dev = gpu.to_device(host)  # fresh inputs and poisoned records each launch
+        dev = gpu.to_device(host, spec)  # fresh inputs and poisoned records each launch
         gpu.launch(kernel, spec, gpu.launch_args(spec, dev))
         gpu.synchronize()
         out.append(dev[RECORDS_PARAM].get())

@@ -56,6 +56,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 
 from reorder.errors import SpecError
+from timing.layout import FieldValue, StructType, StructValue, size_align
 
 try:  # Python 3.11+
     import tomllib
@@ -71,8 +72,8 @@ MAX_DYNAMIC_SHARED = 227 * 1024  # sm_90 per-block opt-in maximum
 # in float64 before the cast) and each kernel of a pair gets its own copy on the GPU, so a
 # spec near the GPU's memory could not be checked; the largest suite spec needs 192 MiB.
 MAX_BUFFER_BYTES = 16 * 2**30
-ROLES = ("in", "out", "inout")
-KINDS = ("buffer", "scalar")
+ROLES = ("in", "out", "inout", "zeros")  # zeros: a counter cleared before every launch (timing.gpu)
+KINDS = ("buffer", "scalar", "struct")
 DISTS: dict[str, dict[str, float | None]] = {
     # name -> {argument: default (None = required)}
     "uniform": {"low": 0.0, "high": 1.0},
@@ -86,6 +87,7 @@ DISTS: dict[str, dict[str, float | None]] = {
 _KERNEL_KEYS = {"name", "grid", "block", "shared", "seed", "hook"}
 _BUFFER_KEYS = {"name", "kind", "dtype", "shape", "role", "init"}
 _SCALAR_KEYS = {"name", "kind", "dtype", "value"}
+TOP_LEVEL_KEYS = {"kernel", "param", "type", "buffer", "grid_sweep"}  # grid_sweep: read by benchmarks.kernels.sweep
 _HOOK_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
@@ -130,7 +132,29 @@ class ScalarParam:
     value: int | float | bool | None = None
 
 
-Param = Union[BufferParam, ScalarParam]
+@dataclass(frozen=True, slots=True)
+class StructParam:
+    """A struct passed by value (a `[[type]]` of the spec), its bytes built at launch time,
+    after the buffers its pointer fields name are allocated (timing.layout)."""
+
+    name: str
+    type: str
+    value: StructValue
+
+
+@dataclass(frozen=True, slots=True)
+class StructBuffer:
+    """Device memory holding an array of structs (or of pointers, type 'ptr'), such as a
+    descriptor array whose pointer fields point at other buffers of the spec. Filled after
+    every buffer is allocated; read back and compared with its pointers made symbolic."""
+
+    name: str
+    type: str
+    values: tuple[FieldValue, ...]
+
+
+Param = Union[BufferParam, ScalarParam, StructParam]
+Extra = Union[BufferParam, StructBuffer]  # a [[buffer]]: device memory that is not itself a parameter
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,13 +169,30 @@ class LaunchSpec:
     seed: int = 0
     hook: str | None = None
     source: str = "<spec>"
+    types: tuple[StructType, ...] = ()  # [[type]] tables
+    extra: tuple[Extra, ...] = ()  # [[buffer]] tables
 
     @property
     def buffers(self) -> tuple[BufferParam, ...]:
-        return tuple(p for p in self.params if isinstance(p, BufferParam))
+        """Every plain buffer, parameters first, then [[buffer]] ones."""
+        return tuple(p for p in self.params + self.extra if isinstance(p, BufferParam))
 
-    def param(self, name: str) -> Param:
-        for p in self.params:
+    @property
+    def struct_buffers(self) -> tuple[StructBuffer, ...]:
+        return tuple(b for b in self.extra if isinstance(b, StructBuffer))
+
+    @property
+    def type_map(self) -> dict[str, StructType]:
+        return {t.name: t for t in self.types}
+
+    @property
+    def zeros(self) -> tuple[BufferParam, ...]:
+        """The counters cleared before every launch."""
+        return tuple(b for b in self.buffers if b.role == "zeros")
+
+    def param(self, name: str) -> Param | Extra:
+        """A parameter or a [[buffer]] by name."""
+        for p in self.params + self.extra:
             if p.name == name:
                 return p
         raise KeyError(name)
@@ -191,7 +232,7 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
     kernel = raw.get("kernel")
     if not isinstance(kernel, dict):
         raise SpecError(f"{source}: missing [kernel] table")
-    extra = set(raw) - {"kernel", "param", "grid_sweep"}  # grid_sweep: read by benchmarks.kernels.sweep
+    extra = set(raw) - TOP_LEVEL_KEYS
     if extra:
         raise SpecError(f"{source}: unknown top-level key(s) {sorted(extra)}")
     _no_unknown(kernel, _KERNEL_KEYS, f"{source}: [kernel]")
@@ -209,27 +250,41 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
     hook = kernel.get("hook")
     if hook is not None and (not isinstance(hook, str) or not _HOOK_RE.match(hook)):
         raise SpecError(f"{where}: 'hook' must look like 'pkg.module:func', got {hook!r}")
-    raw_params = raw.get("param", [])
-    if not isinstance(raw_params, list) or not all(isinstance(p, dict) for p in raw_params):
-        raise SpecError(f"{source}: 'param' must be an array of tables ([[param]])")
-    params = tuple(_parse_param(p, i, source, hook is not None) for i, p in enumerate(raw_params))
-    _check_total_size(params, source)
+    from timing import structs  # the struct forms build on this module's field checks
+
+    types = structs.parse_types(_tables(raw, "type", source), source)
+    has_hook = hook is not None
+    params = tuple(_parse_param(p, i, source, has_hook, types) for i, p in enumerate(_tables(raw, "param", source)))
+    extra = tuple(structs.parse_extra(b, i, source, has_hook, types) for i, b in enumerate(_tables(raw, "buffer", source)))
     seen: set[str] = set()
-    for p in params:
+    for p in params + extra:
         if p.name in seen:
             raise SpecError(f"{source}: param '{p.name}': name used twice")
         seen.add(p.name)
-    return LaunchSpec(name, grid, block, params, shared, seed, hook, source)
+    spec = LaunchSpec(name, grid, block, params, shared, seed, hook, source, types, extra)
+    _check_total_size(spec, source)
+    structs.check_references(spec)
+    return spec
 
 
-def _check_total_size(params: tuple[Param, ...], source: str) -> None:
-    total = sum(p.nbytes for p in params if isinstance(p, BufferParam))
+def _tables(raw: dict[str, Any], key: str, source: str) -> list[dict[str, Any]]:
+    """An array of tables ([[key]]), or [] when absent."""
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+        raise SpecError(f"{source}: '{key}' must be an array of tables ([[{key}]])")
+    return value
+
+
+def _check_total_size(spec: LaunchSpec, source: str) -> None:
+    total = sum(p.nbytes for p in spec.buffers) + sum(
+        size_align(spec.type_map, b.type)[0] * len(b.values) for b in spec.struct_buffers)
     if total > MAX_BUFFER_BYTES:
         raise SpecError(f"{source}: buffers of {total / 2**30:.3g} GiB in all; a spec may ask for at most "
                         f"{MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)")
 
 
-def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool) -> Param:
+def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool,
+                 types: tuple[StructType, ...] = ()) -> Param:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{source}: param #{index}: missing or empty 'name'")
@@ -237,6 +292,10 @@ def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool) -
     kind = _required(raw, "kind", str, where)
     if kind not in KINDS:
         raise SpecError(f"{where}: kind must be one of {list(KINDS)}, got {kind!r}")
+    if kind == "struct":
+        from timing import structs
+
+        return structs.parse_struct_param(raw, where, types)
     _no_unknown(raw, _BUFFER_KEYS if kind == "buffer" else _SCALAR_KEYS, where)
     dtype = _dtype(_required(raw, "dtype", str, where), where)
     if kind == "scalar":
@@ -253,7 +312,9 @@ def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool) -
     init_raw = raw.get("init")
     if role == "out" and init_raw is not None:
         raise SpecError(f"{where}: an 'out' buffer takes no 'init' (it is poisoned before every run)")
-    if role != "out" and init_raw is None and not has_hook:
+    if role == "zeros" and init_raw is not None:
+        raise SpecError(f"{where}: a 'zeros' buffer takes no 'init' (it is cleared before every launch)")
+    if role not in ("out", "zeros") and init_raw is None and not has_hook:
         raise SpecError(f"{where}: '{role}' buffer needs an 'init' (or a kernel hook that supplies it)")
     buffer = BufferParam(name, dtype, shape, role)
     if buffer.nbytes > MAX_BUFFER_BYTES:
@@ -414,13 +475,47 @@ def _check_fits(value: Any, dtype: str, where: str, what: str) -> None:
 # ---------------------------------------------------------------- cubin cross-check
 
 
-def param_size(p: Param) -> int:
+def param_size(p: Param, types: dict[str, StructType] | None = None) -> int:
     """Bytes the parameter occupies in the kernel's parameter buffer."""
-    return POINTER_BYTES if isinstance(p, BufferParam) else np.dtype(p.dtype).itemsize
+    return _size_align(p, types or {})[0]
 
 
-def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int]) -> None:
-    """Refuse a spec whose parameter list disagrees with the cubin's KPARAM_INFO sizes.
+def _size_align(p: Param, types: dict[str, StructType]) -> tuple[int, int]:
+    if isinstance(p, BufferParam):
+        return POINTER_BYTES, POINTER_BYTES
+    if isinstance(p, StructParam):
+        return size_align(types, p.type)
+    size = np.dtype(p.dtype).itemsize
+    return size, size
+
+
+def param_offsets(spec: LaunchSpec) -> tuple[int, ...]:
+    """Where each parameter starts in the parameter buffer, by the C rules (each aligned to
+    its own alignment, in order): what the cubin's KPARAM_INFO offsets must say."""
+    types, cursor, out = spec.type_map, 0, []
+    for p in spec.params:
+        size, align = _size_align(p, types)
+        cursor = -(-cursor // align) * align
+        out.append(cursor)
+        cursor += size
+    return tuple(out)
+
+
+def _what(p: Param, types: dict[str, StructType]) -> str:
+    if isinstance(p, BufferParam):
+        return "buffer (pointer)"
+    if isinstance(p, StructParam):
+        from timing.layout import describe_layout
+
+        return describe_layout(types, p.type)
+    return f"scalar {p.dtype}"
+
+
+def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int],
+                         offsets: Sequence[int] | None = None) -> None:
+    """Refuse a spec whose parameter list disagrees with the cubin's KPARAM_INFO sizes (and,
+    when given, offsets: a struct laid out differently from the compiler's would pass
+    fields at the wrong bytes even when its total size happens to agree).
 
     A mismatch here would make the launch read garbage arguments, which shows up
     later as a fault or wrong output blamed on the candidate.
@@ -431,13 +526,20 @@ def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int]) -> None:
             f"{spec.source}: kernel '{spec.name}' takes {len(sizes)} parameter(s) "
             f"(sizes {sizes}) but the spec lists {len(spec.params)}"
         )
+    types = spec.type_map
+    wanted_offsets = param_offsets(spec)
     for i, (p, size) in enumerate(zip(spec.params, sizes)):
-        want = param_size(p)
+        want = param_size(p, types)
+        at = "" if offsets is None else f" at offset {offsets[i]}"
         if want != size:
-            what = "buffer (pointer)" if isinstance(p, BufferParam) else f"scalar {p.dtype}"
             raise SpecError(
-                f"{spec.source}: param '{p.name}' (#{i}): spec says {what} = {want} bytes, "
-                f"kernel parameter is {size} bytes"
+                f"{spec.source}: param '{p.name}' (#{i}): spec says {_what(p, types)} = {want} bytes, "
+                f"kernel parameter is {size} bytes{at}"
+            )
+        if offsets is not None and wanted_offsets[i] != offsets[i]:
+            raise SpecError(
+                f"{spec.source}: param '{p.name}' (#{i}): spec's layout puts {_what(p, types)} at offset "
+                f"{wanted_offsets[i]}, kernel parameter is at offset {offsets[i]} ({size} bytes)"
             )
 
 

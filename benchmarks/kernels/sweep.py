@@ -212,6 +212,7 @@ def spec_toml(spec: Mapping[str, Any]) -> str:
     """A spec dict (e.g. a sweep point from apply_sweep) as a launch-spec TOML file, so a
     point can be handed to `reorder optimize --launch` and `reorder time`."""
     lines = ["[kernel]"] + [f"{k} = {_toml_value(v)}" for k, v in spec["kernel"].items()]
-    for param in spec["param"]:
-        lines += ["", "[[param]]"] + [f"{k} = {_toml_value(v)}" for k, v in param.items()]
+    for key in ("type", "buffer", "param"):  # struct types and [[buffer]]s before the params that use them
+        for table in spec.get(key, []):
+            lines += ["", f"[[{key}]]"] + [f"{k} = {_toml_value(v)}" for k, v in table.items()]
     return "\n".join(lines) + "\n"

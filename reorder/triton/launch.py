@@ -27,7 +27,6 @@ their live values, since Triton may have specialized the code on them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -36,6 +35,8 @@ import numpy as np
 
 from reorder.errors import SpecError
 from timing.spec import MAX_DYNAMIC_SHARED, BufferParam, Init, LaunchSpec, Param, ScalarParam, parse_spec
+from timing.spectoml import spec_dict
+from timing.spectoml import spec_toml as _spec_toml
 
 GLOBAL_SCRATCH = "triton_global_scratch"
 PROFILE_SCRATCH = "triton_profile_scratch"
@@ -214,48 +215,6 @@ def launch_spec(kernel: Any, values: Mapping[str, Any], grid: Grid, *, outputs: 
 # ---------------------------------------------------------------- TOML
 
 
-def spec_dict(spec: LaunchSpec) -> dict[str, Any]:
-    """The spec as the dict a TOML spec file parses to (parse_spec(spec_dict(s)) == s)."""
-    kernel: dict[str, Any] = {"name": spec.name, "grid": list(spec.grid), "block": list(spec.block),
-                              "shared": spec.shared, "seed": spec.seed}
-    params = []
-    for p in spec.params:
-        if isinstance(p, ScalarParam):
-            params.append({"name": p.name, "kind": "scalar", "dtype": p.dtype, "value": p.value})
-            continue
-        entry: dict[str, Any] = {"name": p.name, "kind": "buffer", "dtype": p.dtype, "shape": list(p.shape),
-                                 "role": p.role}
-        if p.init is not None:
-            entry["init"] = {"dist": p.init.dist, **dict(p.init.args)}
-        params.append(entry)
-    return {"kernel": kernel, "param": params}
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string takes JSON's escapes
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML form for {value!r}")
-
-
 def spec_toml(spec: LaunchSpec) -> str:
     """The spec as a launch-spec file (`reorder optimize/check/time --launch`)."""
-    raw = spec_dict(spec)
-    lines = [f"# launch of Triton kernel {spec.name}, written by reorder.triton.launch", "[kernel]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in raw["kernel"].items()]
-    for p in raw["param"]:
-        lines += ["", "[[param]]"] + [f"{k} = {_toml_value(v)}" for k, v in p.items()]
-    return "\n".join(lines) + "\n"
+    return _spec_toml(spec, header=f"launch of Triton kernel {spec.name}, written by reorder.triton.launch")
