@@ -49,15 +49,23 @@ SUITE_RESERVE_S = 3.0  # what one suite candidate needs
 CHECK_SETS = 2  # fresh input sets per launch shape (each a draw of up to 32 MB: the check's main cost)
 
 
-def screen_job(a_cubin: str, b_cubin: str, spec, more, budget_s: float) -> dict:
+def screen_job(a_cubin: str, b_cubin: str, spec, more, budget_s: float, b_shared: int,
+               time_mismatch: bool = False) -> dict:
     """In the worker: byte check on CHECK_SETS fresh input sets at the spec's shape and each
-    of `more` (shared memory poisoned), then paired timing of a byte-identical candidate."""
+    of `more` (shared memory poisoned; both kernels given the larger dynamic shared memory),
+    then paired timing, each kernel with its own shared memory (the spec's for A, `b_shared`
+    for B). A candidate that is not byte-identical is not timed, unless `time_mismatch` (a
+    Triton build: Triton's own configs compete whatever their bytes)."""
+    import dataclasses
+
     from timing.evaluate import check_job, time_job
 
-    row = check_job(a_cubin, b_cubin, spec, sets=CHECK_SETS, more=more)
-    if row["check"] == "MISMATCH":
+    both = max(spec.shared, b_shared)
+    row = check_job(a_cubin, b_cubin, dataclasses.replace(spec, shared=both), sets=CHECK_SETS,
+                    more=tuple(dataclasses.replace(m, shared=both) for m in more))
+    if row["check"] == "MISMATCH" and not time_mismatch:
         return row
-    return {**row, **time_job(a_cubin, b_cubin, spec, budget_s=budget_s, target_ci_pct=0.5)}
+    return {**row, **time_job(a_cubin, b_cubin, spec, budget_s=budget_s, target_ci_pct=0.5, b_shared=b_shared)}
 
 
 class Live:
@@ -72,19 +80,20 @@ class Live:
     def close(self) -> None:
         self.pool.close()
 
-    def check_and_time(self, a: Path, b: Path, spec, more, budget_s: float) -> dict:
+    def check_and_time(self, a: Path, b: Path, spec, more, budget_s: float, b_shared: int,
+                       time_mismatch: bool = False) -> dict:
         from timing.evaluate import describe_status
         from timing.worker import Job
 
         return describe_status(self.pool.run(Job.of(screen_job, str(a), str(b), spec, tuple(more), budget_s,
-                                                    timeout_s=90)))
+                                                    b_shared, time_mismatch, timeout_s=90)))
 
-    def time(self, a: Path, b: Path, spec, budget_s: float) -> dict:
+    def time(self, a: Path, b: Path, spec, budget_s: float, b_shared: int) -> dict:
         from timing.evaluate import describe_status, time_job
         from timing.worker import Job
 
         return describe_status(self.pool.run(Job.of(time_job, str(a), str(b), spec, budget_s=budget_s,
-                                                    target_ci_pct=0.3, timeout_s=60)))
+                                                    target_ci_pct=0.3, b_shared=b_shared, timeout_s=60)))
 
     def gpu_name(self) -> str:
         import cupy
@@ -104,11 +113,11 @@ class Dry(Live):
     def _ratio(self, a: Path, b: Path) -> float:
         return 0.9 + int(hashlib.sha256(f"{a.name}/{b.name}".encode()).hexdigest()[:4], 16) % 200 / 1000
 
-    def check_and_time(self, a, b, spec, more, budget_s) -> dict:
+    def check_and_time(self, a, b, spec, more, budget_s, b_shared, time_mismatch=False) -> dict:
         assert Path(a).is_file() and Path(b).is_file() and spec.name, (a, b)
-        return {"status": "ok", "check": "dry", **self.time(a, b, spec, budget_s)}
+        return {"status": "ok", "check": "dry", **self.time(a, b, spec, budget_s, b_shared)}
 
-    def time(self, a, b, spec, budget_s) -> dict:
+    def time(self, a, b, spec, budget_s, b_shared) -> dict:
         r = self._ratio(Path(a), Path(b))
         return {"status": "ok", "ratio": r, "ci_low": r - 0.01, "ci_high": r + 0.01, "a_us": 10.0, "b_us": 10.0 * r}
 
@@ -160,17 +169,17 @@ def cell(run: Run, config: dict, where: dict) -> None:
     original = next(v for v in config["variants"] if v.get("cubin") == config["original"])
     screened = {original["name"]: (1.0, original)}
     for v in distinct_variants(config):
-        shared = max(original["shared"], v["shared"])
-        row = {**base, "variant": v["name"], "kind": v["kind"], "shared": shared}
+        row = {**base, "variant": v["name"], "kind": v["kind"], "shared": v["shared"]}
         try:
             row.update(run.device.check_and_time(run.build / config["original"], run.build / v["cubin"],
-                                                 _spec(run.build / where["spec"], shared),
-                                                 [_spec(run.build / where["second"], shared)], run.screen_s))
+                                                 _spec(run.build / where["spec"], original["shared"]),
+                                                 [_spec(run.build / where["second"], original["shared"])],
+                                                 run.screen_s, v["shared"], time_mismatch=v["kind"] == "triton"))
         except Exception as exc:  # noqa: BLE001 - one variant's failure is a row
             row.update({"status": "error", "reason": _first_line(exc)})
         run.add("screen", row)
-        if row.get("status") == "ok" and row.get("check") in ("identical", "dry") and \
-                isinstance(row.get("ratio"), float):
+        fair = row.get("check") in ("identical", "dry") or v["kind"] == "triton"  # Triton's configs compete as built
+        if row.get("status") == "ok" and fair and isinstance(row.get("ratio"), float):
             screened[v["name"]] = (row["ratio"], v)
     run.add("cells", final(run, base, where, screened, original))
 
@@ -187,10 +196,9 @@ def final(run: Run, base: dict, where: dict, screened: dict, original: dict) -> 
            "variants_ok": len(screened) - 1}
     if triton["name"] == reorder["name"]:
         return {**row, "status": "ok", "ratio": 1.0, "ci_low": 1.0, "ci_high": 1.0, "note": "the same cubin"}
-    shared = max(triton["shared"], reorder["shared"])
     try:
         row.update(run.device.time(run.build / triton["cubin"], run.build / reorder["cubin"],
-                                   _spec(run.build / where["spec"], shared), run.final_s))
+                                   _spec(run.build / where["spec"], triton["shared"]), run.final_s, reorder["shared"]))
     except Exception as exc:  # noqa: BLE001
         row.update({"status": "error", "reason": _first_line(exc)})
     return row

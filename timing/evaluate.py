@@ -30,12 +30,14 @@ def check_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, sets: int = 3, more:
 
 
 def time_job(a_cubin: str, b_cubin: str, spec: LaunchSpec, l2: str = "warm", method: str = "graph",
-             target_ci_pct: float = 0.5, budget_s: float = 8.0) -> dict[str, Any]:
-    """Paired timing of B against A; ratio = time(B)/time(A) with its bootstrap 95% CI."""
+             target_ci_pct: float = 0.5, budget_s: float = 8.0, b_shared: int | None = None) -> dict[str, Any]:
+    """Paired timing of B against A; ratio = time(B)/time(A) with its bootstrap 95% CI (B
+    launched with `b_shared` bytes of dynamic shared memory when given, else the spec's)."""
     from timing.paired import time_pair
     from timing.stats import verdict
 
-    t = time_pair(a_cubin, b_cubin, spec, l2=l2, method=method, target_ci_pct=target_ci_pct, budget_s=budget_s)
+    t = time_pair(a_cubin, b_cubin, spec, l2=l2, method=method, target_ci_pct=target_ci_pct, budget_s=budget_s,
+                  b_shared=b_shared)
     return {"ratio": t.ratio.ratio, "ci_low": t.ratio.low, "ci_high": t.ratio.high,
             "ci_half_width_pct": t.ci_half_width_pct, "a_us": t.a_us, "b_us": t.b_us, "rounds": t.rounds,
             "dropped_rounds": t.dropped_rounds, "clock_mhz": t.clock_mhz, "verdict": verdict(t.ratio),

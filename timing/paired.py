@@ -27,6 +27,7 @@ Everything GPU-side is imported lazily; run time_pair inside timing.worker.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -181,7 +182,8 @@ def _graph_launch_us(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, copies
     return best
 
 
-def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], spec: LaunchSpec, copies: Any) -> np.ndarray:
+def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], specs: Sequence[LaunchSpec],
+                copies: Any) -> np.ndarray:
     """Per-launch us, shape (2, runs): event pair around 100 launches, A's runs then B's
     (copies holds 3 + 100 argument tuples; their counters are cleared before each run)."""
     from timing import gpu
@@ -193,12 +195,12 @@ def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], spec: LaunchSpec, 
         with stream:
             copies.clear(stream)
             for launch_args in warm:
-                gpu.launch(kernels[k], spec, launch_args)
+                gpu.launch(kernels[k], specs[k], launch_args)
             for r in range(BACKTOBACK_RUNS):
                 copies.clear(stream)
                 start.record(stream)
                 for launch_args in timed:
-                    gpu.launch(kernels[k], spec, launch_args)
+                    gpu.launch(kernels[k], specs[k], launch_args)
                 end.record(stream)
                 end.synchronize()
                 out[k, r] = cp.cuda.get_elapsed_time(start, end) * 1000.0 / BACKTOBACK_LAUNCHES
@@ -222,11 +224,15 @@ def time_pair(
     min_replay_us: float = 200.0,
     confidence: float = 0.95,
     seed: int = 0,
+    b_shared: int | None = None,
 ) -> TimingResult:
     """Time B against A on input set 0 of `spec`; see the module docstring for the method.
 
     `budget_s` bounds the measurement rounds only (setup and graph capture come
-    on top); give the worker job a timeout comfortably above it.
+    on top); give the worker job a timeout comfortably above it. `b_shared`: B's
+    dynamic shared memory when it differs from A's (a Triton build that stages its
+    loads in shared memory against one that does not): each kernel launches with
+    its own, so neither's occupancy is set by the other's needs.
     """
     from timing import gpu
 
@@ -236,7 +242,8 @@ def time_pair(
         raise ValueError(f"method must be 'graph' or 'backtoback', got {method!r}")
     t_begin = time.perf_counter()
     cp = gpu.cupy_module()
-    kernels = (gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec))
+    specs = (spec, spec if b_shared is None else dataclasses.replace(spec, shared=b_shared))
+    kernels = (gpu.load_kernel(a_cubin, specs[0]), gpu.load_kernel(b_cubin, specs[1]))
     host = draw_inputs(spec, 0)
     dev = gpu.to_device(host, spec)  # one buffer set for both: same addresses, same DRAM/L2 mapping
     stream = cp.cuda.Stream(non_blocking=True)
@@ -244,7 +251,7 @@ def time_pair(
     rng = np.random.default_rng(seed)
 
     if method == "backtoback":
-        us = _backtoback(cp, stream, kernels, spec, launch_copies(cp, spec, dev, 3 + BACKTOBACK_LAUNCHES))
+        us = _backtoback(cp, stream, kernels, specs, launch_copies(cp, spec, dev, 3 + BACKTOBACK_LAUNCHES))
         mhz = clock()
         est = paired_ratio_ci(us[0], us[1], confidence, rng=rng)
         return TimingResult(
@@ -255,13 +262,14 @@ def time_pair(
     if l2 == "warm":
         calibration = launch_copies(cp, spec, dev, CALIBRATION_LAUNCHES)
         repeats = tuple(
-            choose_repeats(_graph_launch_us(cp, stream, kernels[k], spec, calibration), min_replay_us)
+            choose_repeats(_graph_launch_us(cp, stream, kernels[k], specs[k], calibration), min_replay_us)
             for k in (0, 1)
         )
     else:
         repeats = (1, 1)
     copies = launch_copies(cp, spec, dev, max(repeats))  # both kernels launch on the same copies
-    graphs = tuple(_capture(cp, stream, kernels[k], spec, copies.args[: repeats[k]], copies.clear) for k in (0, 1))
+    graphs = tuple(_capture(cp, stream, kernels[k], specs[k], copies.args[: repeats[k]], copies.clear)
+                   for k in (0, 1))
     flush = _l2_flusher(cp, stream) if l2 == "cold" else None
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in (0, 1)]
 

@@ -173,3 +173,13 @@ def test_backtoback_method(env: dict) -> None:
     r = time_pair(c[1], c[3], env["spec"], method="backtoback")
     assert r.method == "backtoback" and r.rounds == 5 and r.stopped == "fixed"
     assert r.b_us > r.a_us
+
+
+def test_each_kernel_launches_with_its_own_shared_memory(env: dict) -> None:
+    """b_shared: B launched with more dynamic shared memory than A (a kernel that stages loads
+    in shared memory against one that does not); the same kernel is still indistinguishable
+    when the extra memory costs no occupancy."""
+    c = env["cubins"]
+    r = time_pair(c[1], c[1], env["spec"], budget_s=2.0, b_shared=env["spec"].shared + 1024)
+    assert r.rounds >= 2 and r.a_us > 0 and r.b_us > 0
+    assert r.ratio.low <= 1.0 <= r.ratio.high or abs(r.ratio.ratio - 1.0) < 0.02, r
