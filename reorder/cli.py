@@ -150,3 +150,4 @@ def _compile_ptx_inputs(args: argparse.Namespace) -> None:
         setattr(args, name, str(compiled.cubin))
         args.compiled_from = {**getattr(args, "compiled_from", {}),
                               name: f"compiled from {value} by {compiled.recipe.describe()}"}
+        args.ptx_inputs = {**getattr(args, "ptx_inputs", {}), name: value}

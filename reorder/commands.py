@@ -314,9 +314,14 @@ def _noalias(value: str | None, count: int) -> bool | tuple[int, ...]:
 @command("optimize", "search the move space (Optuna), keep the best proven candidate, write a report")
 def _optimize():
     def add(p: argparse.ArgumentParser) -> None:
-        p.add_argument("cubin")
+        p.add_argument("cubin", metavar="INPUT", help="a cubin, PTX (nvcc's or Triton's) or CUDA source (.cu); "
+                       "with PTX at hand the search spans PTX moves, the producer's ptxas and SASS moves")
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel")
+        p.add_argument("--ptx", metavar="FILE", help="the PTX a cubin input was compiled from (its kernels' names "
+                       "as in the cubin): PTX candidates are compiled from it and timed against the cubin")
+        p.add_argument("--nvcc-flags", default="-O3 -arch=sm_90", metavar="FLAGS",
+                       help="for a .cu input: the flags of `nvcc -ptx` (default: -O3 -arch=sm_90)")
         p.add_argument("--launch", help="launch spec (TOML); needed on a GPU")
         p.add_argument("--check-launch", action="append", default=[], metavar="SPEC",
                        help="another launch spec of the same kernel the winner must also serve (repeatable; "
@@ -362,6 +367,7 @@ def _optimize():
             from reorder.lifetime import watch_parent
 
             watch_parent(os.getppid())
+        ptx = _optimize_ptx(args)
         optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
                                      Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
@@ -370,10 +376,41 @@ def _optimize():
                                      contributions=not args.no_contributions,
                                      check_launches=tuple(Path(c) for c in args.check_launch),
                                      recheck_sets=args.recheck_sets,
-                                     compiled_from=getattr(args, "compiled_from", {}).get("cubin", "")))
+                                     compiled_from=getattr(args, "compiled_from", {}).get("cubin", ""),
+                                     ptx=ptx))
         return 0
 
     return run, add
+
+
+def _optimize_ptx(args: argparse.Namespace):
+    """The PTX at hand for optimize: --ptx, the PTX input itself, or nvcc's PTX of a .cu input
+    (then args.cubin becomes ptxas's cubin of it); None for a plain cubin."""
+    from pathlib import Path
+
+    from reorder.cuinput import cuda_ptx
+    from reorder.errors import InputError
+    from reorder.ptxinput import compile_ptx
+
+    given = getattr(args, "ptx_inputs", {}).get("cubin")
+    if args.cubin.endswith(".cu"):
+        if args.ptx:
+            raise InputError("--ptx is for a cubin input; a .cu input brings its own PTX")
+        ptx = cuda_ptx(Path(args.cubin), args.nvcc_flags)
+        made = compile_ptx(ptx)
+        print(f"reorder: {args.cubin}: nvcc -ptx {args.nvcc_flags} -> {ptx}; {made.recipe.describe()} -> "
+              f"{made.cubin}", file=sys.stderr)
+        args.compiled_from = {"cubin": f"compiled from {args.cubin} by nvcc -ptx {args.nvcc_flags}, then "
+                                       f"{made.recipe.describe()}"}
+        args.cubin = str(made.cubin)
+        return ptx
+    if given and args.ptx:
+        raise InputError("--ptx is for a cubin input; the PTX input is the PTX at hand")
+    if args.ptx:
+        if not Path(args.ptx).is_file():
+            raise InputError(f"--ptx {args.ptx}: no such file")
+        return Path(args.ptx)
+    return Path(given) if given else None
 
 
 def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:

@@ -17,6 +17,7 @@ from legality.verify import verify_kernel
 from reorder.cubin import parse_cubin, read_cubin
 from reorder.errors import GpuError, InputError, ReorderError
 from reorder.files import check_output
+from reorder.ptxlevel import PtxLevel, ptx_level
 from reorder.report import Report, failures_by_class, versions, write_report
 from reorder.sass import decode_kernel
 from reorder.sassdiff import sass_diff
@@ -53,6 +54,8 @@ class OptimizeArgs:
     compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptxinput)
     check_launches: tuple[Path, ...] = ()  # more launch specs the winner must serve (each batch size)
     recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check
+    ptx: Path | None = None  # the PTX the cubin was compiled from: the search then spans both levels
+    ptx_level: PtxLevel | None = None  # set by optimize() from `ptx`
 
 
 def _say(line: str) -> None:
@@ -84,7 +87,9 @@ def optimize(args: OptimizeArgs) -> Report | None:
     cubin = read_cubin(args.cubin)
     code = decode_kernel(cubin, args.kernel)
     kernel = code.kernel.name
-    space = search_space(code, args.noalias)
+    if args.ptx is not None:
+        args = replace(args, ptx_level=ptx_level(args.ptx, kernel, args.noalias, code.arch))
+    space = replace(search_space(code, args.noalias), ptx=args.ptx_level)
     if not args.search_only:
         _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
     on_gpu = _choose_device(args)
@@ -102,7 +107,8 @@ def optimize(args: OptimizeArgs) -> Report | None:
     with contextlib.ExitStack() as stack:
         scorer = _scorer(args, kernel, on_gpu, stack)
         config = SearchConfig(args.cubin, kernel, args.noalias, args.budget, args.seconds, args.jobs, storage,
-                              study_name_for(args.cubin, kernel, args.noalias, on_gpu), args.seed + args.worker_index)
+                              study_name_for(args.cubin, kernel, args.noalias, on_gpu, args.ptx_level),
+                              args.seed + args.worker_index, ptx=args.ptx_level)
         if not args.search_only:
             _say(f"study {config.study_name} in {storage} ({args.workers} worker(s))")
         started = time.monotonic()
@@ -149,6 +155,7 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) 
         cmd += ["--launch", str(args.launch)] if args.launch else []
         cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]
         cmd += ["--assume-noalias"] if args.noalias else []
+        cmd += ["--ptx", str(args.ptx)] if args.ptx else []
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": str(i)} if on_gpu else {}))
         procs.append(subprocess.Popen(cmd, env=env))
     return procs
@@ -222,6 +229,12 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     source = f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin)
     report = Report(code.kernel.name, f"sm_{code.arch}", source, space.size_line(), len(trials), failed, dups,
                     "(none)", None, l2=args.l2, versions=versions(), failures=failures_by_class(study))
+    if args.ptx_level is None:
+        report.notes.append("PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran "
+                            "on SASS moves only")
+    if args.launch is not None:
+        report.notes.append(f"tuned at the launch of {args.launch}: the winner is this shape's; another launch shape "
+                            "(batch size) gets its own run with its own --launch")
     if not ranked:
         write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
         report.notes.append("no candidate completed: the output is a copy of the input")
@@ -238,7 +251,8 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
         report.best_moves = choice.label()
         report.result = final
     after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
-    verdict = verify_kernel(after, original=code.instructions)
+    baseline = _ptx_report(args, choice, folder, report) if choice.ptx else code.instructions
+    verdict = verify_kernel(after, original=baseline)
     report.verifier = verdict.verdict()
     report.check = (_check_line(final.detail, bool(args.check_launches)) if final.measured
                     else "not run: no GPU (the candidate is verified, not executed)")
@@ -256,6 +270,20 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     kept = "the output" if verdict.ok and better else "the best candidate (not kept)"
     report.notes.append(f"SASS diff of {kept} against the original: {diff.name}")
     return report
+
+
+def _ptx_report(args: OptimizeArgs, choice: Choice, folder: Path, report: Report) -> tuple:
+    """For a winner with PTX moves: its PTX diff (ptx.diff), the moves it made, and the
+    instructions of ptxas's build of its PTX (what its SASS moves are verified against)."""
+    from reorder.ptxlevel import compiled, moved_ptx, ptx_diff
+
+    level = args.ptx_level
+    module, applied = moved_ptx(level, choice.ptx)
+    diff = folder / "ptx.diff"
+    write_atomic(diff, ptx_diff(level, module).encode())
+    report.notes.append(f"PTX moves of the winner: {' '.join(applied)}; compiled by the {level.producer} PTX's "
+                        f"ptxas; SASS families on ptxas's build: {choice.sass or 'none'}; PTX diff: {diff.name}")
+    return compiled(level, module).instructions
 
 
 def _check_line(detail: dict, several: bool) -> str:
@@ -349,9 +377,9 @@ def _build_all(args, kernel: str, choices: list[Choice]) -> list:
     from reorder.lifetime import parallel
 
     if len(choices) <= 1 or args.jobs <= 1:
-        return [build_candidate(str(args.cubin), kernel, args.noalias, c) for c in choices]
+        return [build_candidate(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices]
     return parallel(min(args.jobs, len(choices)))(
-        delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c) for c in choices)
+        delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices)
 
 
 def _final_score(scorer, path: Path, budget_s: float) -> Score:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reorder import ptxlevel
 from reorder.scoring import Rejected, Score, Scorer
 from reorder.space import MAX_SWAPS, Built, Choice, SearchSpace, build_candidate
 
@@ -39,6 +40,7 @@ class SearchConfig:
     seed: int = 0
     heartbeat_s: int = HEARTBEAT_S
     grace_s: int = GRACE_S
+    ptx: ptxlevel.PtxLevel | None = None  # the PTX at hand: candidates may be PTX moves first
 
 
 def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S):
@@ -117,15 +119,24 @@ def finished_trials(study) -> int:
                for t in study.trials)
 
 
-def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool) -> str:
-    """Stable across runs of the same input, so a rerun resumes the same study."""
+def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool, ptx: ptxlevel.PtxLevel | None = None) -> str:
+    """Stable across runs of the same input, so a rerun resumes the same study (a search with
+    PTX at hand is another study than one without)."""
     digest = hashlib.sha256(cubin.read_bytes()).hexdigest()[:12]
-    return f"{kernel}-{digest}-{'noalias' if noalias else 'alias'}-{'gpu' if measured else 'static'}"
+    levels = f"-ptx{ptx.digest()}" if ptx else ""
+    return f"{kernel}-{digest}{levels}-{'noalias' if noalias else 'alias'}-{'gpu' if measured else 'static'}"
 
 
 def suggest(trial, space: SearchSpace) -> Choice:
-    """The trial's parameters: one on/off per slice batch, load batch and stall-cut block,
-    and up to MAX_SWAPS swap slots (each 'none' or an index)."""
+    """The trial's parameters. With PTX at hand, first the PTX decisions (reorder.ptxlevel);
+    a trial that takes a PTX move then picks one combination of SASS families for the cubin
+    ptxas makes of it. Otherwise (and without PTX): one on/off per slice batch, load batch
+    and stall-cut block, and up to MAX_SWAPS swap slots (each 'none' or an index)."""
+    if space.ptx is not None:
+        picks = ptxlevel.sample(trial, space.ptx)
+        if picks:
+            combo = trial.suggest_categorical(ptxlevel.SASS_PARAM, list(ptxlevel.SASS_COMBOS))
+            return Choice(ptx=picks, sass="" if combo == "none" else combo)
     sb = tuple(i for i in range(len(space.slice_batches)) if trial.suggest_categorical(f"sb{i}", [0, 1]))
     lb = tuple(i for i in range(len(space.load_batches)) if trial.suggest_categorical(f"lb{i}", [0, 1]))
     sc = tuple(i for i in range(len(space.stall_cuts)) if trial.suggest_categorical(f"sc{i}", [0, 1]))
@@ -140,6 +151,11 @@ def suggest(trial, space: SearchSpace) -> Choice:
 
 def choice_of(params: dict, space: SearchSpace) -> Choice:
     """Rebuild a Choice from a finished trial's parameters (for the best trial, on resume)."""
+    if space.ptx is not None:
+        picks = ptxlevel.picks_of(params, space.ptx)
+        if picks:
+            combo = str(params.get(ptxlevel.SASS_PARAM, "none"))
+            return Choice(ptx=picks, sass="" if combo == "none" else combo)
     sb = tuple(i for i in range(len(space.slice_batches)) if params.get(f"sb{i}"))
     lb = tuple(i for i in range(len(space.load_batches)) if params.get(f"lb{i}"))
     sc = tuple(i for i in range(len(space.stall_cuts)) if params.get(f"sc{i}"))
@@ -160,7 +176,12 @@ def seed_params(space: SearchSpace) -> list[dict]:
         return off | {f"{f}{i}": 1 for f in names for i in range(families[f])}
 
     combos = [("sb",), ("lb",), ("sc",), ("sb", "sc"), ("lb", "sc")]
-    return [on(*c) for c in combos if all(families[f] for f in c)]
+    sass = [on(*c) for c in combos if all(families[f] for f in c)]
+    if space.ptx is None:
+        return sass
+    ptx_seeds = ptxlevel.seed_params(space.ptx)  # each PTX placement, alone and with stall cuts
+    plain = ptxlevel.off_params(space.ptx)
+    return [ptx_seeds[0], *[plain | p for p in sass], *ptx_seeds[1:]] if ptx_seeds else [plain | p for p in sass]
 
 
 def _seed(study, space: SearchSpace, budget: int) -> None:
@@ -208,7 +229,8 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
             beat.beat()
             choices = [suggest(t, space) for t in trials]
             built = parallel(config.jobs)(  # workers that die with this process (reorder.lifetime)
-                delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c) for c in choices)
+                delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c, config.ptx)
+                for c in choices)
             for trial, choice, b in zip(trials, choices, built):
                 _finish(study, trial, choice, b, scorer, seen, Path(tmp))
                 beat.trial_ids.discard(trial._trial_id)

@@ -3,19 +3,24 @@
 A `Choice` names which instances of each move family a trial picked (indices into the
 `SearchSpace` lists). Building applies them in a fixed order (swaps, then load batching,
 then stall cuts), each step written, re-read and verified (`reorder.pipeline`), so a
-candidate that exists is legal. `build_candidate` is a module-level function of plain
+candidate that exists is legal. When PTX is at hand (`SearchSpace.ptx`), a choice may
+instead hold PTX picks and a combination of SASS families: built by reorder.ptxlevel
+(PTX moves, the producer's ptxas, verified, then the SASS families). `build_candidate` is a module-level function of plain
 arguments so joblib can run it in worker processes.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reorder.cubin import read_cubin
 from reorder.errors import ReorderError
 from reorder.moves import LoadBatch, StallCut, Swap
 from reorder.pipeline import Outcome, apply_each
+from reorder.ptx.registry import Pick
+from reorder.ptxlevel import PtxLevel
+from reorder.ptxlevel import build as build_ptx
 from reorder.sass import KernelCode, decode_kernel
 from reorder.slicebatch import SliceBatch
 
@@ -30,11 +35,15 @@ class SearchSpace:
     stall_cuts: tuple[StallCut, ...]
     swaps: tuple[Swap, ...]
     slice_batches: tuple[SliceBatch, ...] = ()
+    ptx: PtxLevel | None = None  # the PTX at hand, None when there is none
 
     def size_line(self) -> str:
-        return (f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
+        sass = (f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
                 f"{len(self.stall_cuts)} stall-cut blocks, "
                 f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)")
+        if self.ptx is None:
+            return sass + "; PTX moves unavailable (no PTX: give a .ptx or .cu input, or --ptx with a cubin)"
+        return f"{sass}; {self.ptx.size_line()}"
 
 
 @dataclass(frozen=True)
@@ -45,19 +54,30 @@ class Choice:
     stall_cuts: tuple[int, ...] = ()
     swaps: tuple[int, ...] = ()
     slice_batches: tuple[int, ...] = ()
+    ptx: tuple[Pick, ...] = ()  # PTX picks (reorder.ptx.searchspace); then the SASS indices are unused
+    sass: str = ""  # SASS families on the PTX build ('sc', 'sb+sc' ...; reorder.ptxlevel), '' for none
 
     def moves(self) -> list[tuple[str, int]]:
-        return ([("slice_batch", i) for i in self.slice_batches] + [("load_batch", i) for i in self.load_batches]
+        return ([("ptx", i) for i in range(len(self.ptx))] + [("sass", 0)] * bool(self.sass)
+                + [("slice_batch", i) for i in self.slice_batches] + [("load_batch", i) for i in self.load_batches]
                 + [("stall_cut", i) for i in self.stall_cuts] + [("swap", i) for i in self.swaps])
 
     def without(self, family: str, index: int) -> Choice:
         """The same choice with one move left out (to measure that move's contribution)."""
+        if family == "ptx":
+            return replace(self, ptx=self.ptx[:index] + self.ptx[index + 1:])
+        if family == "sass":
+            return replace(self, sass="")
         pick = {"load_batch": self.load_batches, "stall_cut": self.stall_cuts, "swap": self.swaps,
                 "slice_batch": self.slice_batches}
         kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
-        return Choice(kept["load_batch"], kept["stall_cut"], kept["swap"], kept["slice_batch"])
+        return replace(self, load_batches=kept["load_batch"], stall_cuts=kept["stall_cut"], swaps=kept["swap"],
+                       slice_batches=kept["slice_batch"])
 
     def label(self) -> str:
+        if self.ptx:
+            return (f"PTX {' '.join(p.describe() for p in self.ptx)}; then ptxas; then SASS "
+                    f"{self.sass or 'none'}")
         return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
 
 
@@ -106,10 +126,20 @@ class Built:
     predicted_cycles: int = 0
 
 
-def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice) -> Built:
-    """Decode, rebuild the space (deterministic), apply the choice. Runs in joblib workers."""
+def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice,
+                    ptx: PtxLevel | None = None) -> Built:
+    """Decode, rebuild the space (deterministic), apply the choice. Runs in joblib workers.
+    A choice with PTX picks is built from the PTX (reorder.ptxlevel), not from the cubin."""
     from reorder.costmodel import kernel_cycles
 
+    if choice.ptx:
+        if ptx is None:
+            return Built(None, "", "ptx: the choice has PTX moves and no PTX is at hand")
+        made = build_ptx(ptx, choice.ptx, choice.sass)
+        if made.data is None:
+            return Built(None, "", made.reason)
+        return Built(made.data, hashlib.sha256(made.data).hexdigest(), moved=len(made.applied),
+                     stalls=made.stalls, predicted_cycles=made.predicted_cycles)
     code = decode_kernel(read_cubin(cubin_path), kernel)
     space = search_space(code, noalias)
     try:

@@ -8,7 +8,8 @@
   legal). Alternatives that put every load of the group in the same place are offered
   once. A group rather than a load per parameter: the loads of one block are one unit of
   work in the kernel (RMSNorm's normalise pass), and a per-load choice would multiply the
-  space without adding placements anyone measured to matter.
+  space without adding placements anyone measured to matter. A placement that coincides
+  with an earlier one of ('barrier', 'top', 'store', 'near') goes by the earlier name.
 
 Importing this module registers the kinds; kinds written elsewhere are imported at the
 bottom, so that `import reorder.ptx.kinds` is all the search needs to see every kind.
@@ -27,7 +28,7 @@ from reorder.ptx.peel import PeelLoop
 from reorder.ptx.plans import loads_reaching
 from reorder.ptx.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, register
 
-PLACEMENTS = ("near", "store", "barrier", "top")
+PLACEMENTS = ("barrier", "top", "store", "near")  # a placement equal to an earlier one is offered under the earlier name
 
 
 def _load_groups(module: Module, options: MoveOptions) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
