@@ -347,3 +347,19 @@ def test_nvcc_loops_stepping_by_a_register(move):
     module = parse_module((SUITE / "rmsnorm.ptx").read_text())
     _same_work(module, move.apply(module), _run_rms_norm_f32,
                [(n, tid, threads) for n in (1, 5, 33) for tid, threads in ((0, 1), (3, 4), (2, 32))])
+
+
+def test_only_wrapping_integer_adds_are_inductions():
+    """A float accumulator stepping by a register is not an induction (k float adds are not one
+    add of k steps), nor is an add that sets the carry flag: a load addressed through either stays."""
+    body = LOOP.format(inside="\tadd.f32 \t%f3, %f3, %f4;\n\tcvt.rzi.s32.f32 \t%r3, %f3;\n"
+                              "\tmul.wide.s32 \t%rd9, %r3, 4;\n\tadd.s64 \t%rd10, %rd7, %rd9;\n"
+                              "\tld.global.f32 \t%f5, [%rd10];\n\tadd.cc.u32 \t%r4, %r4, 1;", after="")
+    body = body.replace("\tmov.u32 \t%r2, 0;", "\tmov.u32 \t%r2, 0;\n\tmov.f32 \t%f3, 0f00000000;\n"
+                                               "\tmov.f32 \t%f4, 0f3F800000;\n\tmov.u32 \t%r4, 0;")
+    module = parse_module(ptx_sources.kernel(body))
+    analysis = Analysis(module.kernels[0])
+    loop = find_loop(analysis, "$L__BB0_2")
+    assert sorted(x.register for x in loop.inductions) == ["%r2", "%rd8"]
+    loads = loop_loads(analysis, loop)
+    assert len(loads.movable) == 1 and any("%f3" in reason or "%r3" in reason for _, reason in loads.refused)

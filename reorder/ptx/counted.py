@@ -29,6 +29,7 @@ from reorder.ptx.cfg import EXIT, Loop
 
 _IMMEDIATE = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)")
 _STEPPING = frozenset({"add", "sub"})
+_INTEGER = frozenset({("s32",), ("u32",), ("s64",), ("u64",)})  # wrapping adds: x + k*s is k adds of s
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +165,10 @@ def _exit_branches(analysis: Analysis, loop: Loop) -> list[tuple[int, bool]]:
 
 
 def _inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
-    """Registers written once in the loop, by `add x, x, step`, in a block that runs on every
-    iteration, unguarded, the step an immediate or a register the loop does not write."""
+    """Registers written once in the loop, by `add x, x, step` on a 32- or 64-bit integer
+    (wrapping, so k steps are one add of k * step; not a float add, not `.cc` or `.sat`), in a
+    block that runs on every iteration, unguarded, the step an immediate or a register the
+    loop does not write."""
     cfg, body, effects = analysis.cfg, analysis.function.body, analysis.effects
     latch = max(loop.blocks)
     inside = [i for b in sorted(loop.blocks) for i in cfg.blocks[b].instructions]
@@ -179,7 +182,8 @@ def _inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
             continue
         i = writers[0]
         ins = body[i].ins
-        if ins.base not in _STEPPING or ins.guard or effects[i].kind != "pure" or len(ins.operands) != 3 or \
+        if ins.base not in _STEPPING or ins.modifiers not in _INTEGER or ins.guard or effects[i].kind != "pure" or \
+                len(ins.operands) != 3 or \
                 not cfg.dominates(cfg.block_of[i], latch) or ins.operands[0] != reg:
             continue
         a, b = ins.operands[1], ins.operands[2]
