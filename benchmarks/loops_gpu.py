@@ -220,7 +220,7 @@ def suite(run: Run, rows: list[dict]) -> None:
         try:
             spec = load_suite_spec(r["kernel"])
             row.update(run.device.check_and_time(run.build / r["original"], run.build / r["cubin"], spec,
-                                                 [few_blocks(spec)], run.screen_s))
+                                                 [few_blocks(spec)], run.screen_s, spec.shared))
         except Exception as exc:  # noqa: BLE001
             row.update({"status": "error", "reason": _first_line(exc)})
         run.add("suite", row)

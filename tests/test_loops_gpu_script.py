@@ -41,7 +41,9 @@ def test_dry_run_walks_every_step(tmp_path):
     manifest = {"commit": "test", "triton": "3.6.0", "configs": [{"block": 1024, "warps": 4,
                                                                   "original": "orig.cubin", "variants": variants}],
                 "cells": cells, "suite": [{"kernel": "find_index", "move": "m", "noalias": False, "speculate": True,
-                                           "cubin": None, "refused": "why"}]}
+                                           "cubin": None, "refused": "why"},
+                                          {"kernel": "rms_norm_f32", "move": "p", "noalias": True, "speculate": False,
+                                           "original": "orig.cubin", "cubin": "ls2.cubin"}]}
     (build / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "out"
     assert loops_gpu.main(["--build", str(build), "--out", str(out), "--dry-run"]) == 0
@@ -53,4 +55,6 @@ def test_dry_run_walks_every_step(tmp_path):
     assert {r["reorder_best"] for r in cells_rows} <= {"orig", "pf1"}
     summary = (out / "summary.md").read_text()
     assert "cells measured: 2 of 2" in summary and "| find_index | m |" in summary
+    suite = list(csv.DictReader((out / "loops_suite.csv").open()))
+    assert [r["status"] for r in suite] == ["not built", "ok"] and float(suite[1]["ratio"]) > 0
     assert loops_gpu.main(["--build", str(tmp_path / "none"), "--out", str(out), "--dry-run"]) == 2
