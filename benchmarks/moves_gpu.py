@@ -10,7 +10,7 @@ spec's launch and at a launch of a few blocks (`few_blocks`: each block then has
 to itself, the other extreme of scheduling), with shared memory poisoned before every
 launch (timing.check). No timing: these are safety checks.
 
-CPU: `python -m benchmarks.moves_gpu --prepare DIR`; GPU: `--run DIR --out OUT`
+CPU: `python -m benchmarks.moves_gpu --prepare DIR [--jobs N]`; GPU: `--run DIR --out OUT`
 (OUT/moves.csv with GPU, date, commit and one row per kernel and move).
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -60,40 +61,54 @@ def _build(code, which: str):
     return apply_each(code, swaps[::step][:MAX_SWAPS])
 
 
-def prepare(folder: Path) -> None:
-    from benchmarks.gpu_session import _commit
-    from benchmarks.stallcut_gpu import _entries
+def _build_one(task: tuple[dict, str, str]) -> dict:
+    """One (kernel, move) build in a worker process: the manifest record, the cubin written."""
     from reorder.cubin import read_cubin
     from reorder.sass import decode_kernel
     from reorder.writer import write_atomic
 
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest = []
+    e, which, folder = task
+    name = f"{e['family']}_{e['kernel']}"
+    original = Path(e["cubin"]).read_bytes()
+    t0 = time.time()
     signal.signal(signal.SIGALRM, _alarm)
-    for e in _entries():
-        code = decode_kernel(read_cubin(e["cubin"]), e["kernel"])
-        name = f"{e['family']}_{e['kernel']}"
-        write_atomic(folder / f"{name}_orig.cubin", Path(e["cubin"]).read_bytes())
-        for which in MOVES:
-            t0 = time.time()
-            signal.alarm(BUILD_LIMIT_S)
-            try:
-                out = _build(code, which)
-            except _Slow:
-                manifest.append({**e, "name": name, "move": which, "built": False,
-                                 "note": f"not built within {BUILD_LIMIT_S} s"})
-                continue
-            finally:
-                signal.alarm(0)
-            changed = out.data != Path(e["cubin"]).read_bytes()
-            if changed:
-                write_atomic(folder / f"{name}_{which}.cubin", out.data)
-            manifest.append({**e, "name": name, "move": which, "built": changed, "applied": len(out.applied),
-                             "moved": out.moved, "registers": out.after.kernel.regcount,
-                             "note": "" if changed else "nothing applied"})
-            print(f"{name:40s} {which:6s} applied {len(out.applied):3d} moved {out.moved:4d} "
-                  f"{time.time() - t0:5.1f}s", flush=True)
-    (folder / "manifest.json").write_text(json.dumps({"commit": _commit(), "kernels": manifest}, indent=1))
+    signal.alarm(BUILD_LIMIT_S)
+    try:
+        out = _build(decode_kernel(read_cubin(e["cubin"]), e["kernel"]), which)
+    except _Slow:
+        return {**e, "name": name, "move": which, "built": False, "note": f"not built within {BUILD_LIMIT_S} s"}
+    finally:
+        signal.alarm(0)
+    changed = out.data != original
+    if changed:
+        write_atomic(Path(folder) / f"{name}_{which}.cubin", out.data)
+    print(f"{name:40s} {which:6s} applied {len(out.applied):3d} moved {out.moved:4d} {time.time() - t0:5.1f}s",
+          flush=True)
+    return {**e, "name": name, "move": which, "built": changed, "applied": len(out.applied), "moved": out.moved,
+            "registers": out.after.kernel.regcount, "note": "" if changed else "nothing applied"}
+
+
+def prepare(folder: Path, jobs: int = 1) -> None:
+    """Build every (kernel, move) into `folder`, `jobs` at a time (on the GPU host's cores
+    when the builds must match the commit being checked there)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from benchmarks.gpu_session import _commit
+    from benchmarks.stallcut_gpu import _entries
+    from reorder.writer import write_atomic
+
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = _entries()
+    for e in entries:
+        write_atomic(folder / f"{e['family']}_{e['kernel']}_orig.cubin", Path(e["cubin"]).read_bytes())
+    # the slowest kernels first, so no long build starts last
+    tasks = [(e, which, str(folder)) for e in entries for which in MOVES]
+    slowest_first = sorted(range(len(tasks)), key=lambda k: -Path(tasks[k][0]["cubin"]).stat().st_size)
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        built = dict(zip(slowest_first, pool.map(_build_one, [tasks[k] for k in slowest_first])))
+    records = [built[k] for k in range(len(tasks))]
+    commit = os.environ.get("REORDER_COMMIT") or _commit()
+    (folder / "manifest.json").write_text(json.dumps({"commit": commit, "kernels": records}, indent=1))
 
 
 def run(folder: Path, out: Path) -> None:
@@ -132,8 +147,9 @@ if __name__ == "__main__":
     parser.add_argument("--prepare", type=Path)
     parser.add_argument("--run", type=Path)
     parser.add_argument("--out", type=Path, default=Path("out"))
+    parser.add_argument("--jobs", type=int, default=1, help="builds in parallel (--prepare)")
     args = parser.parse_args()
     if args.prepare:
-        prepare(args.prepare)
+        prepare(args.prepare, args.jobs)
     if args.run:
         run(args.run, args.out)
