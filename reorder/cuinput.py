@@ -30,7 +30,8 @@ def cuda_ptx(source: Path, flags: str) -> Path:
     if any(w in ("-o", "--output-file", "-cubin", "--cubin", "-c", "--compile", "-fatbin") for w in words):
         raise InputError(f"--nvcc-flags {flags!r}: give compile options only (reorder adds -ptx and -o)")
     nvcc = find_tool("nvcc")
-    out = cache_root() / "cu" / f"{source.stem}-{key_of(text, str(source.resolve()), flags, version_line(nvcc))[:16]}.ptx"
+    key = key_of(text, str(source.resolve()), flags, version_line(nvcc))[:16]
+    out = cache_root() / "cu" / f"{source.stem}-{key}.ptx"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

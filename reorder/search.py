@@ -119,7 +119,8 @@ def finished_trials(study) -> int:
                for t in study.trials)
 
 
-def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool, ptx: ptxlevel.PtxLevel | None = None) -> str:
+def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool,
+                   ptx: ptxlevel.PtxLevel | None = None) -> str:
     """Stable across runs of the same input, so a rerun resumes the same study (a search with
     PTX at hand is another study than one without)."""
     digest = hashlib.sha256(cubin.read_bytes()).hexdigest()[:12]

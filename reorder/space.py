@@ -5,8 +5,8 @@ A `Choice` names which instances of each move family a trial picked (indices int
 then stall cuts), each step written, re-read and verified (`reorder.pipeline`), so a
 candidate that exists is legal. When PTX is at hand (`SearchSpace.ptx`), a choice may
 instead hold PTX picks and a combination of SASS families: built by reorder.ptxlevel
-(PTX moves, the producer's ptxas, verified, then the SASS families). `build_candidate` is a module-level function of plain
-arguments so joblib can run it in worker processes.
+(PTX moves, the producer's ptxas, verified, then the SASS families). `build_candidate` is
+a module-level function of plain arguments so joblib can run it in worker processes.
 """
 
 from __future__ import annotations

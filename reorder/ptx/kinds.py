@@ -2,6 +2,9 @@
 
 - 'peel' (stage 10): peel a loop's first iteration, offered only for loops whose peeled
   copy holds a load that can then move up (otherwise peeling only grows the code).
+- 'reuse' (stage 40): one on/off decision per load whose address was loaded earlier on
+  every path with nothing in between that may write it (reorder.ptx.reuse); it comes last,
+  since peeling and hoisting are what put such pairs side by side.
 - 'hoist' (stage 30): one decision per *load group*, the hoistable loads of one block,
   whose alternatives are where the group goes: 'near' (each load to its nearest legal
   destination), 'store' (above a store), 'barrier' (above a CTA barrier), 'top' (as far as
@@ -27,8 +30,9 @@ from reorder.ptx.model import Module
 from reorder.ptx.peel import PeelLoop
 from reorder.ptx.plans import loads_reaching
 from reorder.ptx.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, register
+from reorder.ptx.reuse import ReuseLoad
 
-PLACEMENTS = ("barrier", "top", "store", "near")  # a placement equal to an earlier one is offered under the earlier name
+PLACEMENTS = ("barrier", "top", "store", "near")  # one equal to an earlier one goes by the earlier name
 
 
 def _load_groups(module: Module, options: MoveOptions) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
@@ -111,9 +115,28 @@ def peel_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> t
     return current, tuple(done)
 
 
+def reuse_instances(module: Module, options: MoveOptions) -> list[Instance]:
+    found = ReuseLoad.instances(module, options.kernel, options.noalias)
+    return [Instance("reuse", r.load, (OFF, "on")) for r in found[: options.max_instances]]
+
+
+def reuse_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> tuple[Module, tuple[str, ...]]:
+    current, done = module, []
+    for pick in picks:
+        move = ReuseLoad(options.kernel, pick.key, options.noalias)
+        try:
+            current = move.apply(current)
+        except NotApplicable:
+            continue
+        done.append(move.describe())
+    return current, tuple(done)
+
+
 PEEL = register(MoveKind("peel", STAGES["loop shape"], "peel a loop's first iteration so its loads can move",
                          peel_instances, peel_apply))
 HOIST = register(MoveKind("hoist", STAGES["hoist"], "move a block's loads up (near, above a store, above a "
                           "barrier, or as far as legal)", hoist_instances, hoist_apply))
+REUSE = register(MoveKind("reuse", STAGES["reuse"], "take an earlier load's value instead of loading the same "
+                          "address again", reuse_instances, reuse_apply))
 
 import reorder.ptx.loopkinds  # noqa: E402,F401  (registers 'loop': Prefetch and UnrollBatch)
