@@ -286,7 +286,7 @@ def _overridden(kernel: BenchKernel, args) -> BenchKernel:
 
 def add_arguments(parser) -> None:
     """The bench options (shared by `reorder bench` and `python -m benchmarks.bench`)."""
-    parser.add_argument("suite", type=Path)
+    parser.add_argument("suite", type=Path, nargs="?", help="the suite file (not with --triton)")
     parser.add_argument("--kernels", help="comma list (default: the whole suite)")
     parser.add_argument("--l2", help="comma list of warm,cold (default: the suite's)")
     parser.add_argument("--out", type=Path, default=Path("bench_out"))
@@ -300,10 +300,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tune-once", action="store_true",
                         help="optimize each kernel once (first point, warm L2), then check and time that binary "
                              "at every point and L2 state")
+    triton = parser.add_argument_group("Triton (reorder against Triton's own num_warps x num_stages tuning)")
+    triton.add_argument("--triton", choices=("build", "run", "render"),
+                        help="build: compile every config and reorder's candidates on the CPU into --build; "
+                             "run: check and time them on the GPU into --out; render: summary and heatmaps of --out")
+    triton.add_argument("--build", type=Path, default=Path("gpu_build/triton"), help="the --triton build folder")
+    triton.add_argument("--families", help="comma list of Triton kernel families (default: all)")
+    triton.add_argument("--deadline", type=float, default=420.0,
+                        help="--triton run: seconds; shapes not begun by then are skipped")
 
 
 def run_args(args) -> int:
     """Run the bench the parsed options describe; print the CSV and the plots it wrote."""
+    if args.triton:
+        return run_triton(args)
+    if args.suite is None:
+        raise InputError("reorder bench needs a suite file (or --triton build|run|render)")
     kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
     kernels = [_overridden(k, args) for k in kernels]
     l2 = l2_states(args.l2.split(","), "--l2") if args.l2 else l2
@@ -312,6 +324,25 @@ def run_args(args) -> int:
     for path in [csv_path, *draw(csv_path)]:
         print(path)
     return 0
+
+
+def run_triton(args) -> int:
+    """`--triton STEP`: benchmarks.triton_build, triton_gpu or triton_report with these options."""
+    if args.suite is not None:
+        raise InputError("--triton takes no suite file: its kernels are benchmarks/triton_kernels")
+    families = ["--families", args.families] if args.families else []
+    if args.triton == "build":
+        from benchmarks.triton_build import main as build
+
+        return build(["--out", str(args.build), "--jobs", str(args.jobs), *families])
+    if args.triton == "run":
+        from benchmarks.triton_gpu import main as run
+
+        return run(["--build", str(args.build), "--out", str(args.out), "--deadline", str(args.deadline),
+                    *(["--l2", args.l2] if args.l2 else []), *families])
+    from benchmarks.triton_report import main as render
+
+    return render([str(args.out)])
 
 
 def _static(device: str) -> bool:

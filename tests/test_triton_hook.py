@@ -23,9 +23,22 @@ needs_triton = pytest.mark.skipif(not HAVE_TRITON, reason="triton is not install
 
 
 @pytest.mark.parametrize("request_", [Request(), Request(noalias=True), Request("search", budget=8),
-                                      Request("tuned", key="0123abcd4567ef89", noalias=True)])
+                                      Request("tuned", key="0123abcd4567ef89", noalias=True),
+                                      Request(noalias=True, rev="0123456789ab")])
 def test_a_request_reads_back_from_its_token(request_):
     assert parse_token(request_.token()) == request_
+
+
+def test_a_stamped_marker_changes_with_reorders_sources_but_not_what_is_built(monkeypatch):
+    from reorder.triton import rewrite
+
+    monkeypatch.setattr(rewrite, "code_digest", lambda: "aaaaaaaaaaaaaaaa")
+    old = Request(noalias=True).stamped()
+    monkeypatch.setattr(rewrite, "code_digest", lambda: "bbbbbbbbbbbbbbbb")
+    new = Request(noalias=True).stamped()
+    assert old.token() == "--reorder=moves,noalias,rev:aaaaaaaaaaaa" and new.token() != old.token()  # a new cache key
+    assert rewrite.static_path(b"cubin", new) == rewrite.static_path(b"cubin", Request(noalias=True))
+    assert Request("tuned", key="0123abcd").stamped() == Request("tuned", key="0123abcd")  # named by content
 
 
 def test_the_marker_is_split_from_ptxas_options_and_replaced_not_doubled():

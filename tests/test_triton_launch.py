@@ -196,3 +196,30 @@ def test_ints_equal_to_one_and_none_become_constexprs_and_leave_the_parameter_li
     args[9] = 16  # b_col_stride
     call = compile_call(case.kernel, *args, arch=90, **case.constexprs, num_warps=4, num_stages=3)
     assert "b_col_stride" in [p.name for p in launch_spec(call.kernel, call.values, case.grid).params]
+
+
+@pytest.mark.parametrize("ty,words", [(("i32", "i32"), "is a tuple"), ("tensordesc<fp16[64, 64]>", "tensordesc"),
+                                      ("nvTmaDesc", "nvTmaDesc")])
+def test_tuple_and_descriptor_arguments_are_refused_in_one_line(ty, words):
+    with pytest.raises(SpecError, match=words):
+        launch_spec(Compiled({**SIG, "t": ty}), {**_values(), "t": None}, (1,))
+
+
+@needs_triton
+def test_a_none_argument_becomes_a_constexpr_and_leaves_the_parameter_list(triton_cache):
+    from triton_optional import add_optional  # tests/triton_optional.py
+
+    from benchmarks.triton_kernels import StandInTensor, TensorArg
+    from reorder.cubin import parse_cubin
+    from reorder.triton.compile import compile_call
+    from timing.cli_support import param_sizes
+    from timing.spec import check_against_params
+
+    x, b, y = (StandInTensor(TensorArg((256,), "float32"), 0x10000 * i) for i in (1, 2, 3))
+    without = compile_call(add_optional, x, None, y, 256, arch=90, BLOCK=256, num_warps=2)
+    spec = launch_spec(without.kernel, without.values, (1,), outputs=["y_ptr"])
+    assert [p.name for p in spec.params] == ["x_ptr", "y_ptr", "n", GLOBAL_SCRATCH, PROFILE_SCRATCH]
+    check_against_params(spec, param_sizes(parse_cubin(without.cubin).kernel(without.name)))
+    with_b = compile_call(add_optional, x, b, y, 256, arch=90, BLOCK=256, num_warps=2)
+    assert [p.name for p in launch_spec(with_b.kernel, with_b.values, (1,)).params][:4] == ["x_ptr", "b_ptr", "y_ptr",
+                                                                                          "n"]

@@ -24,9 +24,13 @@ def triton_env(tmp_path, monkeypatch):
 def test_with_reorder_adds_a_marked_twin_of_each_config_for_the_autotuner():
     configs = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048, "ptx_options": "-O3"},
                                                                            num_warps=8)]
+    from reorder.triton.rewrite import code_digest
+
     axis = with_reorder(configs, Request("search", budget=4))
     assert axis[:2] == configs and len(axis) == 4
-    assert axis[3].kwargs == {"BLOCK": 2048, "ptx_options": "-O3 --reorder=search:4"} and axis[3].num_warps == 8
+    rev = code_digest()[:12]  # Triton 3.6 keys its cache by ptx_options, not by the hook: the marker names reorder
+    assert axis[3].kwargs == {"BLOCK": 2048, "ptx_options": f"-O3 --reorder=search:4,rev:{rev}"}
+    assert axis[3].num_warps == 8
     assert configs[1].kwargs["ptx_options"] == "-O3"  # the originals are not touched
     assert marked_config({"num_warps": 4}, Request()) == {"num_warps": 4, "ptx_options": "--reorder"}
     assert label_of(axis[3].all_kwargs()) == "BLOCK2048-num_ctas1-num_stages3-num_warps8"

@@ -22,11 +22,14 @@ SLOPE = 0.01
 
 @dataclass(frozen=True)
 class TensorArg:
-    """A tensor argument to allocate: shape, numpy dtype name, 'in' (random) or 'out'."""
+    """A tensor argument to allocate: shape, numpy dtype name, 'in' (random) or 'out', and the
+    standard deviation of its random contents (weights are drawn small enough that a K-long
+    dot product stays well inside fp16's range)."""
 
     shape: tuple[int, ...]
     dtype: str
     role: str = "in"
+    std: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,12 @@ class Case:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.kernel.arg_names[: len(self.args)])
+
+    @property
+    def inits(self) -> dict[str, dict]:
+        """How a launch spec draws the inputs whose spread is not N(0, 1) (reorder.triton.launch)."""
+        return {name: {"dist": "normal", "mean": 0.0, "std": a.std} for name, a in zip(self.names, self.args)
+                if isinstance(a, TensorArg) and a.role == "in" and a.std != 1.0}
 
 
 @dataclass(frozen=True)
@@ -159,6 +168,30 @@ def matmul_case(dtype: str, shape: tuple[int, ...]) -> Case:
                 ("c_ptr",), reference, (m * k + k * n + m * n) * _size(dtype), 2 * m * n * k)
 
 
+def ffn_case(dtype: str, shape: tuple[int, ...]) -> Case:
+    from benchmarks.triton_kernels.ffn import ffn_swiglu
+
+    m, n, k = shape
+    bm, bn = FFN_TILE
+
+    def reference(t: dict) -> dict:
+        import torch
+
+        x = t["x_ptr"].float()
+        normed = x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + EPS) * t["g_ptr"].float()
+        gate, up = normed @ t["w1_ptr"].float(), normed @ t["w3_ptr"].float()
+        return {"out_ptr": torch.nn.functional.silu(gate) * up}
+
+    w_std = k ** -0.5  # unit-variance gate and up
+    args = (TensorArg((m, k), dtype), TensorArg((k,), dtype), TensorArg((k, n), dtype, std=w_std),
+            TensorArg((k, n), dtype, std=w_std), TensorArg((m, n), dtype, "out"), m, n, k, k, n, n, EPS)
+    return Case("ffn_swiglu", shape, ffn_swiglu, args, {"BM": bm, "BN": bn, "BK": 64}, (-(-m // bm) * -(-n // bn),),
+                ("out_ptr",), reference, (m * k + k + 2 * k * n + m * n) * _size(dtype), 2 * 2 * m * n * k)
+
+
+FFN_TILE = (64, 64)
+# B = 1: M tokens. The issue's three (M = N = 512, K = 512, 2048, 4096), extended over M and N.
+FFN_SHAPES = tuple((m, n, k) for m in (128, 512, 2048) for n in (512, 1024) for k in (512, 1024, 2048, 4096))
 ROW_WARPS = (4, 8, 16)
 LOOP_STAGES = (1, 2, 3)
 FAMILIES: tuple[Family, ...] = tuple(
@@ -175,7 +208,9 @@ FAMILIES: tuple[Family, ...] = tuple(
                _grid_configs((4, 8), LOOP_STAGES, "LOOP_STAGES"), layernorm_case),
     )
 ) + (Family("matmul_leaky_fp16", "float16", ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048)),
-            _grid_configs((4, 8), (2, 3, 4), "num_stages"), matmul_case, tolerance=5e-2),)
+            _grid_configs((4, 8), (2, 3, 4), "num_stages"), matmul_case, tolerance=5e-2),
+    Family("ffn_swiglu_fp16", "float16", FFN_SHAPES, _grid_configs((4, 8), (2, 3, 4), "num_stages"), ffn_case,
+           tolerance=5e-2))
 
 
 def family(name: str) -> Family:
@@ -222,7 +257,8 @@ def torch_args(case: Case, device: str = "cuda", seed: int = 0) -> tuple[tuple, 
     for name, a in zip(case.names, case.args):
         if isinstance(a, TensorArg):
             dtype = getattr(torch, a.dtype)
-            t = (torch.randn(a.shape, generator=gen, device=device, dtype=torch.float32).to(dtype) if a.role == "in"
+            t = ((a.std * torch.randn(a.shape, generator=gen, device=device, dtype=torch.float32)).to(dtype)
+                 if a.role == "in"
                  else torch.empty(a.shape, device=device, dtype=dtype))
             named[name] = t
             args.append(t)

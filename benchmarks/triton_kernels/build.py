@@ -6,7 +6,7 @@ CONFIG_INDEX. The CPU tier tests reorder on these (verify against the original, 
 with the launch validated against the cubin, the ptxas stand-in on Triton's PTX) without
 installing Triton; `sm_90/VERSION` names the Triton that made them.
 
-    python -m benchmarks.triton_kernels.build [OUT_DIR]
+    python -m benchmarks.triton_kernels.build [OUT_DIR [FAMILY ...]]
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ HERE = Path(__file__).resolve().parent
 CONFIG_INDEX = 0
 
 
-def build(out: Path = HERE / "sm_90") -> list[Path]:
+def build(out: Path = HERE / "sm_90", names: set[str] | None = None) -> list[Path]:
+    """Write the files of every family (of those in `names`, when given)."""
     import triton
 
     from benchmarks.triton_kernels import FAMILIES, stand_in_args
@@ -28,10 +29,12 @@ def build(out: Path = HERE / "sm_90") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for family in FAMILIES:
+        if names is not None and family.name not in names:
+            continue
         case = family.case(family.tune_shape)
         call = compile_call(case.kernel, *stand_in_args(case), arch=90, **case.constexprs,
                             **family.configs[CONFIG_INDEX])
-        spec = launch_spec(call.kernel, call.values, case.grid, outputs=case.outputs)
+        spec = launch_spec(call.kernel, call.values, case.grid, outputs=case.outputs, inits=case.inits)
         for suffix, data in ((".cubin", call.cubin), (".ptx", call.kernel.asm["ptx"].encode()),
                              (".toml", spec_toml(spec).encode())):
             path = out / f"{family.name}{suffix}"
@@ -42,5 +45,5 @@ def build(out: Path = HERE / "sm_90") -> list[Path]:
 
 
 if __name__ == "__main__":
-    for path in build(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "sm_90"):
+    for path in build(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "sm_90", set(sys.argv[2:]) or None):
         print(path)

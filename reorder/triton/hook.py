@@ -16,8 +16,9 @@ Unmarked configs are left to the previous hook and compile as before.
 Caching: `ptx_options` is part of Triton's cache key, so marked and unmarked configs never
 share an entry, and `tuned:KEY` markers name their binary. From Triton 3.7 the hook is also
 called with no arguments and returns (key, hash) for the cache key: it names a digest of
-reorder's sources. Triton 3.6 does not ask, so a `moves` or `search` result compiled by an
-older reorder stays in Triton's cache: set TRITON_ALWAYS_COMPILE=1 (or clear
+reorder's sources. Triton 3.6 does not ask; there the marker itself carries the digest
+(`rev:`, stamped by reorder.triton.with_reorder), so an updated reorder changes ptx_options,
+hence the cache key. A hand-written marker without it: set TRITON_ALWAYS_COMPILE=1 (or clear
 ~/.triton/cache) after updating reorder.
 """
 

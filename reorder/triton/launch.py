@@ -12,8 +12,8 @@ was called with (facts from Triton 3.2-3.9's launcher, checked against 3.6 and 3
 - block: 32 x num_warps threads (the cubin's `.reqntid` says the same);
 - shared: all of it dynamic, `metadata.shared` bytes (reorder's loader opts in above 48 KiB);
 - grid: the one given, or a callable of the bound arguments (as Triton calls it);
-- clusters (num_ctas > 1), cooperative and PDL launches, and TMA descriptors are refused:
-  reorder's loader cannot launch them.
+- clusters (num_ctas > 1), cooperative and PDL launches, TMA descriptors and tuple arguments
+  are refused in one line: reorder's loader cannot launch them.
 
 Inputs are drawn fresh for every check (that is the point of a byte check), shaped like the
 live tensors: floats from N(0, 1), integers uniformly between the live tensor's minimum and
@@ -198,6 +198,9 @@ def launch_spec(kernel: Any, values: Mapping[str, Any], grid: Grid, *, outputs: 
     for name, ty in signature.items():
         if ty == "constexpr":
             continue
+        if not isinstance(ty, str) or ty.startswith(("tensordesc", "nvTmaDesc")):
+            raise SpecError(f"{metadata.name}: argument '{name}' is a {'tuple' if isinstance(ty, tuple) else ty}; "
+                            "reorder launches pointers and scalars only")
         if name not in values:
             raise SpecError(f"{metadata.name}: no value for parameter '{name}'")
         if ty.startswith("*"):

@@ -16,7 +16,14 @@ Grammar: ``--reorder`` or ``--reorder=ITEM[,ITEM...]`` with items
 - ``search:N``    `reorder optimize` on the static model with N trials;
 - ``tuned:KEY``   the binary `reorder.triton.tune` measured and byte-checked on a GPU for
                   this very cubin, stored under KEY (the original is kept when it is absent);
-- ``noalias``     pointer parameters do not alias (lets loads move above stores).
+- ``noalias``     pointer parameters do not alias (lets loads move above stores);
+- ``rev:HEX``     the reorder that made the marker (a digest of its sources). It changes
+                  nothing in what is built; it is there for Triton's cache: ptx_options is
+                  part of Triton's cache key, and Triton 3.6 does not ask the stages hook
+                  for a key of its own (3.7+ does), so without it a cubin rewritten by an
+                  older reorder would be served from Triton's cache after an update.
+                  `reorder.triton.with_reorder` stamps it on `moves` and `search` markers
+                  (a `tuned:KEY` marker already names its binary by content).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ PREFIX = "--reorder"
 MODES = ("moves", "search", "tuned")
 MAX_BUDGET = 10_000
 _KEY = re.compile(r"^[0-9a-f]{8,64}$")
+REV_LENGTH = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +49,22 @@ class Request:
     budget: int = 0  # trials, for mode 'search'
     key: str = ""  # the stored winner, for mode 'tuned'
     noalias: bool = False
+    rev: str = ""  # the reorder that made the marker (for Triton's cache key only)
 
     def token(self) -> str:
         """The marker that asks for this (parse_token(r.token()) == r)."""
         items = ["moves"] if self.mode == "moves" else [f"{self.mode}:{self.budget if self.mode == 'search' else self.key}"]
         items += ["noalias"] if self.noalias else []
+        items += [f"rev:{self.rev}"] if self.rev else []
         return PREFIX if items == ["moves"] else f"{PREFIX}={','.join(items)}"
+
+    def stamped(self) -> Request:
+        """This request naming the current reorder (`rev`), unless its binary is named by content."""
+        if self.mode == "tuned":
+            return self
+        from reorder.triton.rewrite import code_digest
+
+        return Request(self.mode, self.budget, self.key, self.noalias, code_digest()[:REV_LENGTH])
 
 
 def is_marker(token: str) -> bool:
@@ -58,7 +76,7 @@ def parse_token(token: str) -> Request:
     if not is_marker(token):
         raise InputError(f"{token!r} is not a reorder marker (expected {PREFIX} or {PREFIX}=ITEMS)")
     _, _, body = token.partition("=")
-    mode, budget, key, noalias = "moves", 0, "", False
+    mode, budget, key, noalias, rev = "moves", 0, "", False, ""
     for item in filter(None, body.split(",")):
         name, _, value = item.partition(":")
         if name == "noalias" and not value:
@@ -69,10 +87,12 @@ def parse_token(token: str) -> Request:
             mode, budget = "search", int(value)
         elif name == "tuned" and _KEY.match(value):
             mode, key = "tuned", value
+        elif name == "rev" and _KEY.match(value):
+            rev = value
         else:
             raise InputError(f"reorder marker {token!r}: cannot read {item!r} (items: moves, search:N with "
-                             f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), noalias)")
-    return Request(mode, budget, key, noalias)
+                             f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), noalias, rev:HEX)")
+    return Request(mode, budget, key, noalias, rev)
 
 
 def split_tokens(tokens: Sequence[str]) -> tuple[Request | None, list[str]]:

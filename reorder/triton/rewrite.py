@@ -55,8 +55,15 @@ def code_digest() -> str:
     return key_of(*parts)[:16]
 
 
-def store_dir(kind: str) -> Path:
-    return cache_root() / "triton" / kind
+def store_dir(kind: str, root: Path | None = None) -> Path:
+    return (root if root is not None else cache_root()) / "triton" / kind
+
+
+def static_path(cubin: bytes, request: Request, root: Path | None = None) -> Path:
+    """Where the `moves`/`search` answer for `cubin` is kept: named by the cubin, the request
+    and reorder's sources (a build may fill another root, carried to where Triton compiles)."""
+    built = Request(request.mode, request.budget, request.key, request.noalias)  # `rev` builds nothing
+    return store_dir("static", root) / f"{key_of(cubin, built.token(), code_digest())[:40]}.cubin"
 
 
 # ---------------------------------------------------------------- tuned binaries
@@ -143,7 +150,7 @@ def rewrite(cubin: bytes, request: Request) -> Rewritten:
         record = tuned_record(cubin, request.key)
         return Rewritten(found, found != cubin, f"tuned binary {request.key} ({record.get('score', 'no record')}; "
                                                 f"check: {record.get('check') or 'none recorded'})")
-    path = store_dir("static") / f"{key_of(cubin, request.token(), code_digest())[:40]}.cubin"
+    path = static_path(cubin, request)
     try:
         data = path.read_bytes()
     except OSError:

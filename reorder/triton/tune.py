@@ -82,8 +82,9 @@ def marked_config(config: Any, request: Request) -> Any:
 
 def with_reorder(configs: Sequence[Any], request: Request | None = None) -> list[Any]:
     """`configs` and a marked twin of each: reorder as an autotune axis with no tuning run
-    (static `moves` unless another request is given)."""
-    request = request or Request()
+    (static `moves` unless another request is given). The marker names this reorder
+    (Request.stamped), so an update never meets a cubin Triton cached for an older one."""
+    request = (request or Request()).stamped()
     return list(configs) + [marked_config(c, request) for c in configs]
 
 

@@ -1,0 +1,55 @@
+"""GPU tests of the Triton benchmark's device side: Triton's JIT against reorder's launch from
+metadata (the checked-in FFN build: more than 48 KiB of dynamic shared memory), the many-way
+byte check and the many-build timing on two num_warps configs that cannot share one spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+pytest.importorskip("triton")
+
+from timing.multi import Build
+from timing.spec import load_spec
+
+BUILT = Path(__file__).resolve().parents[2] / "benchmarks" / "triton_kernels" / "sm_90"
+
+
+def test_tritons_jit_and_reorders_launch_from_metadata_give_the_same_bytes():
+    from benchmarks.triton_jobs import jit_job
+
+    cubin = BUILT / "ffn_swiglu_fp16.cubin"
+    spec = load_spec(cubin.with_suffix(".toml"))
+    assert spec.shared > 48 * 1024
+    row = jit_job("ffn_swiglu_fp16", (512, 1024, 512), {"num_warps": 4, "num_stages": 2}, Build("w4", str(cubin), spec))
+    assert row["launch_outputs"] == "identical" and row["math_ok"] and row["jit_same_code"] in (True, "True")
+
+
+def test_two_num_warps_builds_are_checked_and_timed_in_the_same_rounds(tmp_path):
+    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.triton.compile import compile_call
+    from reorder.triton.launch import launch_spec
+    from timing.inputs import draw_inputs
+    from timing.multi import time_builds
+    from timing.multi_check import check_builds
+
+    fam = family("rmsnorm_row_fp16")
+    case = fam.case((1024, 4096))
+    builds = []
+    for warps in (2, 8):
+        call = compile_call(case.kernel, *stand_in_args(case), **case.constexprs, num_warps=warps)
+        path = tmp_path / f"w{warps}.cubin"
+        path.write_bytes(call.cubin)
+        builds.append(Build(f"w{warps}", str(path), launch_spec(call.kernel, call.values, case.grid,
+                                                                 outputs=case.outputs)))
+    assert builds[0].spec.block != builds[1].spec.block
+    twin = tmp_path / "twin.cubin"
+    twin.write_bytes(Path(builds[0].cubin).read_bytes())
+    checked = check_builds(builds[0], [Build("twin", str(twin), builds[0].spec)], sets=2)
+    assert checked["twin"]["check"] == "identical"
+    for l2 in ("warm", "cold"):
+        timed = time_builds(builds, draw_inputs(builds[0].spec, 0), l2=l2, budget_s=0.3)
+        assert timed["times"].shape[1] == 2 and timed["rounds"] >= 10 and (timed["times"] > 0).all()
