@@ -34,6 +34,11 @@ class BenchKernel:
     candidate_budget_s: float = 2.0  # paired timing per trial
     final_budget_s: float = 5.0  # per finalist
     contributions: bool = True  # re-score the winner without each move
+    symbol: str = ""  # the kernel's name in the cubin when it is not `name` (a C++ signature, or part of one)
+
+    @property
+    def kernel_name(self) -> str:
+        return self.symbol or self.name
 
 
 _TIMING_KEYS = (("candidate_budget_s", 2.0), ("final_budget_s", 5.0))
@@ -92,7 +97,8 @@ def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
                        int(entry.get("budget", defaults.get("budget", 100))),
                        _seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
                        *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
-                       bool(entry.get("contributions", defaults.get("contributions", True))))
+                       bool(entry.get("contributions", defaults.get("contributions", True))),
+                       str(raw.get("kernel", {}).get("name", "")))  # the spec names the kernel it launches
 
 
 def _point_spec(kernel: BenchKernel, point: dict, folder: Path) -> Path:
@@ -120,8 +126,8 @@ def run_bench(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path,
                 folder.mkdir(parents=True, exist_ok=True)
                 spec = _point_spec(kernel, point, folder)
                 started = time.monotonic()
-                report = optimize(OptimizeArgs(kernel.cubin, folder / "fast.cubin", kernel.name, spec, kernel.budget,
-                                               kernel.seconds, jobs, None, l2, device, kernel.noalias, 0,
+                report = optimize(OptimizeArgs(kernel.cubin, folder / "fast.cubin", kernel.kernel_name, spec,
+                                               kernel.budget, kernel.seconds, jobs, None, l2, device, kernel.noalias, 0,
                                                candidate_budget_s=kernel.candidate_budget_s,
                                                final_budget_s=kernel.final_budget_s,
                                                contributions=kernel.contributions))
@@ -173,7 +179,7 @@ def _tuned_once_rows(kernel: BenchKernel, l2_states: tuple[str, ...], out: Path,
     tune = out / kernel.name / "tuned"
     tune.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    report = optimize(OptimizeArgs(kernel.cubin, tune / "fast.cubin", kernel.name,
+    report = optimize(OptimizeArgs(kernel.cubin, tune / "fast.cubin", kernel.kernel_name,
                                    _point_spec(kernel, kernel.points[0], tune), kernel.budget, kernel.seconds,
                                    jobs, None, "warm", device, kernel.noalias, 0,
                                    candidate_budget_s=kernel.candidate_budget_s,
@@ -201,7 +207,7 @@ def _cell_score(kernel: BenchKernel, winner: Path, spec_path: Path, l2: str, poo
     from reorder.scoring import GpuScorer, Rejected, Score
     from timing.cli_support import validated_spec
 
-    spec = validated_spec(spec_path, [kernel.cubin], kernel.name)
+    spec = validated_spec(spec_path, [kernel.cubin], kernel.kernel_name)
     scorer = GpuScorer(kernel.cubin.resolve(), spec, pool, l2=l2, budget_s=kernel.final_budget_s)
     try:
         return scorer.score(winner.resolve(), target_ci_pct=0.5)

@@ -14,7 +14,7 @@ SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.toml"
 
 def test_suite_lists_every_kernel_with_its_grid():
     kernels, l2 = load_suite(SUITE)
-    assert len(kernels) == 11 and set(l2) == {"warm", "cold"}
+    assert len(kernels) == 14 and set(l2) == {"warm", "cold"}
     for k in kernels:
         assert k.cubin.exists() and k.spec.exists() and k.points
 
@@ -59,3 +59,17 @@ def test_the_static_model_searches_once_per_kernel(tmp_path, capsys):
     assert len(list((tmp_path / "find_index").glob("*/fast.cubin"))) == 1
     assert "one search per kernel" in capsys.readouterr().err
     assert main(argv[:-2] + ["--l2", "hot", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_struct_kernels_run_by_the_name_their_spec_gives(tmp_path):
+    """Suite entries of struct kernels: the point spec keeps its [[type]]s and [[buffer]]s and
+    the kernel is the one the spec names (a C++ signature), resolved to its symbol."""
+    from benchmarks.bench import _point_spec
+    from timing.cli_support import validated_spec
+
+    kernels = {k.name: k for k in load_suite(SUITE)[0]}
+    for name in ("warp_select_tensor_k32", "warp_select_tensor_k100", "cfo_ta_descr"):
+        k = kernels[name]
+        assert k.points == ({},) and k.kernel_name != name
+        spec = validated_spec(_point_spec(k, {}, tmp_path), [k.cubin], k.kernel_name)
+        assert spec.name.startswith("_Z") and spec.types and spec.extra

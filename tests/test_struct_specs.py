@@ -27,8 +27,8 @@ from timing.spec import check_against_params, draw_inputs, param_offsets, parse_
 from timing.spectoml import spec_toml
 
 HERE = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "structs"
-CUBINS = {"kselect_tensor.cu": HERE / "cubin" / "kselect_tensor.cubin",
-          "cfo_ta_descr.cu": HERE / "cubin" / "cfo_ta_descr.cubin", "last_block.cu": HERE / "cubin" / "last_block.cubin"}
+CUBINS = {source: HERE / "cubin" / source.replace(".cu", ".cubin")
+          for source in ("kselect_tensor.cu", "cfo_ta_descr.cu", "last_block.cu")}
 K32 = "warpSelect<float, long, false, 32, 2, 128>"
 
 
@@ -244,3 +244,33 @@ def test_pointer_values_round_trip_through_toml():
     spec = spec_of("cfo_ta_descr")
     first = dict(spec.param("ue_grp_prms").values[1])
     assert dict(first["tInfoHEst"])["addr"] == Pointer("H", 4 * 4 * 4 * 3264 * 2)
+
+
+def test_a_struct_launch_hands_cuLaunchKernel_the_packed_bytes(monkeypatch):
+    """Struct arguments bypass cupy's conversion: each kernelParams entry points at the bytes
+    the spec packed (read back here inside a fake cuLaunchKernel)."""
+    import ctypes
+
+    from timing import gpu
+
+    seen = {}
+
+    def launch_kernel(func, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        pointers = (ctypes.c_void_p * 6).from_address(params)
+        sizes = (40, 40, 40, 4, 8, 4)
+        seen.update(func=func, grid=(gx, gy, gz), block=(bx, by, bz), stream=stream,
+                    args=[ctypes.string_at(p, n) for p, n in zip(pointers, sizes)])
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=launch_kernel),
+                                                get_current_stream=lambda: SimpleNamespace(ptr=77)))
+    monkeypatch.setattr(gpu, "cupy_module", lambda: fake)
+    spec = spec_of("warp_select_tensor_k32")
+    dev = _device(spec)
+    kernel = gpu.Kernel("k.cubin", None, SimpleNamespace(ptr=5))
+    gpu.launch(kernel, spec, gpu.launch_args(spec, dev))
+    assert seen["func"] == 5 and seen["grid"] == (128, 1, 1) and seen["block"] == (128, 1, 1) and seen["stream"] == 77
+    tensor_in = seen["args"][0]
+    assert int.from_bytes(tensor_in[:8], "little") == dev["dist"].data.ptr
+    assert np.frombuffer(tensor_in[8:], np.int64).tolist() == [32768, 1, 512, 32768]
+    assert seen["args"][3:] == [np.float32(struct_specs.FLT_MAX).tobytes(), np.int64(-1).tobytes(),
+                                np.int32(32).tobytes()]

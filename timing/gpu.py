@@ -96,8 +96,31 @@ def launch_args(spec: LaunchSpec, dev: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def launch(kernel: Kernel, spec: LaunchSpec, args: tuple[Any, ...]) -> None:
-    """One launch on cupy's current stream (capturable into a graph)."""
+    """One launch on cupy's current stream (capturable into a graph). A launch with a struct
+    by value goes straight to cuLaunchKernel with the argument bytes the spec packed, so it
+    does not depend on how a cupy version converts arguments."""
+    if any(isinstance(a, np.ndarray) and a.dtype.kind == "V" for a in args):
+        _launch_bytes(kernel, spec, args)
+        return
     kernel.function(spec.grid, spec.block, args, shared_mem=spec.shared)
+
+
+def argument_bytes(arg: Any) -> bytes:
+    """The bytes one argument occupies in the parameter buffer: a device array's address, a
+    numpy scalar's value, a packed struct (timing.devicestructs)."""
+    if isinstance(arg, (np.ndarray, np.generic)):
+        return arg.tobytes()
+    return int(arg.data.ptr).to_bytes(8, "little")
+
+
+def _launch_bytes(kernel: Kernel, spec: LaunchSpec, args: tuple[Any, ...]) -> None:
+    import ctypes
+
+    cp = cupy_module()
+    buffers = [ctypes.create_string_buffer(argument_bytes(a), max(len(argument_bytes(a)), 1)) for a in args]
+    params = (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
+    cp.cuda.driver.launchKernel(kernel.function.ptr, *spec.grid, *spec.block, spec.shared,
+                                cp.cuda.get_current_stream().ptr, ctypes.addressof(params), 0)
 
 
 def synchronize() -> None:

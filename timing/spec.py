@@ -254,8 +254,10 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
 
     types = structs.parse_types(_tables(raw, "type", source), source)
     has_hook = hook is not None
-    params = tuple(_parse_param(p, i, source, has_hook, types) for i, p in enumerate(_tables(raw, "param", source)))
-    extra = tuple(structs.parse_extra(b, i, source, has_hook, types) for i, b in enumerate(_tables(raw, "buffer", source)))
+    params = tuple(_parse_param(p, i, source, has_hook, types)
+                   for i, p in enumerate(_tables(raw, "param", source)))
+    extra = tuple(structs.parse_extra(b, i, source, has_hook, types)
+                  for i, b in enumerate(_tables(raw, "buffer", source)))
     seen: set[str] = set()
     for p in params + extra:
         if p.name in seen:

@@ -1,0 +1,133 @@
+"""CPU half of the struct-kernel benchmark: candidates for the struct kernels and their flat twins.
+
+    python -m benchmarks.structs_build [--out gpu_build/structs] [--budget 12]
+
+Each pair stands for one library kernel written twice: flat (the suite's pointer-and-scalar
+version, benchmarks/kernels/) and as its library writes it (benchmarks/kernels/structs/:
+FAISS Tensor structs by value, a cuPHY descriptor array in device memory). Both get the same
+candidates, built here so the GPU only checks and times them (benchmarks/structs_gpu.py):
+
+- `stalls`: every stall count the scheduler can cut (StallCut over the whole kernel);
+- `batch`:  loads hoisted with their address slices and grouped (SliceBatch), no aliasing
+  assumed (the suite does not assume it for these kernels);
+- `search`: `reorder optimize --device cpu` with a small budget (the static model's best).
+
+Every candidate passed the verifier when it was built. Launch specs are written resolved (the
+kernel's symbol, checked against the cubin's parameter table) so the GPU host needs no
+demangler. OUT/manifest.json lists everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FLAT = ROOT / "benchmarks" / "kernels"
+STRUCTS = FLAT / "structs"
+PAIRS = (  # (label, flat kernel, struct spec name, struct cubin)
+    ("warp_select_k32", "warp_select_k32", "warp_select_tensor_k32", "kselect_tensor.cubin"),
+    ("warp_select_k100", "warp_select_k100", "warp_select_tensor_k100", "kselect_tensor.cubin"),
+    ("cfo_ta_est", "cfo_ta_est", "cfo_ta_descr", "cfo_ta_descr.cubin"),
+)
+ZEROS = ("last_block_sum_zeros", "last_block.cubin")  # checked and timed A/A: the zeros form on silicon
+CANDIDATES = ("stalls", "batch", "search")
+
+
+def sides(label: str, flat: str, struct: str, struct_cubin: str) -> list[dict]:
+    """The flat and the struct kernel of one pair: cubin, spec, kernel name as given."""
+    from benchmarks.kernels.build import checked_in_cubin
+
+    return [{"pair": label, "form": "flat", "cubin": checked_in_cubin(flat), "spec": FLAT / "specs" / f"{flat}.toml",
+             "kernel": flat},
+            {"pair": label, "form": "struct", "cubin": STRUCTS / "cubin" / struct_cubin,
+             "spec": STRUCTS / "specs" / f"{struct}.toml", "kernel": None}]
+
+
+def resolved_spec(side: dict, out: Path) -> tuple[Path, str]:
+    """The side's spec checked against its cubin and written with the kernel's symbol."""
+    import tomllib
+
+    from timing.cli_support import validated_spec
+    from timing.spec import parse_spec
+    from timing.spectoml import spec_toml
+
+    raw = tomllib.loads(side["spec"].read_text())
+    raw.pop("grid_sweep", None)
+    spec = parse_spec(raw, source=str(side["spec"]))
+    path = out / "specs" / f"{side['pair']}_{side['form']}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(spec_toml(spec))
+    checked = validated_spec(path, [side["cubin"]])
+    path.write_text(spec_toml(checked, header=f"{side['form']} {side['pair']}: {side['spec'].relative_to(ROOT)}, "
+                                              "kernel resolved to its symbol by benchmarks.structs_build"))
+    return path, checked.name
+
+
+def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -> dict:
+    """One candidate; its row for the manifest (built False when nothing changed)."""
+    from reorder.cubin import read_cubin
+    from reorder.pipeline import batch_loads, cut_stalls
+    from reorder.sass import decode_kernel
+    from reorder.writer import write_atomic
+
+    t0 = time.time()
+    if which == "search":
+        folder = target.with_suffix(".search")
+        cmd = [sys.executable, "-m", "reorder", "optimize", str(cubin), "--kernel", kernel, "--device", "cpu",
+               "--budget", str(budget), "--jobs", "1", "--no-contributions", "-o", str(target)]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+        built = done.returncode == 0 and target.exists() and target.read_bytes() != cubin.read_bytes()
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+        return {"built": built, "note": tail[0][:200], "seconds": round(time.time() - t0, 1)}
+    code = decode_kernel(read_cubin(cubin), kernel)
+    out = cut_stalls(code) if which == "stalls" else batch_loads(code, noalias=False)
+    built = out.data != cubin.read_bytes()
+    if built:
+        write_atomic(target, out.data)
+    return {"built": built, "applied": len(out.applied), "moved": out.moved, "registers": out.after.kernel.regcount,
+            "seconds": round(time.time() - t0, 1), "note": "" if built else "nothing applied"}
+
+
+def build(out: Path, budget: int, only: set[str] | None = None) -> dict:
+    from benchmarks.gpu_session import _commit
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    for pair in PAIRS:
+        for side in sides(*pair):
+            name = f"{side['pair']}_{side['form']}"
+            if only and name not in only:
+                continue
+            spec, symbol = resolved_spec(side, out)
+            for which in CANDIDATES:
+                target = out / f"{name}_{which}.cubin"
+                row = {"pair": side["pair"], "form": side["form"], "kernel": symbol, "move": which,
+                       "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out)),
+                       "candidate": target.name, **build_one(which, side["cubin"], symbol, target, budget)}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    name, cubin = ZEROS
+    zeros = {"pair": "last_block_sum", "form": "zeros", "cubin": STRUCTS / "cubin" / cubin,
+             "spec": STRUCTS / "specs" / f"{name}.toml"}
+    spec, symbol = resolved_spec(zeros, out)
+    manifest = {"commit": _commit(), "candidates": rows,
+                "zeros": {"kernel": symbol, "original": str(zeros["cubin"].relative_to(ROOT)),
+                          "spec": str(spec.relative_to(out))}}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "gpu_build" / "structs")
+    parser.add_argument("--budget", type=int, default=12, help="trials of the static-model search (default 12)")
+    parser.add_argument("--only", default="", help="comma list of PAIR_FORM names (default: all)")
+    args = parser.parse_args()
+    build(args.out, args.budget, set(filter(None, args.only.split(","))) or None)
