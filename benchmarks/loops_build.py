@@ -10,8 +10,9 @@ JIT's own binding and options):
 - Triton's configs: kernel num_stages 1-4 (the `tl.range` loops at 1 stage), and `tl.range`
   num_stages 2-4 (kernel num_stages 1); identical cubins are kept once (`same_as`);
 - reorder's candidates from the num_stages=1 PTX: Prefetch d = 1..4 and UnrollBatch k = 2, 4
-  on both loops (x, w and y are distinct tensors: --assume-noalias), each compiled by
-  Triton's ptxas with Triton's flags (reorder.ptxinput) and verified.
+  on both loops (x, w and y are distinct tensors: --assume-noalias), and Prefetch 1, 2 with
+  the second pass's prologue loads hoisted above the block reduction's barrier; each
+  compiled by Triton's ptxas with Triton's flags (reorder.ptxinput) and verified.
 
 Launches: for every cell (N in {4096, 8192} x rows in {16, 1024}) the spec at that shape and
 at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so the loop
@@ -37,8 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BLOCKS, WARPS, NS, ROWS = (512, 1024), (4, 8), (4096, 8192), (16, 1024)
 KERNEL_STAGES, LOOP_STAGES = (1, 2, 3, 4), (2, 3, 4)
-MOVES = tuple(f"prefetch{d}" for d in (1, 2, 3, 4)) + ("unroll2", "unroll4")
-SQUARES, NORMALISE = "$L__BB0_2", "$L__BB0_6"
+MOVES = tuple(f"prefetch{d}" for d in (1, 2, 3, 4)) + ("unroll2", "unroll4", "prefetch1+hoist", "prefetch2+hoist")
 SUITE_LOOPS = {"find_index": ("particlefilter.ptx", False, True),
                "normalize_weights": ("particlefilter.ptx", True, False),  # as DESIGN.md's measured batch
                "embedding_bag_sum": ("embedding_bag.ptx", False, False),
@@ -97,11 +97,14 @@ def triton_configs(out: Path, block: int, warps: int) -> list[dict]:
 
 
 def reorder_candidates(out: Path, block: int, warps: int, original: dict) -> list[dict]:
-    """Prefetch / UnrollBatch on both loops of the num_stages=1 PTX, compiled and verified."""
+    """reorder's candidates from the num_stages=1 PTX, built as the search builds them (a walk
+    over the registered kinds, reorder.ptx.searchspace): each loop move on both loops, and
+    with '+hoist' the second pass's prologue loads also above the block reduction's barrier
+    (GlobalHoist 'barrier', the placement DESIGN.md measured by hand); compiled and verified."""
     from reorder.errors import ReorderError
     from reorder.ptx.candidate import read_ptx, write_and_compile
-    from reorder.ptx.loopkinds import loop_move
-    from reorder.ptx.registry import MoveOptions
+    from reorder.ptx.registry import OFF, MoveOptions
+    from reorder.ptx.searchspace import walk
 
     source = out / f"{original['name']}.ptx"
     module = read_ptx(source)
@@ -109,17 +112,21 @@ def reorder_candidates(out: Path, block: int, warps: int, original: dict) -> lis
     options = MoveOptions(kernel, noalias=True)
     rows = []
     for choice in MOVES:
-        name = f"b{block}_w{warps}_{choice}"
+        name = f"b{block}_w{warps}_{choice.replace('+', '_')}"
         row = {"name": name, "kind": "reorder", "move": choice, "shared": original["shared"]}
+        loop_choice, hoist = choice.split("+")[0], "+hoist" in choice
+
+        def decide(inst, loop_choice=loop_choice, hoist=hoist) -> str:
+            if inst.kind == "loop":
+                return loop_choice
+            return "barrier" if inst.kind == "hoist" and hoist and "barrier" in inst.choices else OFF
+
         try:
-            moved = module
-            for label in (SQUARES, NORMALISE):
-                moved = loop_move(options, label, choice).apply(moved)
-            built = write_and_compile(source, kernel, moved, [f"{choice} on {SQUARES} and {NORMALISE}"],
-                                      out / f"{name}.ptx")
-            row.update({"cubin": built.cubin.name, "sha256": built.sha256, "verify": "legal" if built.verdict.ok
-                        else f"{len(built.verdict.violations)} violations", "build_s": round(built.seconds, 2),
-                        "recipe": built.recipe})
+            done = walk(module, options, decide)
+            built = write_and_compile(source, kernel, done.module, list(done.applied), out / f"{name}.ptx")
+            row.update({"cubin": built.cubin.name, "sha256": built.sha256, "moves": list(done.applied),
+                        "verify": "legal" if built.verdict.ok else f"{len(built.verdict.violations)} violations",
+                        "build_s": round(built.seconds, 2), "recipe": built.recipe})
             if not built.verdict.ok:
                 row["cubin"] = None
         except ReorderError as exc:

@@ -1,14 +1,15 @@
 """GPU side of the loop-move benchmark: reorder's Prefetch/UnrollBatch against Triton's own
 pipelining, on cubins built on the CPU by benchmarks/loops_build.py (nothing compiles here).
 
-    python -m benchmarks.loops_gpu --build gpu_build/loops --out OUT [--deadline 225]
+    python -m benchmarks.loops_gpu --build gpu_build/loops --out OUT [--deadline 220]
         [--screen 0.4] [--final 1.2] [--dry-run]
 
 For each cell (Triton's looped RMSNorm, fp32: N x rows x BLOCK x num_warps, 16 cells):
 
 1. Screen: every distinct variant against the num_stages=1 cubin (the original): Triton's
    `tl.range(num_stages=2..4)` builds (kernel num_stages 1-4 give one cubin, recorded by the
-   build) and reorder's 6 candidates (Prefetch 1-4, UnrollBatch 2/4 from the original's PTX).
+   build) and reorder's 8 candidates from the original's PTX (Prefetch 1-4, UnrollBatch 2/4,
+   Prefetch 1/2 with the second pass's prologue loads above the block reduction's barrier).
    Each is first checked byte for byte on fresh inputs at the cell's shape and at a second
    shape (3 rows, a partial last block), shared memory poisoned (timing.check), then timed
    paired (timing.paired, CUDA graphs, warm L2) for --screen seconds. A pair runs with the
@@ -44,7 +45,7 @@ from pathlib import Path
 
 from benchmarks.rows import write_rows
 
-CELL_RESERVE_S = 12.0  # what one cell needs; a cell is not begun with less left
+CELL_RESERVE_S = 18.0  # what one cell needs (11 variants at 1024 rows); a cell is not begun with less left
 SUITE_RESERVE_S = 3.0  # what one suite candidate needs
 CHECK_SETS = 2  # fresh input sets per launch shape (each a draw of up to 32 MB: the check's main cost)
 
@@ -275,7 +276,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", type=Path, default=Path("gpu_build/loops"))
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--deadline", type=float, default=225.0, help="seconds; cells not begun by then are skipped")
+    p.add_argument("--deadline", type=float, default=220.0, help="seconds; cells not begun by then are skipped")
     p.add_argument("--screen", type=float, default=0.3, help="seconds of paired timing per screened variant")
     p.add_argument("--final", type=float, default=1.0, help="seconds of paired timing, best against best")
     p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")

@@ -363,3 +363,18 @@ def test_only_wrapping_integer_adds_are_inductions():
     assert sorted(x.register for x in loop.inductions) == ["%r2", "%rd8"]
     loads = loop_loads(analysis, loop)
     assert len(loads.movable) == 1 and any("%f3" in reason or "%r3" in reason for _, reason in loads.refused)
+
+
+def test_loop_moves_compose_with_the_other_kinds():
+    """Walks over every registered kind (peel, loop, hoist, reuse) with a loop move always
+    taken: the same work as the original, and each rebuilt byte for byte from its picks."""
+    from reorder.ptx.registry import MoveOptions
+    from reorder.ptx.searchspace import rebuild, walk
+
+    module, options, rng = _triton(), MoveOptions("rmsnorm_looped", True), random.Random(3)
+    for _ in range(3):
+        done = walk(module, options, lambda inst: rng.choice(inst.choices[1:] if inst.kind == "loop"
+                                                             else inst.choices))
+        assert any(a.startswith(("prefetch", "unroll")) for a in done.applied)
+        assert rebuild(module, options, done.picks).module.text == done.module.text
+        _same_work(module, done.module, _run_rmsnorm, ROWS[::2])
