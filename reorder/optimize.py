@@ -232,6 +232,9 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     if args.ptx_level is None:
         report.notes.append("PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran "
                             "on SASS moves only")
+        from reorder.sassloops import loops_note
+
+        report.notes.append(loops_note(code))
     if args.launch is not None:
         report.notes.append(f"tuned at the launch of {args.launch}: the winner is this shape's; another launch shape "
                             "(batch size) gets its own run with its own --launch")

@@ -65,6 +65,17 @@ def _reaching(graph: nx.DiGraph, start: int, avoid: int) -> set[int]:
     return seen
 
 
+def loops_note(code: KernelCode) -> str:
+    """One line for a report on a kernel known only as a cubin."""
+    loops = sass_loops(code)
+    if not loops:
+        return "loops: none in the SASS"
+    seen = "; ".join(f"at {lp.header:#06x}: {lp.instructions} instructions, {lp.global_loads} global loads"
+                     for lp in loops)
+    return (f"loops seen in the SASS: {len(loops)} ({seen}); loop moves (prefetch, unroll-and-batch) need the "
+            "kernel's PTX (give the .ptx, or --ptx beside the cubin)")
+
+
 def cubin_loop_lines(code: KernelCode) -> list[str]:
     """What a report says about a kernel known only as a cubin."""
     loops = sass_loops(code)

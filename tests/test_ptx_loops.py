@@ -378,3 +378,13 @@ def test_loop_moves_compose_with_the_other_kinds():
         assert any(a.startswith(("prefetch", "unroll")) for a in done.applied)
         assert rebuild(module, options, done.picks).module.text == done.module.text
         _same_work(module, done.module, _run_rmsnorm, ROWS[::2])
+
+
+def test_the_optimize_note_for_a_cubin_names_its_loops():
+    from reorder.cubin import read_cubin
+    from reorder.sass import decode_kernel
+    from reorder.sassloops import loops_note
+
+    code = decode_kernel(read_cubin(ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"))
+    note = loops_note(code)
+    assert note.startswith("loops seen in the SASS: 2 (at 0x") and "need the kernel's PTX" in note
