@@ -52,9 +52,9 @@ def _sha(data: bytes) -> str:
 
 
 def _case(block: int, rows: int, n: int):
-    from benchmarks.triton_kernels import rmsnorm_looped_case
-
     import dataclasses
+
+    from benchmarks.triton_kernels import rmsnorm_looped_case
 
     return dataclasses.replace(rmsnorm_looped_case("float32", (rows, n)), constexprs={"BLOCK": block})
 
@@ -173,7 +173,6 @@ def build_suite(out: Path) -> list[dict]:
     from reorder.ptx.candidate import read_ptx, write_and_compile
     from reorder.ptx.prefetch import Prefetch, movable_loops
     from reorder.ptx.unroll import UnrollBatch
-
     from reorder.ptxinput import compile_ptx
 
     source_dir = ROOT / "benchmarks/kernels/ptx_candidates/source"
@@ -205,10 +204,10 @@ def build_suite(out: Path) -> list[dict]:
 
 
 def summary_md(manifest: dict) -> str:
-    lines = ["# Loop-move candidates built on the CPU (benchmarks/loops_build.py)", "",
-             f"Triton {manifest['triton']}; built {manifest['date']} in {manifest['seconds']:.0f} s; "
-             f"commit {manifest['commit']}", "", "| BLOCK | warps | variant | kind | sha256 | shared | verify / note |",
-             "|---|---|---|---|---|---|---|"]
+    built = (f"Triton {manifest['triton']}; built {manifest['date']} in {manifest['seconds']:.0f} s; "
+             f"commit {manifest['commit']}")
+    lines = ["# Loop-move candidates built on the CPU (benchmarks/loops_build.py)", "", built, "",
+             "| BLOCK | warps | variant | kind | sha256 | shared | verify / note |", "|---|---|---|---|---|---|---|"]
     for c in manifest["configs"]:
         for v in c["variants"]:
             note = v.get("verify") or (f"same cubin as {v['same_as']}" if v.get("same_as") else v.get("refused", ""))

@@ -135,7 +135,7 @@ class Thread:
     def set(self, name: str, value: int, kind: str) -> None:
         self.regs[name.strip()] = value & ((1 << _bits(kind)) - 1) if kind != "pred" else int(bool(value))
 
-    def step(self, ins) -> None:  # noqa: C901 (one table of opcodes)
+    def step(self, ins) -> None:
         op, mods, ops = ins.base, ins.modifiers, ins.operands
         kind = mods[-1] if mods else "b32"
         if op == "ld":

@@ -139,4 +139,4 @@ HOIST = register(MoveKind("hoist", STAGES["hoist"], "move a block's loads up (ne
 REUSE = register(MoveKind("reuse", STAGES["reuse"], "take an earlier load's value instead of loading the same "
                           "address again", reuse_instances, reuse_apply))
 
-import reorder.ptx.loopkinds  # noqa: E402,F401  (registers 'loop': Prefetch and UnrollBatch)
+import reorder.ptx.loopkinds  # noqa: F401  (registers 'loop': Prefetch and UnrollBatch)
