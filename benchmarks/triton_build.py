@@ -15,6 +15,9 @@ reorder's candidates for it:
   branch), the moved PTX compiled by **Triton's own cubin stage** (the backend's make_cubin
   with the config's options: the same ptxas, flags and PTX options as the original) and
   verified as a compiler's cubin is (reorder.ptx.candidate.verdict); identical cubins once;
+- `ptx-loop-<choice>`, `ptx-reuse-on`: the registered PTX move kinds beyond the hoists
+  (reorder.ptx.registry; KIND_CHOICES): Prefetch at distance 1 or 2 or UnrollBatch by 2 on
+  every loop Triton left unpipelined, and ReuseLoad, compiled and verified the same way;
 - `ptx-<mode>+sass`: the SASS pipeline on the first PTX candidate's cubin (both levels).
 
 `stage-check` records that Triton's unmodified PTX through that same cubin stage gives the
@@ -50,6 +53,10 @@ from pathlib import Path
 from typing import Any
 
 PTX_MODES = ("barrier", "top", "store", "branch")
+# registered PTX move kinds (reorder.ptx.registry) beyond the hoist plans, and the alternatives
+# built for them: every instance of the kind takes the same one (the loop moves pipeline a
+# `tl.range` loop Triton left unpipelined, next to Triton's own LOOP_STAGES configs)
+KIND_CHOICES = {"loop": ("prefetch1", "prefetch2", "unroll2"), "reuse": ("on",)}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -89,40 +96,66 @@ def triton_cubin_stage(ptx: str, config_kwargs: dict) -> bytes:
     return backend.make_cubin(ptx, {}, options, backend.target.arch)
 
 
-def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> list[dict]:
-    """One candidate per PTX plan that moves something (identical cubins once)."""
-    from reorder.ptx.candidate import verdict
-    from reorder.ptx.model import parse_module
+def _plan_moves(module, kernel: str, mode: str):
     from reorder.ptx.plans import plan
 
+    moved, moves = plan(module, kernel, True, mode)
+    return moved, [m.describe() for m in moves]
+
+
+def _kind_moves(module, kernel: str, kind_name: str, choice: str):
+    import reorder.ptx.kinds  # noqa: F401 - registers every kind
+    from reorder.ptx.registry import MoveOptions, Pick, kind_named
+
+    kind, options = kind_named(kind_name), MoveOptions(kernel, True)
+    picks = [Pick(kind.name, i.key, choice) for i in kind.instances(module, options) if choice in i.choices]
+    if not picks:
+        return module, []
+    moved, done = kind.apply(module, options, picks)
+    return moved, list(done)
+
+
+def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> list[dict]:
+    """One candidate per PTX plan or registered kind's alternative that moves something
+    (identical cubins once)."""
+    from reorder.ptx.model import parse_module
+
     module = parse_module(ptx)
-    rows, seen = [], {}
-    for mode in PTX_MODES:
-        name = f"ptx-{mode}"
+    ways = [(f"ptx-{mode}", lambda mode=mode: _plan_moves(module, kernel, mode)) for mode in PTX_MODES]
+    ways += [(f"ptx-{kind}-{choice}", lambda kind=kind, choice=choice: _kind_moves(module, kernel, kind, choice))
+             for kind, choices in KIND_CHOICES.items() for choice in choices]
+    rows: list[dict] = []
+    seen: dict[str, str] = {}
+    for name, make in ways:
         try:
-            moved, moves = plan(module, kernel, True, mode)
-            if not moves:
-                rows.append({"name": name, "status": "none", "reason": "the plan moves nothing"})
-                continue
-            cubin = triton_cubin_stage(moved.text, config_kwargs)
-            digest = sha(cubin)
-            if digest in seen:
-                rows.append({"name": name, "status": "duplicate", "reason": f"same cubin as {seen[digest]}"})
-                continue
-            path = folder / f"{name}.cubin"
-            path.write_bytes(cubin)
-            (folder / f"{name}.ptx").write_text(moved.text)
-            judged = verdict(path, kernel)
-            if not judged.ok:
-                path.unlink()
-                rows.append({"name": name, "status": "rejected", "reason": f"verifier: {judged.violations[0]}"})
-                continue
-            seen[digest] = name
-            rows.append({"name": name, "status": "ok", "cubin": path.name, "sha256": digest,
-                         "moves": " ".join(m.describe() for m in moves), "inherited": len(judged.inherited)})
+            moved, moves = make()
+            rows.append(_ptx_row(name, moved, moves, kernel, config_kwargs, folder, seen))
         except Exception as exc:  # noqa: BLE001 - a plan that fails is a row, the next plan runs
             rows.append({"name": name, "status": "failed", "reason": _first_line(exc)})
     return rows
+
+
+def _ptx_row(name: str, moved, moves: list[str], kernel: str, config_kwargs: dict, folder: Path,
+             seen: dict[str, str]) -> dict:
+    """Compile a moved module with Triton's cubin stage, verify it, keep it unless a duplicate."""
+    from reorder.ptx.candidate import verdict
+
+    if not moves:
+        return {"name": name, "status": "none", "reason": "nothing to move"}
+    cubin = triton_cubin_stage(moved.text, config_kwargs)
+    digest = sha(cubin)
+    if digest in seen:
+        return {"name": name, "status": "duplicate", "reason": f"same cubin as {seen[digest]}"}
+    path = folder / f"{name}.cubin"
+    path.write_bytes(cubin)
+    (folder / f"{name}.ptx").write_text(moved.text)
+    judged = verdict(path, kernel)
+    if not judged.ok:
+        path.unlink()
+        return {"name": name, "status": "rejected", "reason": f"verifier: {judged.violations[0]}"}
+    seen[digest] = name
+    return {"name": name, "status": "ok", "cubin": path.name, "sha256": digest, "moves": " ".join(moves),
+            "inherited": len(judged.inherited)}
 
 
 # ---------------------------------------------------------------- one config

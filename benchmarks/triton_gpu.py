@@ -1,7 +1,7 @@
 """reorder against Triton's own tuning on the GPU: launch, check and time what the CPU built.
 
     python -m benchmarks.triton_gpu --build gpu_build/triton --out OUT [--deadline 420]
-        [--families a,b] [--l2 warm,cold] [--cell-budget 0.5] [--sets 2] [--no-jit-check] [--dry-run]
+        [--families a,b] [--l2 warm,cold] [--cell-budget 0.7] [--sets 2] [--no-jit-check] [--no-readme] [--dry-run]
 
 Everything a compiler does was done on the CPU by benchmarks.triton_build (each config's
 cubin as Triton's JIT makes it for sm_90, reorder's SASS and PTX candidates for it, each
@@ -19,14 +19,16 @@ timing.worker job so a fault costs one job:
    candidate timed in the same rounds (timing.multi, `--cell-budget` seconds of rounds);
    benchmarks.triton_cells turns the matrix into the cell's row and one row per config;
 4. last, in this process: the README example run as written and timed against the same
-   autotuner without reorder (benchmarks.triton_readme; `--no-readme` skips it; 45 s of the
+   autotuner without reorder (benchmarks.triton_readme; `--no-readme` skips it; 60 s of the
    deadline are kept for it).
 
 Rows are written as each cell is done: OUT/triton_cells.csv (per cell), OUT/triton_configs.csv
 (per cell x config: the original and reorder's best from it, paired ratio with 95% CI),
-OUT/triton_checks.csv (every candidate's check), OUT/triton_jit.csv, OUT/triton_readme.csv;
+OUT/triton_checks.csv (every candidate's check), OUT/triton_steps.csv (the JIT cross-checks and
+the README example, column `step`): seven files, so a log beside them still comes back;
 OUT/summary.md and the
-heatmaps (benchmarks.triton_report) after every family. Cells not begun by the deadline are
+heatmaps (benchmarks.triton_report) at the end (summary.md after every family too; a run cut
+short draws them later with `python -m benchmarks.triton_report OUT`). Cells not begun by the deadline are
 rows marked skipped; the run stops cleanly. `--dry-run` walks every step without a GPU
 (made-up times; tests/test_triton_gpu_script.py).
 """
@@ -51,7 +53,7 @@ from timing.multi import Build
 
 CELL_RESERVE_S = 8.0  # a shape (check + both L2 states) is not begun with less left
 JIT_RESERVE_S = 60.0  # the JIT cross-check is skipped with less left
-README_RESERVE_S = 45.0  # kept back from the families for the README example (the last step)
+README_RESERVE_S = 60.0  # kept back from the families for the README example (the last step)
 # the order families run in (a deadline cuts the last ones): the issue's feed-forward first
 ORDER = ("ffn_swiglu_fp16", "matmul_leaky_fp16", "softmax_fp16", "rmsnorm_row_fp16", "rmsnorm_looped_fp16",
          "layernorm_fp16", "softmax_fp32", "rmsnorm_row_fp32", "rmsnorm_looped_fp32", "layernorm_fp32")
@@ -184,7 +186,7 @@ class Run:
     started: float = field(default_factory=time.monotonic)
     stamps: dict = field(default_factory=dict)
     roof: dict = field(default_factory=dict)
-    tables: dict = field(default_factory=lambda: {"cells": [], "configs": [], "checks": [], "jit": [], "readme": []})
+    tables: dict = field(default_factory=lambda: {"cells": [], "configs": [], "checks": [], "steps": []})
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -202,8 +204,9 @@ def jit_check(run: Run, family: dict, configs: list[Config]) -> None:
     config, shape = configs[0], family["shapes"][0]
     original, _ = config.builds(shape["shape"])
     status, value = run.device.run(jit_job, family["name"], shape["dims"], config.kwargs, original, timeout_s=180)
-    row = {"family": family["name"], "shape": shape["shape"], "config": config.label, "status": status}
-    run.add("jit", {**row, **value} if status == "ok" else {**row, "reason": value})
+    row = {"step": "jit", "family": family["name"], "shape": shape["shape"], "config": config.label,
+           "status": status}
+    run.add("steps", {**row, **value} if status == "ok" else {**row, "reason": value})
 
 
 def check_shape(run: Run, configs: list[Config], shape: str) -> dict[str, dict]:
@@ -217,6 +220,9 @@ def check_shape(run: Run, configs: list[Config], shape: str) -> dict[str, dict]:
     out = {}
     for original, candidates in groups:
         for cand in candidates:
+            if run.left() < CELL_RESERVE_S:
+                out[cand.label] = {"check": "not checked", "detail": "deadline"}
+                continue
             status, one = run.device.run(check_job, [(original, [cand])], sets=run.sets, timeout_s=120)
             out[cand.label] = one[cand.label] if status == "ok" else {"check": status, "detail": one}
     return out
@@ -280,7 +286,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--families", help="comma list (default: every family built)")
     p.add_argument("--deadline", type=float, default=420.0, help="seconds; shapes not begun by then are skipped")
     p.add_argument("--l2", default="warm,cold")
-    p.add_argument("--cell-budget", type=float, default=0.5, help="seconds of timing rounds per cell and L2 state")
+    p.add_argument("--cell-budget", type=float, default=0.7, help="seconds of timing rounds per cell and L2 state")
     p.add_argument("--sets", type=int, default=2, help="fresh input sets per byte check")
     p.add_argument("--no-jit-check", action="store_true", help="skip launching each family once through Triton")
     p.add_argument("--no-readme", action="store_true", help="skip the README example (benchmarks.triton_readme)")
@@ -302,16 +308,16 @@ def readme_step(run: Run, dry: bool) -> None:
     """The README example, run and timed (benchmarks.triton_readme), in this process."""
     from reorder.triton.rewrite import code_digest
 
-    row = {"step": "README example", "digest_matches_build": code_digest() == run.stamps.get("built_digest")}
+    row = {"step": "readme", "digest_matches_build": code_digest() == run.stamps.get("built_digest")}
     if dry:
-        run.add("readme", {**row, "status": "dry", "reason": "not run (dry run)"})
+        run.add("steps", {**row, "status": "dry", "reason": "not run (dry run)"})
         return
     try:
         from benchmarks.triton_readme import measure
 
-        run.add("readme", {**row, **measure(), "status": "ok"})
+        run.add("steps", {**row, **measure(), "status": "ok"})
     except Exception as exc:  # noqa: BLE001 - the last step; every other row is written already
-        run.add("readme", {**row, "status": "error", "reason": f"{type(exc).__name__}: {_first_line(str(exc))}"})
+        run.add("steps", {**row, "status": "error", "reason": f"{type(exc).__name__}: {_first_line(str(exc))}"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -347,13 +353,13 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - a family's failure is a row; the next family runs
                 run.add("cells", {"family": family["name"], "status": "error",
                                   "reason": f"{type(exc).__name__}: {_first_line(str(exc))}"})
-            write_report(args.out, run.roof)
+            write_report(args.out, run.roof, heatmaps=False)  # a cut run keeps its summary
     finally:
         device.close()
     if not args.no_readme:
         run.say("README example")
         readme_step(run, args.dry_run)
-        write_report(args.out, run.roof)
+    write_report(args.out, run.roof)
     run.say(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} in {args.out}")
     return 0
 

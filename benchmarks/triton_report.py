@@ -90,7 +90,8 @@ def _line(r: dict) -> str:
 
 def summary(out: Path, roof: dict | None = None) -> str:
     cells = _rows(out, "triton_cells.csv")
-    jit = _rows(out, "triton_jit.csv")
+    steps = _rows(out, "triton_steps.csv")
+    jit = [r for r in steps if r.get("step") == "jit"]
     first = cells[0] if cells else {}
     roof = roof or {k: _f(first, f"roof_{k}") for k in ("bytes_per_s", "flops") if f"roof_{k}" in first}
     lines = [(f"# reorder vs Triton's own tuning ({first.get('gpu', '?')}, {first.get('date', '?')}, "
@@ -102,7 +103,7 @@ def summary(out: Path, roof: dict | None = None) -> str:
               "best time / the time of the autotuner's pick with reorder's byte-identical binaries among its "
               "configs."), "", "## Totals", "", *totals(cells), "", "## Cells", "", HEADER,
               "|---" * (HEADER.count("|") - 1) + "|", *(_line(r) for r in cells)]
-    for r in _rows(out, "triton_readme.csv"):
+    for r in (r for r in steps if r.get("step") == "readme"):
         lines += ["", "## The README example (benchmarks.triton_readme)", ""]
         lines += [f"autotune over num_warps 2/4/8/16 at {r.get('shape')}: without reorder {r.get('plain_best')} "
                   f"{_f(r, 'plain_us'):.2f} us, with `rt.with_reorder` {r.get('reorder_best')} "
@@ -170,9 +171,11 @@ def draw(out: Path) -> list[Path]:
     return written
 
 
-def write_report(out: Path, roof: dict | None = None) -> list[Path]:
-    """summary.md, and the heatmaps when matplotlib is importable."""
+def write_report(out: Path, roof: dict | None = None, heatmaps: bool = True) -> list[Path]:
+    """summary.md, and the heatmaps when asked and matplotlib is importable."""
     (out / "summary.md").write_text(summary(out, roof))
+    if not heatmaps:
+        return [out / "summary.md"]
     try:
         return [out / "summary.md", *draw(out)]
     except ImportError:

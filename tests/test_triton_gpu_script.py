@@ -130,8 +130,10 @@ def test_a_dry_run_writes_every_table_the_summary_and_the_readme_row(built, tmp_
                for r in cells)
     timed = int(cells[0]["candidates_timed"])
     assert timed >= 1 and len(_rows(tmp_path / "triton_checks.csv")) == 3 * timed
-    assert len(_rows(tmp_path / "triton_configs.csv")) == 6 and _rows(tmp_path / "triton_jit.csv")
-    assert _rows(tmp_path / "triton_readme.csv")[0]["status"] == "dry"
+    assert len(_rows(tmp_path / "triton_configs.csv")) == 6
+    steps = {r["step"]: r for r in _rows(tmp_path / "triton_steps.csv")}
+    assert steps["jit"]["config"] == "num_warps2" and steps["readme"]["status"] == "dry"
+    assert len(list(tmp_path.iterdir())) <= 7  # the device returns 8 files: room for a log
     summary = (tmp_path / "summary.md").read_text()
     assert "| rmsnorm_row_fp16 | 1024x4096 | cold | num_warps2 |" in summary and "## Totals" in summary
 
