@@ -37,6 +37,11 @@ FOUND = [
     # UIMAD reads UR5 late; ULDC overwrote it one cycle after issue: the grid stride became 0
     # and the kernel hung (WAR, uniform datapath)
     ("corpus:elementwise.cubin", "saxpy_grid_stride", 0x00B0, 1, "UR5", "UIMAD", "ULDC"),
+    # IADD3 -> IMAD.X carry-in at 4: the ALU -> ALU predicate floor (ISETP -> SEL, 4) had been
+    # applied to the IMAD pipe; every load-batch candidate of embedding_bag_mean that left a
+    # bag counter's carry 4 cycles behind its IADD3 was wrong on the H200 (the 64-bit count
+    # off by 2^32), 2026-11-30
+    ("embedding_bag.cubin", "embedding_bag_mean", 0x07C0, 1, "P1", "IADD3", "IMAD.X"),
 ]
 
 
