@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from reorder.ptx.instruction import Instruction
 
@@ -181,6 +182,14 @@ def function_effects(function) -> tuple[Effect | None, ...]:
         if s.ins is None:
             out.append(None)
             continue
-        names = {t: r for t in operand_tokens(s.ins) if (r := resolve(index, t))}
-        out.append(effect(s.ins, names, params))
+        names = tuple((t, r) for t in operand_tokens(s.ins) if (r := resolve(index, t)))
+        out.append(_effect_of(s.ins, names, params))
     return tuple(out)
+
+
+@lru_cache(maxsize=1 << 16)
+def _effect_of(ins: Instruction, names: tuple[tuple[str, str], ...], params: frozenset[str]) -> Effect:
+    """`effect` remembered by value: a move re-analyses a function in which almost every
+    instruction, and what its names mean, is as it was (each hoist of a search candidate
+    re-reads the whole kernel)."""
+    return effect(ins, dict(names), params)

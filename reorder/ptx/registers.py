@@ -97,8 +97,13 @@ def resolver(function: Function):
             stack[-1][1].add(s.code)
         scopes.append(tuple(stack))
 
+    known: dict[tuple[tuple[int, ...], str], str | None] = {}
+
     def resolve(index: int, name: str) -> str | None:
-        return _resolve(name, list(scopes[index]), top)
+        key = (tuple(opened for opened, _ in scopes[index]), name)  # a scope is named by where it opened
+        if key not in known:
+            known[key] = _resolve(name, list(scopes[index]), top)
+        return known[key]
 
     return resolve
 
