@@ -172,7 +172,7 @@ def shape_name(point: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in point.items()) or "spec"
 
 
-COMBO_RANK = {"none": 0, "sc": 1, "sb+sc": 2, "lb+sc": 3}
+COMBO_RANK = {"none": 0, "sc": 1, "sb+sc": 2, "lb+sc": 3, "sb": 2, "lb": 3}
 SASS_RANK = {"sass-sb+sc": 0, "sass-lb+sc": 1, "sass-sc": 2, "sass-sb": 3, "sass-lb": 4}
 
 
