@@ -312,7 +312,7 @@ def add_arguments(parser) -> None:
                              "run: check and time them on the GPU into --out; render: summary and heatmaps of --out")
     triton.add_argument("--build", type=Path, default=Path("gpu_build/triton"), help="the --triton build folder")
     triton.add_argument("--families", help="comma list of Triton kernel families (default: all)")
-    triton.add_argument("--deadline", type=float, default=420.0,
+    triton.add_argument("--deadline", type=float, default=360.0,
                         help="--triton run: seconds; shapes not begun by then are skipped")
 
 

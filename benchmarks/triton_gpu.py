@@ -1,6 +1,6 @@
 """reorder against Triton's own tuning on the GPU: launch, check and time what the CPU built.
 
-    python -m benchmarks.triton_gpu --build gpu_build/triton --out OUT [--deadline 420]
+    python -m benchmarks.triton_gpu --build gpu_build/triton --out OUT [--deadline 360]
         [--families a,b] [--l2 warm,cold] [--cell-budget 0.7] [--sets 2] [--no-jit-check] [--no-readme] [--dry-run]
 
 Everything a compiler does was done on the CPU by benchmarks.triton_build (each config's
@@ -284,7 +284,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--build", type=Path, default=Path("gpu_build/triton"), help="what benchmarks.triton_build wrote")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--families", help="comma list (default: every family built)")
-    p.add_argument("--deadline", type=float, default=420.0, help="seconds; shapes not begun by then are skipped")
+    p.add_argument("--deadline", type=float, default=360.0, help="seconds; shapes not begun by then are skipped")
     p.add_argument("--l2", default="warm,cold")
     p.add_argument("--cell-budget", type=float, default=0.7, help="seconds of timing rounds per cell and L2 state")
     p.add_argument("--sets", type=int, default=2, help="fresh input sets per byte check")

@@ -70,6 +70,24 @@ def totals(cells: list[dict]) -> list[str]:
     return lines
 
 
+def from_configs(out: Path) -> list[str]:
+    """Per family and config, over its cells: the median speed-up of its best candidate over
+    its original, and in how many cells that candidate was faster / slower (95% CI)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in _rows(out, "triton_configs.csv"):
+        if r.get("best_candidate"):
+            groups.setdefault((r["family"], r["config"]), []).append(r)
+    lines = ["| family | config | cells | median speed-up | faster | slower | candidates it chose |",
+             "|---|---|---|---|---|---|---|"]
+    for (family, config), rows in groups.items():
+        speed = statistics.median(_f(r, "speedup") for r in rows)
+        faster = sum(_f(r, "ratio_ci_high") < 1.0 for r in rows)
+        slower = sum(_f(r, "ratio_ci_low") > 1.0 for r in rows)
+        chosen = ", ".join(sorted({r["best_candidate"] for r in rows}))
+        lines.append(f"| {family} | {config} | {len(rows)} | {speed:.3f}x | {faster} | {slower} | {chosen} |")
+    return lines
+
+
 HEADER = ("| family | shape | L2 | Triton best (config) | us [95% CI] | reorder's pick | us [95% CI] | speed-up [95% CI] "
           "| best reorder binary vs Triton best | roofline Triton / reorder |")
 
@@ -103,6 +121,7 @@ def summary(out: Path, roof: dict | None = None) -> str:
               "best time / the time of the autotuner's pick with reorder's byte-identical binaries among its "
               "configs."), "", "## Totals", "", *totals(cells), "", "## Cells", "", HEADER,
               "|---" * (HEADER.count("|") - 1) + "|", *(_line(r) for r in cells)]
+    lines += ["", "## reorder from each config (its best candidate against its own original)", "", *from_configs(out)]
     for r in (r for r in steps if r.get("step") == "readme"):
         lines += ["", "## The README example (benchmarks.triton_readme)", ""]
         lines += [f"autotune over num_warps 2/4/8/16 at {r.get('shape')}: without reorder {r.get('plain_best')} "
@@ -119,12 +138,13 @@ def summary(out: Path, roof: dict | None = None) -> str:
 
 
 def _grid(rows: list[dict]) -> tuple[list[str], list[str], dict]:
-    """(row labels, column labels, (row, col) -> row) of one family's cells: M x N by K for
-    three-dimensional shapes, else one column."""
+    """(row labels, column labels, (row, col) -> row) of one family's cells: M x N by K for a
+    family of many three-dimensional shapes (the FFN's 24), else one column."""
     cells = {}
+    square = len(rows) > 3 and all(len(r["shape"].split("x")) == 3 for r in rows)
     for r in rows:
         dims = r["shape"].split("x")
-        key = ("x".join(dims[:2]), f"K={dims[2]}") if len(dims) == 3 else (r["shape"], "")
+        key = ("x".join(dims[:2]), f"K={dims[2]}") if square else (r["shape"], "")
         cells[key] = r
     ys = list(dict.fromkeys(k[0] for k in cells))
     xs = list(dict.fromkeys(k[1] for k in cells))
@@ -147,7 +167,8 @@ def draw(out: Path) -> list[Path]:
         families = list(dict.fromkeys(r["family"] for r in part))
         if not families:
             continue
-        fig, axes = plt.subplots(1, len(families), figsize=(2.3 * len(families) + 1.5, 4.2), squeeze=False)
+        fig, axes = plt.subplots(1, len(families), figsize=(2.3 * len(families) + 1.5, 4.2), squeeze=False,
+                                 gridspec_kw={"wspace": 0.9})
         image = None
         for ax, name in zip(axes[0], families):
             ys, xs, cells = _grid([r for r in part if r["family"] == name])
