@@ -52,6 +52,8 @@ from benchmarks.triton_jobs import check_job, jit_job, roof_job, time_job
 from timing.multi import Build
 
 CELL_RESERVE_S = 8.0  # a shape (check + both L2 states) is not begun with less left
+# job time limits are a few times what a job takes (a check ~0.1 s per candidate and set, a cell's
+# timing its budget plus ~50 ms per build): a candidate that hangs costs seconds, not the run
 JIT_RESERVE_S = 60.0  # the JIT cross-check is skipped with less left
 README_RESERVE_S = 60.0  # kept back from the families for the README example (the last step)
 # the order families run in (a deadline cuts the last ones): the issue's feed-forward first
@@ -203,7 +205,7 @@ def jit_check(run: Run, family: dict, configs: list[Config]) -> None:
     """Triton's JIT against reorder's launch for the family's first config at its first shape."""
     config, shape = configs[0], family["shapes"][0]
     original, _ = config.builds(shape["shape"])
-    status, value = run.device.run(jit_job, family["name"], shape["dims"], config.kwargs, original, timeout_s=180)
+    status, value = run.device.run(jit_job, family["name"], shape["dims"], config.kwargs, original, timeout_s=90)
     row = {"step": "jit", "family": family["name"], "shape": shape["shape"], "config": config.label,
            "status": status}
     run.add("steps", {**row, **value} if status == "ok" else {**row, "reason": value})
@@ -213,7 +215,8 @@ def check_shape(run: Run, configs: list[Config], shape: str) -> dict[str, dict]:
     """label -> check of every candidate at this shape (a crashed job is retried per candidate,
     so one faulting candidate is named and excluded, not the cell)."""
     groups = [c.builds(shape) for c in configs if shape in c.specs]
-    status, value = run.device.run(check_job, groups, sets=run.sets, timeout_s=240)
+    count = sum(len(candidates) for _, candidates in groups)
+    status, value = run.device.run(check_job, groups, sets=run.sets, timeout_s=20 + 1.0 * run.sets * count)
     if status == "ok":
         return value
     run.say(f"check job {status} ({value}); checking one candidate at a time")
@@ -223,7 +226,7 @@ def check_shape(run: Run, configs: list[Config], shape: str) -> dict[str, dict]:
             if run.left() < CELL_RESERVE_S:
                 out[cand.label] = {"check": "not checked", "detail": "deadline"}
                 continue
-            status, one = run.device.run(check_job, [(original, [cand])], sets=run.sets, timeout_s=120)
+            status, one = run.device.run(check_job, [(original, [cand])], sets=run.sets, timeout_s=20)
             out[cand.label] = one[cand.label] if status == "ok" else {"check": status, "detail": one}
     return out
 
@@ -245,7 +248,8 @@ def time_cell(run: Run, family: dict, shape: dict, configs: list[Config], checks
     base = {"family": family["name"], "dtype": family["dtype"], "shape": shape["shape"], "l2": l2,
             "configs": sum(not m.candidate for m in members), "candidates_timed": sum(bool(m.candidate) for m in members),
             "candidates_rejected": sum(v.get("check") != "identical" for v in checks.values())}
-    status, value = run.device.run(time_job, builds, l2, run.cell_budget, timeout_s=120 + 10 * len(builds))
+    status, value = run.device.run(time_job, builds, l2, run.cell_budget,
+                                   timeout_s=30 + 10 * run.cell_budget + 0.5 * len(builds))
     if status != "ok":
         run.add("cells", {**base, "status": status, "reason": value})
         return
