@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -78,14 +77,12 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
 
     t0 = time.time()
     if which == "search":
-        folder = target.with_suffix(".search")
         cmd = [sys.executable, "-m", "reorder", "optimize", str(cubin), "--kernel", kernel, "--device", "cpu",
                "--budget", str(budget), "--jobs", "1", "--no-contributions", "-o", str(target)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        shutil.rmtree(folder, ignore_errors=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)  # report in <target>.reorder/
         built = done.returncode == 0 and target.exists() and target.read_bytes() != cubin.read_bytes()
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-        return {"built": built, "note": tail[0][:200], "seconds": round(time.time() - t0, 1)}
+        return {"built": built, "budget": budget, "note": tail[0][:200], "seconds": round(time.time() - t0, 1)}
     code = decode_kernel(read_cubin(cubin), kernel)
     out = cut_stalls(code) if which == "stalls" else batch_loads(code, noalias=False)
     built = out.data != cubin.read_bytes()
@@ -96,10 +93,12 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
 
 
 def build(out: Path, budget: int, only: set[str] | None = None) -> dict:
-    from benchmarks.gpu_session import _commit
-
+    """Every candidate of every side (or of `only`); the manifest is rewritten after each, and
+    a candidate already built (its row beside it, <candidate>.json) is kept, so an interrupted
+    build resumes where it stopped."""
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
+    manifest = {"commit": _commit(), "candidates": rows, "zeros": _zeros(out)}
     for pair in PAIRS:
         for side in sides(*pair):
             name = f"{side['pair']}_{side['form']}"
@@ -108,20 +107,34 @@ def build(out: Path, budget: int, only: set[str] | None = None) -> dict:
             spec, symbol = resolved_spec(side, out)
             for which in CANDIDATES:
                 target = out / f"{name}_{which}.cubin"
+                done = target.with_suffix(".json")
+                if done.exists():
+                    rows.append(json.loads(done.read_text()))
+                    continue
                 row = {"pair": side["pair"], "form": side["form"], "kernel": symbol, "move": which,
                        "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out)),
                        "candidate": target.name, **build_one(which, side["cubin"], symbol, target, budget)}
+                done.write_text(json.dumps(row))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    name, cubin = ZEROS
-    zeros = {"pair": "last_block_sum", "form": "zeros", "cubin": STRUCTS / "cubin" / cubin,
-             "spec": STRUCTS / "specs" / f"{name}.toml"}
-    spec, symbol = resolved_spec(zeros, out)
-    manifest = {"commit": _commit(), "candidates": rows,
-                "zeros": {"kernel": symbol, "original": str(zeros["cubin"].relative_to(ROOT)),
-                          "spec": str(spec.relative_to(out))}}
+                (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def _commit() -> str:
+    from benchmarks.gpu_session import _commit as commit
+
+    return commit()
+
+
+def _zeros(out: Path) -> dict:
+    """The last-block kernel's entry: its spec resolved, checked and timed A/A on the GPU."""
+    name, cubin = ZEROS
+    side = {"pair": "last_block_sum", "form": "zeros", "cubin": STRUCTS / "cubin" / cubin,
+            "spec": STRUCTS / "specs" / f"{name}.toml"}
+    spec, symbol = resolved_spec(side, out)
+    return {"kernel": symbol, "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out))}
 
 
 if __name__ == "__main__":

@@ -146,6 +146,10 @@ def test_bad_struct_specs_are_one_line_each():
     raw = _raw("cfo_ta_descr")
     raw["type"][0]["fields"].append({"name": "self", "type": "TensorDescr4"})
     _bad(raw, r"type 'TensorDescr4' contains itself")
+    raw = _raw("last_block_sum_zeros")
+    raw["type"] = [{"name": f"T{i}", "fields": [{"name": "x", "type": f"T{i + 1}"}]} for i in range(999)]
+    raw["type"].append({"name": "T999", "fields": [{"name": "x", "type": "int32"}]})
+    _bad(raw, r"type 'T0' nests structs more than 16 deep")
     raw = _raw("cfo_ta_descr")
     raw["param"][0]["value"]["nUeGrps"] = 70000
     _bad(raw, r"nUeGrps: value 70000 does not fit uint16")

@@ -48,6 +48,7 @@ _FIELD_KEYS = {"name", "type", "count"}
 _STRUCT_PARAM_KEYS = {"name", "kind", "type", "value"}
 _STRUCT_BUFFER_KEYS = {"name", "type", "values"}
 MAX_COUNT = 1 << 20
+MAX_NESTING = 16  # structs inside structs; deeper is no real descriptor and would recurse without end
 
 
 def parse_types(raw: list[dict[str, Any]], source: str) -> tuple[StructType, ...]:
@@ -94,6 +95,8 @@ def _refuse_cycles(types: list[StructType], source: str) -> None:
         if name in path:
             raise SpecError(f"{source}: type '{name}' contains itself ({' -> '.join(path + (name,))}); "
                             "a struct can only point at itself")
+        if len(path) >= MAX_NESTING:
+            raise SpecError(f"{source}: type '{path[0]}' nests structs more than {MAX_NESTING} deep")
         for f in by_name[name].fields:
             if f.type in by_name:
                 visit(f.type, path + (name,))
