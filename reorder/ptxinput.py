@@ -5,11 +5,12 @@ in its cache next to the cubin). reorder works on SASS, so PTX is first compiled
 cubin its producer would have made, and every figure is measured against that cubin:
 
 - PTX written by LLVM's NVPTX back end (Triton's; clang's CUDA PTX carries the same mark and
-  is treated alike) is compiled the way Triton compiles it:
-  Triton's own bundled ptxas (`ptxas-blackwell` from sm_90 on, `ptxas` below), with
-  `-lineinfo -v --regAllocOptLevel=2 --gpu-name=ARCH`, in Triton 3.x's make_cubin order (the
-  options are recorded in the cubin). With the same Triton this reproduces its cubin byte
-  for byte (a test checks it).
+  is treated alike) is compiled the way the installed Triton compiles it
+  (reorder.tools.triton_ptxas_recipe): its bundled ptxas (`ptxas-blackwell` from sm_90 on in
+  3.9, from sm_100 on in 3.6-3.8, else `ptxas`), with `-lineinfo -v [--regAllocOptLevel=2
+  (3.7+)] --gpu-name=ARCH`, in make_cubin's order (the options are recorded in the cubin).
+  With the Triton that made the PTX this reproduces its cubin byte for byte (tests check it
+  for 3.6 and 3.9; on Triton 3.6, 3.9's recipe gave other machine code for 3 of 62 configs).
 - Other PTX (nvcc's) gets ptxas at nvcc's default, -O3, from the CUDA install or the wheels.
 
 When a ptxas refuses the PTX's `.version` (PTX newer than it), the next ptxas found is
@@ -29,7 +30,7 @@ from reorder.cubin import SUPPORTED_ARCHS
 from reorder.diskcache import cache_root, key_of
 from reorder.errors import InputError, ToolError
 from reorder.files import MAX_INPUT_BYTES
-from reorder.tools import find_tool, run_binary, triton_bin_dir, version_line
+from reorder.tools import find_tool, run_binary, triton_bin_dir, triton_ptxas_recipe, version_line
 from reorder.writer import write_atomic
 
 _TARGET = re.compile(r"^\s*\.target\s+(sm_(\d+)[af]?)\b", re.MULTILINE)
@@ -93,13 +94,14 @@ def read_head(data: bytes) -> PtxHead | None:
 def recipes(head: PtxHead) -> list[Recipe]:
     """The ways to compile this PTX, best first (its producer's own way first)."""
     bundled = triton_bin_dir()
-    triton_ptxas = [bundled / ("ptxas-blackwell" if head.sm >= 90 else "ptxas"), bundled / "ptxas"]
+    own, triton_flags = triton_ptxas_recipe(head.sm)
+    triton_ptxas = [own, bundled / "ptxas-blackwell", bundled / "ptxas"]
     try:
         system = [find_tool("ptxas")]
     except ToolError:
         system = []
     if head.producer == "triton":
-        flags = ("-lineinfo", "-v", "--regAllocOptLevel=2", f"--gpu-name={head.target}")  # -v: recorded in the cubin
+        flags = (*triton_flags, f"--gpu-name={head.target}")  # -v: recorded in the cubin
         order = triton_ptxas + system
     else:
         flags = ("-O3", f"-arch={head.target}")

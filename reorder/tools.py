@@ -50,6 +50,27 @@ def triton_bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "backends" / "nvidia" / "bin"
 
 
+def triton_release() -> tuple[int, int]:
+    """The installed Triton's (major, minor), (0, 0) when there is none (read without importing it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major, minor = version("triton").split(".")[:2]
+        return int(major), int(re.match(r"\d+", minor).group(0))  # type: ignore[union-attr]
+    except (PackageNotFoundError, ValueError, AttributeError):
+        return (0, 0)
+
+
+def triton_ptxas_recipe(sm: int) -> tuple[Path, tuple[str, ...]]:
+    """(the bundled ptxas, the flags before ptx_options) the installed Triton's make_cubin uses
+    for sm_NN (read from Triton 3.6-3.9's NVIDIA backend): `ptxas-blackwell` for sm >= 100 in
+    3.6-3.8 and for sm >= 90 from 3.9, else `ptxas`; `--regAllocOptLevel=2` from 3.7."""
+    release = triton_release()
+    blackwell = sm >= 100 or (sm >= 90 and release >= (3, 9))
+    flags = ("-lineinfo", "-v", *(("--regAllocOptLevel=2",) if release >= (3, 7) else ()))
+    return triton_bin_dir() / ("ptxas-blackwell" if blackwell else "ptxas"), flags
+
+
 # The oldest releases reorder accepts. CUDA 13.0.85's nvdisasm writes malformed JSON for probe
 # builds (an instruction list before its function record) and lists 321 of the 464
 # instructions of Rodinia's normalize_weights_kernel (nvcc -O3, sm_90); 13.5.37, the

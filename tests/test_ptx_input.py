@@ -67,6 +67,21 @@ def test_triton_ptx_gives_the_cubin_triton_gives():
     assert compiled.cubin.read_bytes() == (TRITON / "rmsnorm.cubin").read_bytes()
 
 
+# Triton 3.6 (the GPU machine's) compiles sm_90 with its bundled `ptxas` (12.8) and no
+# --regAllocOptLevel; 3.9's recipe (ptxas-blackwell, that flag) gave other machine code for this
+# matmul (3 of the benchmark's 62 Triton configs). Bytes may differ in .debug_line: ptxas records
+# the Triton source file's modification time.
+@pytest.mark.skipif(_triton_release() != (3, 6), reason="Triton 3.6 is not installed")
+def test_triton_36_ptx_gives_the_machine_code_triton_36_gives(tmp_path, monkeypatch):
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path))
+    made = Path(__file__).resolve().parents[1] / "benchmarks" / "triton_kernels" / "sm_90" / "matmul_leaky_fp16.ptx"
+    compiled = compile_ptx(made)
+    assert compiled.recipe.ptxas == (triton_bin_dir() / "ptxas").resolve()
+    assert "--regAllocOptLevel=2" not in compiled.recipe.flags and "-lineinfo" in compiled.recipe.flags
+    ours, theirs = read_cubin(compiled.cubin), read_cubin(made.with_suffix(".cubin"))
+    assert ours.kernel("matmul_leaky").text == theirs.kernel("matmul_leaky").text
+
+
 @pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
 def test_ptx_newer_than_every_ptxas_is_refused_in_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr("reorder.ptxinput.triton_bin_dir", lambda: tmp_path / "no-triton")

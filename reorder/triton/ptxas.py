@@ -52,26 +52,15 @@ def mode() -> str:
     return value
 
 
-def _triton_version() -> tuple[int, int]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        major, minor = version("triton").split(".")[:2]
-        return int(major), int(re.match(r"\d+", minor).group(0))  # type: ignore[union-attr]
-    except (PackageNotFoundError, ValueError, AttributeError):
-        return (0, 0)
-
-
 def real_ptxas(sm: int = 90) -> Path:
     """The ptxas this stand-in runs (see the module docstring); never the stand-in itself."""
-    from reorder.tools import find_tool, triton_bin_dir
+    from reorder.tools import find_tool, triton_ptxas_recipe
 
     named = os.environ.get("REORDER_REAL_PTXAS")
     if named:
         path = Path(named)
     else:
-        blackwell = sm >= 100 or (sm >= 90 and _triton_version() >= (3, 9))
-        bundled = triton_bin_dir() / ("ptxas-blackwell" if blackwell else "ptxas")
+        bundled, _ = triton_ptxas_recipe(sm)
         path = bundled if bundled.is_file() else find_tool("ptxas")
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise InputError(f"real ptxas {path} is not an executable file (set REORDER_REAL_PTXAS)")
