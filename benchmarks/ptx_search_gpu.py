@@ -3,7 +3,7 @@ SASS-only candidate, per kernel and launch shape, on cubins built on the CPU by
 benchmarks/ptx_search_build.py (nothing compiles here).
 
     python -m benchmarks.ptx_search_gpu --build gpu_build/ptx_search --out OUT [--deadline 225]
-        [--screen 0.3] [--final 1.5] [--dry-run]
+        [--screen 0.3] [--final 1.0] [--dry-run]
 
 Per kernel (rmsnorm_triton_style first):
 
@@ -13,7 +13,7 @@ Per kernel (rmsnorm_triton_style first):
    has one); then timed (paired, CUDA graphs, warm L2) at each shape for --screen seconds.
    A candidate that is not byte-identical is not timed. Candidates go most promising first,
    PTX+SASS and SASS-only alternately, while the kernel's slice of the deadline lasts
-   (rmsnorm_triton_style 40 %, the others an even share of what is left).
+   (rmsnorm_triton_style 35 %, the others an even share of what is left).
 2. Per shape: the best PTX+SASS candidate and the best SASS-only candidate (lowest screened
    ratio) are timed again, fresh, against the original and against each other (--final
    seconds each): picking the best of several noisy screens flatters the pick.
@@ -41,8 +41,8 @@ from pathlib import Path
 from benchmarks.rows import write_rows
 
 KERNEL_RESERVE_S = 10.0  # a kernel is not begun with less left
-RMS_SHARE = 0.4  # of the deadline, for rmsnorm_triton_style (the must-show); the rest split evenly
-FINAL_OVERHEAD_S = 1.0  # a timing job's setup beyond its budget (graph capture, calibration)
+RMS_SHARE = 0.35  # of the deadline, for rmsnorm_triton_style (the must-show); the rest split evenly
+FINAL_OVERHEAD_S = 0.7  # a timing job's setup beyond its budget (graph capture, calibration)
 RECHECK_S = 2.0
 CHECK_SETS = 2  # fresh input sets per launch (the draws dominate a check)
 RECHECK_SETS = 3
@@ -280,7 +280,9 @@ def summary(run: Run) -> str:
     lines = [f"# Two-level search (PTX moves + ptxas + SASS) vs SASS-only, suite kernels ({s['gpu']}, {s['date']}, "
              f"built at {s['commit']})", "",
              "ratio = time(candidate) / time(original), paired, warm L2, 95% CI; each winner picked among the "
-             "CPU-built candidates by a screen at its shape, then timed again fresh", "",
+             "CPU-built candidates by a screen at its shape, then timed again fresh. PTX+SASS: PTX variants of the "
+             "registered move kinds, ptxas -O3, SASS families on top; SASS-only: the SASS search's seeds (each "
+             "grouping family alone and with stall cuts, stall cuts alone), not a whole SASS study", "",
              "| kernel | shape | PTX+SASS best | ratio [95% CI] | SASS-only best | ratio [95% CI] | "
              "PTX+SASS / SASS-only [95% CI] | re-check of the winners |", "|---|---|---|---|---|---|---|---|"]
     for r in run.final:
@@ -321,7 +323,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--deadline", type=float, default=225.0, help="seconds; kernels not begun by then are skipped")
     p.add_argument("--screen", type=float, default=0.3, help="seconds of paired timing per candidate and shape")
-    p.add_argument("--final", type=float, default=1.5, help="seconds of paired timing for each winner")
+    p.add_argument("--final", type=float, default=1.0, help="seconds of paired timing for each winner")
     p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
     args = p.parse_args(argv)
     started = time.monotonic()

@@ -430,8 +430,10 @@ def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: 
     for (family, index), less, built in zip(moves, smaller, _build_all(args, kernel, smaller)):
         score, why = _score_built(built, tmp / f"without_{family}_{index}.cubin",
                                   lambda path: _final_score(scorer, path, args.final_budget_s))
-        rows.append({"move": f"{family}#{index}", "without": score.line() if score else why,
+        label = {"ptx": lambda: choice.ptx[index].describe(), "sass": lambda: f"SASS {choice.sass}"}.get(
+            family, lambda: f"{family}#{index}")()
+        rows.append({"move": label, "without": score.line() if score else why,
                      "effect": f"{score.value / final.value:.4f}" if score else "-"})
         if score and (best is None or score.value < best[2].value):
-            best = (f"{family}#{index}", less, score, built)
+            best = (label, less, score, built)
     return rows, best
