@@ -59,6 +59,11 @@ def screen_job(a_cubin: str, b_cubin: str, shapes: tuple, more: tuple, budget_s:
     return {**row, "times": [time_job(a_cubin, b_cubin, s, budget_s=budget_s, target_ci_pct=0.5) for s in shapes]}
 
 
+# By path: run as `python -m benchmarks.ptx_search_gpu`, this module is __main__, and a worker
+# job must name a function it can import (timing.worker.Job.of refuses __main__'s).
+SCREEN_JOB = "benchmarks.ptx_search_gpu:screen_job"
+
+
 class Live:
     """Jobs in one isolated worker process on the GPU (a fault costs one job)."""
 
@@ -78,19 +83,16 @@ class Live:
         return describe_status(self.pool.run(Job.of(fn, *args, timeout_s=timeout_s, **kw)))
 
     def screen(self, a: Path, b: Path, shapes: list, more: list, budget_s: float) -> dict:
-        return self._run(screen_job, str(a), str(b), tuple(shapes), tuple(more), budget_s,
+        return self._run(SCREEN_JOB, str(a), str(b), tuple(shapes), tuple(more), budget_s,
                          timeout_s=120 + 3 * budget_s * len(shapes))
 
     def time(self, a: Path, b: Path, spec, budget_s: float) -> dict:
-        from timing.evaluate import time_job
-
-        return self._run(time_job, str(a), str(b), spec, budget_s=budget_s, target_ci_pct=0.3, timeout_s=90)
+        return self._run("timing.evaluate:time_job", str(a), str(b), spec, budget_s=budget_s, target_ci_pct=0.3,
+                         timeout_s=90)
 
     def check(self, a: Path, b: Path, specs: list, first_set: int) -> dict:
-        from timing.evaluate import check_job
-
-        return self._run(check_job, str(a), str(b), specs[0], sets=RECHECK_SETS, more=tuple(specs[1:]),
-                         first_set=first_set, timeout_s=180)
+        return self._run("timing.evaluate:check_job", str(a), str(b), specs[0], sets=RECHECK_SETS,
+                         more=tuple(specs[1:]), first_set=first_set, timeout_s=180)
 
     def gpu_name(self) -> str:
         import cupy

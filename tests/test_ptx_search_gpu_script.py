@@ -59,3 +59,46 @@ def test_the_builder_lists_ptx_variants_with_sass_families_and_the_sass_seeds():
     sass = ptx_search_build.sass_candidates(CUBIN, "rmsnorm_triton_style", True)
     assert [n for n, _, _ in sass] == ["sass-sb", "sass-lb", "sass-sc", "sass-sb+sc", "sass-lb+sc"]
     assert all(not c.ptx and (c.slice_batches or c.load_batches or c.stall_cuts) for _, _, c in sass)
+
+
+def test_the_screen_job_is_named_by_a_path_the_worker_imports():
+    """Run as `python -m`, the script is __main__: its job must be named by an importable path."""
+    from timing.worker import Job, resolve
+
+    assert resolve(ptx_search_gpu.SCREEN_JOB) is ptx_search_gpu.screen_job
+    assert Job.of(ptx_search_gpu.SCREEN_JOB, "a", "b", timeout_s=1).func == ptx_search_gpu.SCREEN_JOB
+
+
+class _InlinePool:
+    """Runs each job in this process (the GPU calls faked below): walks Live's job plumbing."""
+
+    def run(self, job):
+        from timing.worker import JobResult, resolve
+
+        return JobResult("ok", resolve(job.func)(*job.args, **dict(job.kwargs)))
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_live_device_walks_with_faked_gpu_calls(tmp_path, monkeypatch):
+    import timing.evaluate as evaluate
+
+    def check_job(a, b, spec, sets=3, more=(), first_set=0):
+        return {"check": "identical", "check_sets": sets, "check_detail": f"{1 + len(more)} launches"}
+
+    def time_job(a, b, spec, budget_s=1.0, target_ci_pct=0.5, **_):
+        return {"ratio": 0.9, "ci_low": 0.89, "ci_high": 0.91}
+
+    monkeypatch.setattr(evaluate, "check_job", check_job)
+    monkeypatch.setattr(evaluate, "time_job", time_job)
+    monkeypatch.setattr(ptx_search_gpu.Live, "__init__", lambda self: setattr(self, "pool", _InlinePool()))
+    monkeypatch.setattr(ptx_search_gpu.Live, "gpu_name", lambda self: "inline")
+    build, out = tmp_path / "build", tmp_path / "out"
+    build.mkdir()
+    _manifest(build)
+    assert ptx_search_gpu.main(["--build", str(build), "--out", str(out)]) == 0
+    final = list(csv.DictReader((out / "ptx_search_final.csv").open()))
+    assert len(final) == 4 and all(r["ptx_ratio"] == "0.9" and r["vs_sass_ratio"] == "0.9" for r in final)
+    screen = list(csv.DictReader((out / "ptx_search_screen.csv").open()))
+    assert all(r["check"] == "identical" and r["ratio"] == "0.9" for r in screen)
