@@ -168,3 +168,22 @@ def test_off_is_never_a_pick(ptx):
     level = _level(ptx)
     for params in seed_params(level):
         assert all(p.choice != OFF for p in picks_of(params, level))
+
+
+@needs_ptxas
+def test_a_triton_ptx_candidate_is_compiled_the_way_triton_compiles(tmp_path):
+    """Triton's PTX: the seed's moves, then Triton's ptxas and flags (reorder.ptxinput), verified."""
+    from reorder.ptxinput import read_head, recipes
+    from reorder.tools import triton_bin_dir
+
+    source = Path(__file__).resolve().parent.parent / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
+    head = read_head(source.read_bytes())
+    if not triton_bin_dir().is_dir():
+        pytest.skip("Triton's ptxas is not installed")
+    assert head.producer == "triton" and triton_bin_dir().resolve() in recipes(head)[0].ptxas.parents
+    level = PtxLevel(str(source), "rmsnorm_looped", True, "triton")
+    seeds = seed_params(level)
+    assert seeds
+    made = build(level, picks_of(seeds[0], level), "")
+    assert made.data is not None, made.reason
+    assert made.applied
