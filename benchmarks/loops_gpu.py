@@ -86,7 +86,7 @@ class Live:
         from timing.evaluate import describe_status
         from timing.worker import Job
 
-        return describe_status(self.pool.run(Job.of(screen_job, str(a), str(b), spec, tuple(more), budget_s,
+        return describe_status(self.pool.run(Job.of("benchmarks.loops_gpu:screen_job", str(a), str(b), spec, tuple(more), budget_s,
                                                     b_shared, time_mismatch, timeout_s=90)))
 
     def time(self, a: Path, b: Path, spec, budget_s: float, b_shared: int) -> dict:
