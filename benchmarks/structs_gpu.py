@@ -22,6 +22,7 @@ jobs built, tables written with status 'dry run'); the CPU tier walks it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import time
@@ -54,7 +55,8 @@ def evaluate(original: str, candidate: str, spec, sets: int, budget_s: float) ->
 
 
 def jobs(build: Path, sets: int, budget_s: float) -> list[tuple[dict, object]]:
-    """(row fields, Job) in run order: the zeros kernel, then per pair and move flat beside struct."""
+    """(row fields, Job) in run order: the zeros kernel, then per pair and move flat beside struct;
+    Job None for a candidate whose bytes an earlier one of the same kernel already has."""
     from timing.cli_support import validated_spec
     from timing.worker import Job
 
@@ -70,10 +72,16 @@ def jobs(build: Path, sets: int, budget_s: float) -> list[tuple[dict, object]]:
                 Job.of(EVALUATE, str(original), str(copy), spec, sets, budget_s, timeout_s=JOB_TIMEOUT_S)))
     rows = sorted((r for r in manifest["candidates"] if r["built"]),
                   key=lambda r: (r["pair"], ("stalls", "batch", "search").index(r["move"]), r["form"]))
+    seen: dict[tuple[str, str, bytes], str] = {}  # a search that found the stall cut again is not run twice
     for r in rows:
         original = ROOT / r["original"]
         spec = validated_spec(build / r["spec"], [original, build / r["candidate"]])
         fields = {k: r.get(k) for k in ("pair", "form", "move", "kernel", "applied", "moved", "registers")}
+        key = (r["pair"], r["form"], hashlib.sha256((build / r["candidate"]).read_bytes()).digest())
+        if key in seen:
+            out.append(({**fields, "same_as": seen[key]}, None))
+            continue
+        seen[key] = r["move"]
         out.append((fields, Job.of(EVALUATE, str(original), str(build / r["candidate"]), spec, sets, budget_s,
                                    timeout_s=JOB_TIMEOUT_S)))
     return out
@@ -114,7 +122,9 @@ def run(build: Path, out: Path, deadline_s: float, budget_s: float, sets: int, d
     pool = None if dry_run else WorkerPool(devices=[0])
     try:
         for fields, job in planned:
-            if dry_run:
+            if job is None:
+                result = {"status": f"same binary as {fields['same_as']}"}
+            elif dry_run:
                 result = {"status": "dry run"}
             elif time.monotonic() - started > deadline_s:
                 result = {"status": "skipped (deadline)"}

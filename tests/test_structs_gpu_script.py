@@ -35,3 +35,18 @@ def test_dry_run_pairs_flat_and_struct_rows(tmp_path):
         assert [r["status"] for r in csv.DictReader(handle)] == ["dry run"] * 3
     table = (out / "structs_gpu.md").read_text()
     assert "| cfo_ta_est | stalls | dry run | dry run |" in table and "zeros ticket" in table
+
+
+def test_a_candidate_with_an_earlier_ones_bytes_is_not_run_twice(tmp_path):
+    side = structs_build.sides(*structs_build.PAIRS[2])[0]
+    spec, symbol = structs_build.resolved_spec(side, tmp_path)
+    rows = []
+    for move in ("stalls", "search"):
+        shutil.copyfile(side["cubin"], tmp_path / f"{move}.cubin")
+        rows.append({"pair": side["pair"], "form": "flat", "kernel": symbol, "move": move, "built": True,
+                     "original": str(side["cubin"].relative_to(structs_build.ROOT)),
+                     "spec": str(spec.relative_to(tmp_path)), "candidate": f"{move}.cubin"})
+    (tmp_path / "manifest.json").write_text(json.dumps({"commit": "test", "candidates": rows,
+                                                        "zeros": structs_build._zeros(tmp_path)}))
+    done = structs_gpu.run(tmp_path, tmp_path / "out", 170.0, 2.0, 2, dry_run=True)
+    assert [r["status"] for r in done] == ["dry run", "dry run", "same binary as stalls"]
