@@ -426,9 +426,19 @@ def _fewer_cycles(a: Violation, b: Violation) -> bool:
     return a.cycles is not None and (b.cycles is None or a.cycles < b.cycles)
 
 
+@lru_cache(maxsize=4)
+def _walk_with_arch_table(instructions: tuple[Instruction, ...], arch: int) -> tuple[dict[int, State], dict]:
+    """`_walk` with the arch's own table, kept for the last few schedules: scheduling one
+    block asks for the entry states of the kernel as the previous block left it, and its
+    tail check for that kernel's violations; both are the walk the previous block's tail
+    check just did (one whole-kernel walk per block instead of three). Callers only read
+    the result."""
+    return _walk(instructions, load_table(arch))
+
+
 def block_entry_states(instructions: tuple[Instruction, ...], arch: int) -> dict[int, State]:
     """block start index -> what may be in flight when the block is entered (all paths)."""
-    return _walk(instructions, load_table(arch))[0]
+    return _walk_with_arch_table(instructions, arch)[0]
 
 
 def verify_instructions(instructions: tuple[Instruction, ...], arch: int, table=None) -> tuple[Violation, ...]:
@@ -436,7 +446,7 @@ def verify_instructions(instructions: tuple[Instruction, ...], arch: int, table=
 
     `table` defaults to the arch's latency table; `legality.calibrate` passes its own.
     """
-    found = _walk(instructions, table if table is not None else load_table(arch))[1]
+    found = (_walk_with_arch_table(instructions, arch) if table is None else _walk(instructions, table))[1]
     return tuple(sorted(found.values(), key=lambda v: (v.consumer_offset, v.producer_offset, v.resource)))
 
 
