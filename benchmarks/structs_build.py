@@ -92,10 +92,10 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
             "seconds": round(time.time() - t0, 1), "note": "" if built else "nothing applied"}
 
 
-def build(out: Path, budget: int, only: set[str] | None = None) -> dict:
+def build(out: Path, budget: int, only: set[str] | None = None, assemble: bool = False) -> dict:
     """Every candidate of every side (or of `only`); the manifest is rewritten after each, and
     a candidate already built (its row beside it, <candidate>.json) is kept, so an interrupted
-    build resumes where it stopped."""
+    build resumes where it stopped. `assemble`: only list what is built already."""
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     manifest = {"commit": _commit(), "candidates": rows, "zeros": _zeros(out)}
@@ -110,6 +110,8 @@ def build(out: Path, budget: int, only: set[str] | None = None) -> dict:
                 done = target.with_suffix(".json")
                 if done.exists():
                     rows.append(json.loads(done.read_text()))
+                    continue
+                if assemble:
                     continue
                 row = {"pair": side["pair"], "form": side["form"], "kernel": symbol, "move": which,
                        "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out)),
@@ -142,5 +144,6 @@ if __name__ == "__main__":
     parser.add_argument("--out", type=Path, default=ROOT / "gpu_build" / "structs")
     parser.add_argument("--budget", type=int, default=12, help="trials of the static-model search (default 12)")
     parser.add_argument("--only", default="", help="comma list of PAIR_FORM names (default: all)")
+    parser.add_argument("--assemble", action="store_true", help="write the manifest of what is built; build nothing")
     args = parser.parse_args()
-    build(args.out, args.budget, set(filter(None, args.only.split(","))) or None)
+    build(args.out, args.budget, set(filter(None, args.only.split(","))) or None, args.assemble)

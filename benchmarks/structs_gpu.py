@@ -1,7 +1,7 @@
 """GPU half of the struct-kernel benchmark: each candidate checked and timed beside its flat twin.
 
     python -m benchmarks.structs_gpu --build gpu_build/structs --out benchmarks/results/structs \
-        [--deadline 170] [--budget 3.0] [--sets 2]     (no job starts after --deadline seconds)
+        [--deadline 170] [--budget 5.0] [--sets 2]     (no job starts after --deadline seconds)
 
 The candidates come from benchmarks/structs_build.py (CPU). For every pair (FAISS k-select at
 k = 32 and k = 100, cuPHY CFO/TA) and every candidate kind (stalls, batch, search), the flat
@@ -98,7 +98,9 @@ def table(rows: list[dict]) -> str:
 
     lines = ["| pair | move | flat: ratio [95% CI] (original us) | struct: ratio [95% CI] (original us) |",
              "|---|---|---|---|"]
-    keys = sorted({(r["pair"], r["move"]) for r in rows}, key=lambda k: (k[0] != "last_block_sum", k))
+    order = ("A/A", "stalls", "batch", "search")
+    keys = sorted({(r["pair"], r["move"]) for r in rows}, key=lambda k: (k[0] != "last_block_sum", k[0],
+                                                                        order.index(k[1])))
     for pair, move in keys:
         by_form = {r["form"]: r for r in rows if (r["pair"], r["move"]) == (pair, move)}
         if "zeros" in by_form:
@@ -147,7 +149,7 @@ if __name__ == "__main__":
     parser.add_argument("--build", type=Path, default=ROOT / "gpu_build" / "structs")
     parser.add_argument("--out", type=Path, default=Path("out"))
     parser.add_argument("--deadline", type=float, default=170.0, help="seconds after which rows are skipped")
-    parser.add_argument("--budget", type=float, default=3.0, help="seconds of paired timing per candidate")
+    parser.add_argument("--budget", type=float, default=5.0, help="seconds of paired timing per candidate")
     parser.add_argument("--sets", type=int, default=2, help="fresh input sets per launch in each check")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
