@@ -278,3 +278,45 @@ def test_a_struct_launch_hands_cuLaunchKernel_the_packed_bytes(monkeypatch):
     assert np.frombuffer(tensor_in[8:], np.int64).tolist() == [32768, 1, 512, 32768]
     assert seen["args"][3:] == [np.float32(struct_specs.FLT_MAX).tobytes(), np.int64(-1).tobytes(),
                                 np.int32(32).tobytes()]
+
+
+C_TYPES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
+           "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
+           "float32": "float", "float64": "double", "bool": "bool", "ptr": "void*"}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_mixed_alignment_layouts_agree_with_nvcc(tmp_path):
+    """Padding before wider fields, tail padding, arrays, a nested 12-byte uint3-like struct
+    (llama.cpp passes such packed fields), each declared in C from the spec's own types."""
+    raw = {"kernel": {"name": "k", "grid": [1], "block": [1]}, "type": [
+        {"name": "U3", "fields": [{"name": "x", "type": "uint32"}, {"name": "y", "type": "uint32"},
+                                  {"name": "z", "type": "uint32"}]},
+        {"name": "Mixed", "fields": [
+            {"name": "a", "type": "uint8"}, {"name": "d", "type": "float64"}, {"name": "u", "type": "U3"},
+            {"name": "s", "type": "int16"}, {"name": "c", "type": "uint8", "count": 3}, {"name": "p", "type": "ptr"},
+            {"name": "f", "type": "float32"}, {"name": "b", "type": "bool"}, {"name": "v", "type": "U3", "count": 2},
+            {"name": "t", "type": "int8"}]}],
+        "param": [{"name": "m", "kind": "struct", "type": "Mixed", "value": {
+            "a": 1, "d": 2.0, "u": {"x": 1, "y": 2, "z": 3}, "s": 4, "c": [5, 6, 7], "p": 0, "f": 1.5, "b": True,
+            "v": [{"x": 1, "y": 2, "z": 3}, {"x": 4, "y": 5, "z": 6}], "t": -1}}]}
+    types = parse_spec(raw, source="mixed").type_map
+    lines = ["#include <cstddef>"]
+    for name in ("U3", "Mixed"):
+        members = " ".join(f"{C_TYPES.get(f.type, f.type)} {f.name}" + (f"[{f.count}]" if f.count > 1 else "") + ";"
+                           for f in types[name].fields)
+        lines.append(f"struct {name} {{ {members} }};")
+        size, align = size_align(types, name)
+        lines.append(f"static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}\");")
+        lines += [f"static_assert(offsetof({name}, {p.field.name}) == {p.offset}, \"{name}.{p.field.name}\");"
+                  for p in placed_fields(types, name)]
+    lines.append("__global__ void k(Mixed m) { if (m.a == 7) *(int*)m.p = m.t; }")
+    src = tmp_path / "mixed.cu"
+    src.write_text("\n".join(lines) + "\n")
+    done = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", str(src), "-o", str(tmp_path / "mixed.cubin")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert size_align(types, "Mixed") == (88, 8)  # 81 bytes of fields and padding, tail-padded to 8
+    kernel = read_cubin(tmp_path / "mixed.cubin").kernel("k(Mixed)")
+    check_against_params(parse_spec(raw, source="mixed"), [p.size for p in kernel.params],
+                         [p.offset for p in kernel.params])
