@@ -9,7 +9,8 @@ Sources, in order of trust (an entry says which one it came from):
 1. `measured`: a stall sweep on silicon (`reorder latency-probe`), loaded from
    `legality/tables/measured_sm_XX.toml` when present; the floor found there is used.
 2. `ptxas-observed`: the smallest distance ptxas itself leaves over the project corpus
-   (`legality.calibrate`, `tables/ptxas_sm_XX.toml`); used where it is below the
+   and the generated calibration kernels (`legality.calibrate`, `legality.calibration`,
+   `tables/ptxas_sm_XX.toml`, one per arch where calibrated); used where it is below the
    reference, since the compiler's own choice is the authority for its hardware. For
    reads it is taken only for the exact producer and consumer opcodes and the consumer's
    operand slot ptxas used: a class-wide minimum mixed operands read at different stages
@@ -69,14 +70,21 @@ _CLASS_OF: dict[str, str] = (
 
 
 def latency_class(ins: Instruction) -> str:
-    """The pipe class of an instruction; HFMA2.MMA runs on the fp64-lite pipe on sm_80/sm_90."""
-    if ins.base in op.VARIABLE_LATENCY:
+    """The pipe class of an instruction (see `opcode_class`)."""
+    return opcode_class(ins.opcode)
+
+
+def opcode_class(opcode: str) -> str:
+    """The pipe class of an opcode; HFMA2.MMA runs on the fp64-lite pipe on sm_80/sm_90. It
+    depends on the opcode alone, so a calibrated pair's classes follow from its key."""
+    base, *modifiers = opcode.split(".")
+    if base in op.VARIABLE_LATENCY:
         return MIO
-    if ins.base in op.BARRIERS:
+    if base in op.BARRIERS:
         return BRU
-    if ins.base == "HFMA2" and "MMA" in ins.modifiers:
+    if base == "HFMA2" and "MMA" in modifiers:
         return FMALITE
-    return _CLASS_OF.get(ins.base, "UNKNOWN")
+    return _CLASS_OF.get(base, "UNKNOWN")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +133,19 @@ class LatencyTable:
         default = self.defaults.get((producer, kind))
         if default is not None:
             return default
-        return Entry(producer, consumer, kind, 15 if kind.startswith("raw") else 2,
-                     "default: unknown pair, the largest single stall")
+        return unknown_pair(producer, consumer, kind)
 
     def required(self, producer: Instruction, consumer: Instruction, kind: str) -> Entry:
         return self.lookup(latency_class(producer), latency_class(consumer), kind)
 
     def max_cycles(self) -> int:
         return max([e.cycles for e in self.entries.values()] + [e.cycles for e in self.defaults.values()] + [15])
+
+
+def unknown_pair(producer: str, consumer: str, kind: str) -> Entry:
+    """What a pair no table row covers needs: the largest single stall for a read, 2 else."""
+    return Entry(producer, consumer, kind, 15 if kind.startswith("raw") else 2,
+                 "default: unknown pair, the largest single stall")
 
 
 def _entries_from_toml(doc: dict, source: str) -> list[Entry]:
@@ -143,31 +156,62 @@ def _entries_from_toml(doc: dict, source: str) -> list[Entry]:
     return out
 
 
-@lru_cache(maxsize=8)
-def load_table(arch: int) -> LatencyTable:
-    """The table for an arch: the reference table of its family, overlaid with silicon
-    measurements where present (measured entries replace reference ones)."""
-    family = 90 if arch >= 90 else 80
-    base = TABLE_DIR / f"sm_{family}.toml"
+def _observed_table(arch: int, family: int) -> Path:
+    """The ptxas-observed table of this very arch where one was calibrated (sm_86 and sm_89
+    schedule differently from sm_80: ptxas' choices for one say nothing about the other),
+    else its family's."""
+    own = TABLE_DIR / f"ptxas_sm_{arch}.toml"
+    return own if own.exists() else TABLE_DIR / f"ptxas_sm_{family}.toml"
+
+
+def _reference(arch: int) -> tuple[dict[tuple[str, str, str], Entry], dict[tuple[str, str], Entry]]:
+    """Entries and row defaults of the arch family's reference table."""
+    base = TABLE_DIR / f"sm_{90 if arch >= 90 else 80}.toml"
     doc = tomllib.loads(base.read_text())
     entries = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml(doc, str(base.name))}
     defaults = {(e.producer, e.kind): e for e in (Entry(d["producer"], "*", d["kind"], int(d["cycles"]),
                                                          d["provenance"]) for d in doc.get("default", []))}
-    observed = TABLE_DIR / f"ptxas_sm_{family}.toml"
-    pairs: dict[tuple[str, str, str], Entry] = {}
-    if observed.exists():
-        observed_doc = tomllib.loads(observed.read_text())
-        pairs = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": observed_doc.get("pair", [])},
-                                                                                observed.name)}
-        for e in _entries_from_toml(observed_doc, observed.name):
-            if e.kind == "war" or e.kind.startswith("raw"):
-                continue  # read and write-after-read floors only come from the exact pair (and slot) ptxas used
-            key = (e.producer, e.consumer, e.kind)
-            current = entries.get(key) or defaults.get((e.producer, e.kind))
-            if current is None or e.cycles < current.cycles:
-                entries[key] = e  # the compiler's own choice is below the table: it is the authority
+    return entries, defaults
+
+
+def _measured(arch: int) -> dict[tuple[str, str, str], Entry]:
+    """Silicon floors of this very arch (`reorder latency-probe`), where measured."""
     measured = TABLE_DIR / f"measured_sm_{arch}.toml"
-    if measured.exists():
-        for e in _entries_from_toml(tomllib.loads(measured.read_text()), measured.name):
-            entries[(e.producer, e.consumer, e.kind)] = e
-    return LatencyTable(arch, entries, defaults, pairs)
+    if not measured.exists():
+        return {}
+    return {(e.producer, e.consumer, e.kind): e
+            for e in _entries_from_toml(tomllib.loads(measured.read_text()), measured.name)}
+
+
+def class_table(arch: int, observed: list[Entry]) -> LatencyTable:
+    """The class-level table of an arch (no exact pairs): the reference table, overlaid with
+    silicon measurements. A ptxas-observed class-wide entry (write-after-write, unscoreboarded
+    reads; never reads or write-after-read) only fills a class pair the reference lacks, where
+    it asks more than an unknown pair's default: it never lowers a requirement. A class-wide
+    minimum mixes opcodes and operands: one let a load's address be read a cycle early on
+    silicon, and MIO -> FXU `untracked` at 31 (POPC -> IADD3 on sm_80) let a load whose
+    scoreboard a mutant dropped be read 49 cycles later (softmax_row, held-out). Only the
+    exact pairs ptxas used (`LatencyTable.pairs`) go below the reference."""
+    entries, defaults = _reference(arch)
+    for e in observed:
+        if e.kind == "war" or e.kind.startswith("raw"):
+            continue
+        key = (e.producer, e.consumer, e.kind)
+        known = entries.get(key) or defaults.get((e.producer, e.kind))
+        if known is None and e.cycles > unknown_pair(e.producer, e.consumer, e.kind).cycles:
+            entries[key] = e
+    return LatencyTable(arch, entries | _measured(arch), defaults)
+
+
+@lru_cache(maxsize=8)
+def load_table(arch: int) -> LatencyTable:
+    """The table for an arch: the reference table of its family, the compiler's own lower
+    distances (`ptxas_sm_XX.toml`: class-wide entries and exact pairs), and silicon
+    measurements, which replace both."""
+    observed = _observed_table(arch, 90 if arch >= 90 else 80)
+    if not observed.exists():
+        return class_table(arch, [])
+    doc = tomllib.loads(observed.read_text())
+    pairs = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": doc.get("pair", [])}, observed.name)}
+    table = class_table(arch, _entries_from_toml(doc, observed.name))
+    return LatencyTable(arch, table.entries, table.defaults, pairs)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from legality.latency import load_table
+from legality.verify import queue_of
 from reorder.cfg import basic_blocks
 from reorder.sass import Instruction
 
@@ -85,7 +86,8 @@ def scoreboard_mutants(instructions: tuple[Instruction, ...]) -> Iterator[Mutant
                 continue
             c = instructions[w]
             yield Mutant("drop_wait", p.offset, c.offset, _set(instructions, w, wait=c.ctrl.wait & ~(1 << sb)))
-            same_queue = any(instructions[k].base == p.base and instructions[k].ctrl.wbar != 7 for k in range(i + 1, w))
+            same_queue = any(queue_of(instructions[k]) == queue_of(p) and instructions[k].ctrl.wbar != 7
+                             for k in range(i + 1, w))  # dropping p's scoreboard leaves it covered by that one's
             if not same_queue:
                 yield Mutant("drop_scoreboard", p.offset, c.offset, _set(instructions, i, wbar=7))
             waited = {b for k in range(i + 1, w + 1) for b in range(6) if instructions[k].ctrl.waits_on(b)}

@@ -13,7 +13,7 @@ for every path. This shares nothing with the scheduler but the latency tables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from legality import barriers
@@ -23,6 +23,7 @@ from reorder.cubin import RESERVED_REGISTERS
 from reorder.sass import Instruction, KernelCode, highest_register
 
 FRESH_SCOREBOARD_CYCLES = 2
+ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to this (states then compare equal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +70,15 @@ class Pending:
     such an op becomes covered by the scoreboard of the next op of its queue.
     """
 
+    def with_(self, **changes) -> Pending:
+        return replace(self, **changes)
+
     sb: int
     offset: int
     opcode: str
     elapsed: int
     queue: str = ""
+    guard: str = ""  # the producer's guard: a consumer under the complementary one never sees it
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,8 @@ class Report:
     violations: tuple[Violation, ...]
     unknown: tuple[tuple[int, str], ...]  # (offset, opcode) treated as barriers, not verified through
     inherited: tuple[Violation, ...] = ()  # the original's own, kept at no fewer cycles (legality.inherited)
+    compiler: tuple = ()  # legality.evidence.CompilerChoice: distances below the tables taken as compiled
+    sources: tuple[tuple[str, int], ...] = ()  # table facts the verdict consulted, by source (legality.evidence)
 
     @property
     def ok(self) -> bool:
@@ -151,6 +158,9 @@ class Report:
         """One line for a report: legal (saying what was inherited) or the first rejection."""
         if not self.ok:
             return f"REJECTED: {self.violations[0].line()}"
+        if self.compiler:
+            return (f"legal ({len(self.compiler)} exact pairs at distances this cubin's compiler chose, below the "
+                    f"tables: evidence only for this cubin as compiled)")
         if self.inherited:
             return (f"legal ({len(self.inherited)} violations inherited from the original: the compiler's own "
                     f"schedule, kept at no fewer cycles)")
@@ -277,6 +287,8 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
     cls = latency_class(ins)
     for res in sorted(ins.access.reads):
         for p in s.writes.get(res, ()):
+            if _exclusive(p.guard, ins.guard):
+                continue
             if p.sb == UNTRACKED:
                 need = table.lookup("MIO", cls, "untracked")
                 if p.elapsed >= need.cycles:
@@ -295,6 +307,8 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                                        need.cycles, s.age(r)))
     for res in sorted(ins.access.writes):
         for p in s.writes.get(res, ()):
+            if _exclusive(p.guard, ins.guard):
+                continue
             if p.sb == UNTRACKED:
                 need = table.lookup("MIO", cls, "untracked")
                 if p.elapsed < need.cycles:
@@ -329,8 +343,19 @@ def _exclusive(a: str, b: str) -> bool:
     return bool(a) and bool(b) and a.lstrip("@!") == b.lstrip("@!") and a.startswith("@!") != b.startswith("@!")
 
 
+# Variable-latency ops that complete in issue order with each other: ptxas issues one of them
+# without a scoreboard and lets a later one's scoreboard cover it (a wait on that scoreboard
+# before the read): POPC then FLO.U32 W0 (sm_80 bit_ops), MUFU.RCP then I2F W0 (sm_80
+# softplus_sigmoid), F2F.F64.F32 then I2F.F64.S64 W0 (held-out convert_chain, sm_80 and sm_90),
+# MUFU.RCP then BREV W2 and FCHK then F2I.TRUNC W0 (calibration kernels, sm_90 -O3 and sm_80
+# -O1). Only opcodes seen in such a pattern are in it; any other op is its own queue.
+IN_ORDER_WITH_EACH_OTHER = frozenset({"MUFU", "BREV", "POPC", "FLO", "FCHK", "F2F", "F2I", "I2F"})
+
+
 def queue_of(ins: Instruction) -> str:
     """The in-order completion queue of a variable-latency op."""
+    if ins.base in IN_ORDER_WITH_EACH_OTHER:
+        return "conversion/transcendental"
     space = ins.access.mem_reads or ins.access.mem_writes
     return f"{ins.base}:{space}" if space else ins.base
 
@@ -344,7 +369,9 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
     writes = sorted(ins.access.writes)
     for res in writes:
         s.recent.pop(res, None)
-        s.writes.pop(res, None)
+        pending = s.writes.pop(res, None)
+        if pending and ins.guard:
+            s.writes[res] = pending  # a predicated write may not happen: what was in flight still is
         s.reads.pop(res, None)
         if res.startswith(("P", "UP")):
             _forget_guards(s, res)
@@ -354,7 +381,7 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
         if sb != UNTRACKED:
             _cover_untracked(s, queue, sb)
         for res in writes:
-            s.writes[res] = frozenset({Pending(sb, ins.offset, ins.opcode, 0, queue)})
+            s.writes[res] = s.writes.get(res, frozenset()) | {Pending(sb, ins.offset, ins.opcode, 0, queue, ins.guard)}
         if ctrl.rbar != 7:
             for res in ins.access.reads:
                 if res.startswith("R"):  # uniform operands are read at issue
@@ -372,11 +399,14 @@ def _cover_untracked(s: State, queue: str, sb: int) -> None:
     for res, pend in s.writes.items():
         if any(p.sb == UNTRACKED and p.queue == queue for p in pend):
             s.writes[res] = frozenset(
-                Pending(sb, p.offset, p.opcode, p.elapsed, p.queue) if p.sb == UNTRACKED and p.queue == queue else p
+                p.with_(sb=sb) if p.sb == UNTRACKED and p.queue == queue else p
                 for p in pend)
 
 
 def _forget_guards(s: State, predicate: str) -> None:
+    for res, pend in s.writes.items():
+        if any(p.guard.lstrip("@!") == predicate for p in pend):
+            s.writes[res] = frozenset(p.with_(guard="") if p.guard.lstrip("@!") == predicate else p for p in pend)
     for table in (s.recent, s.read_by):
         for by_cls in table.values():
             for c, r in by_cls.items():
@@ -388,7 +418,7 @@ def _advance(s: State, stall: int) -> None:
     s.clock += stall  # fixed-latency entries age by the clock (Recent.at)
     for table in (s.writes, s.reads):
         for res in table:
-            table[res] = frozenset(Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, 64), p.queue)
+            table[res] = frozenset(Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, ELAPSED_CAP), p.queue, p.guard)
                                    for p in table[res])
 
 
@@ -462,14 +492,15 @@ def register_budget(instructions: tuple[Instruction, ...], regcount: int) -> tup
 
 
 def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None = None,
-                  original: tuple[Instruction, ...] | None = None) -> Report:
+                  original: tuple[Instruction, ...] | None = None, table=None) -> Report:
     """Verify a decoded kernel (or a new instruction order for it): schedule and register budget.
 
     With `original` (the compiler's schedule this one was made from), a violation the
-    original itself has, at no fewer cycles, is reported as inherited, not as a rejection."""
+    original itself has, at no fewer cycles, is reported as inherited, not as a rejection.
+    `table` defaults to the arch's (`legality.evidence.Tally` wraps it to count what was used)."""
     ins = instructions if instructions is not None else code.instructions
     unknown = tuple((i.offset, i.opcode) for i in ins if not i.known)
-    found = register_budget(ins, code.kernel.regcount) + verify_instructions(ins, code.arch)
+    found = register_budget(ins, code.kernel.regcount) + verify_instructions(ins, code.arch, table)
     inherited: tuple[Violation, ...] = ()
     if found and original is not None:
         from legality.inherited import split
