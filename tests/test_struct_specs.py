@@ -270,7 +270,8 @@ def test_a_struct_launch_hands_cuLaunchKernel_the_packed_bytes(monkeypatch):
     monkeypatch.setattr(gpu, "cupy_module", lambda: fake)
     spec = spec_of("warp_select_tensor_k32")
     dev = _device(spec)
-    kernel = gpu.Kernel("k.cubin", None, SimpleNamespace(ptr=5))
+    # shaped like what cupy.RawModule.get_function returns: a RawKernel, handle at .kernel.ptr
+    kernel = gpu.Kernel("k.cubin", None, SimpleNamespace(kernel=SimpleNamespace(ptr=5)))
     gpu.launch(kernel, spec, gpu.launch_args(spec, dev))
     assert seen["func"] == 5 and seen["grid"] == (128, 1, 1) and seen["block"] == (128, 1, 1) and seen["stream"] == 77
     tensor_in = seen["args"][0]

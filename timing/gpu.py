@@ -119,8 +119,16 @@ def _launch_bytes(kernel: Kernel, spec: LaunchSpec, args: tuple[Any, ...]) -> No
     cp = cupy_module()
     buffers = [ctypes.create_string_buffer(argument_bytes(a), max(len(argument_bytes(a)), 1)) for a in args]
     params = (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
-    cp.cuda.driver.launchKernel(kernel.function.ptr, *spec.grid, *spec.block, spec.shared,
+    cp.cuda.driver.launchKernel(driver_function(kernel.function), *spec.grid, *spec.block, spec.shared,
                                 cp.cuda.get_current_stream().ptr, ctypes.addressof(params), 0)
+
+
+def driver_function(function: Any) -> int:
+    """The CUfunction handle behind a loaded kernel. cupy's RawModule.get_function gives a
+    RawKernel, whose handle is `.kernel.ptr` (its `.kernel` is the per-device Function); a
+    bare cupy Function has `.ptr` itself."""
+    inner = getattr(function, "kernel", None)
+    return int(inner.ptr if inner is not None else function.ptr)
 
 
 def synchronize() -> None:
