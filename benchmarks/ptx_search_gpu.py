@@ -216,10 +216,16 @@ def screen_kernel(run: Run, record: dict, shapes: list, more: list, until: float
     return screened
 
 
+def screened_ratio(screened: dict, name: str, k: int) -> float | None:
+    """The candidate's screened ratio at shape k, None when it was not screened there (cut by
+    the time slice, or a screen that returned fewer shapes)."""
+    ratios = screened.get(name) or []
+    return ratios[k] if k < len(ratios) and isinstance(ratios[k], float) else None
+
+
 def best(record: dict, screened: dict, level: str, k: int) -> dict | None:
-    pool = [c for c in record["candidates"] if c["level"] == level and isinstance(screened.get(c["name"], [None])[k],
-                                                                                  float)]
-    return min(pool, key=lambda c: screened[c["name"]][k], default=None)
+    pool = [c for c in record["candidates"] if c["level"] == level and screened_ratio(screened, c["name"], k) is not None]
+    return min(pool, key=lambda c: screened_ratio(screened, c["name"], k), default=None)
 
 
 def recheck(run: Run, record: dict, cand: dict, sweep: list) -> str:

@@ -102,3 +102,14 @@ def test_the_live_device_walks_with_faked_gpu_calls(tmp_path, monkeypatch):
     assert len(final) == 4 and all(r["ptx_ratio"] == "0.9" and r["vs_sass_ratio"] == "0.9" for r in final)
     screen = list(csv.DictReader((out / "ptx_search_screen.csv").open()))
     assert all(r["check"] == "identical" and r["ratio"] == "0.9" for r in screen)
+
+
+def test_a_shape_the_time_slice_never_screened_has_no_pick_not_an_error():
+    """On the H200 a 31 s slice screened rmsnorm's candidates at rows=1 only; picking at
+    rows=16 then indexed past the one-shape default and the kernel's row was an IndexError."""
+    from benchmarks import ptx_search_gpu as g
+
+    record = {"candidates": [{"name": "a", "level": "sass"}, {"name": "b", "level": "sass"}]}
+    assert g.best(record, {"a": [0.9]}, "sass", 1) is None
+    assert g.best(record, {"a": [0.9], "b": [0.8, 0.7]}, "sass", 1)["name"] == "b"
+    assert g.best(record, {"a": [0.9, 0.5], "b": [0.8, None]}, "sass", 1)["name"] == "a"
