@@ -303,6 +303,14 @@ def worker(seed: int, work: Path) -> None:
 # ---------------------------------------------------------------- the supervisor
 
 
+def worker_env(work: Path, environ) -> dict:
+    """A worker's environment: the repository first on PYTHONPATH, then whatever the caller's
+    held (on the GPU machine the wheels' site folder: replacing it made every worker die at
+    import, exit 1, 3,693 times in one run); its own cache; no GPU."""
+    path = os.pathsep.join([str(ROOT), *filter(None, [environ.get("PYTHONPATH")])])
+    return dict(environ, PYTHONPATH=path, REORDER_CACHE=str(work / "cache"), CUDA_VISIBLE_DEVICES="")
+
+
 class _Worker:
     """One worker process, the mutant it is on and the case in flight."""
 
@@ -315,10 +323,22 @@ class _Worker:
         self.proc = self._start()
 
     def _start(self) -> subprocess.Popen:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), REORDER_CACHE=str(self.work / "cache"), CUDA_VISIBLE_DEVICES="")
-        return subprocess.Popen([sys.executable, "-m", "benchmarks.fuzz", "--worker", "--seed", str(self.seed),
-                                 "--work", str(self.work)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, cwd=self.work, bufsize=0)
+        with open(self.stderr_path, "ab") as stderr:
+            return subprocess.Popen([sys.executable, "-m", "benchmarks.fuzz", "--worker", "--seed", str(self.seed),
+                                     "--work", str(self.work)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=stderr, env=worker_env(self.work, os.environ), cwd=self.work, bufsize=0)
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.work / "worker-stderr.log"
+
+    def last_words(self) -> str:
+        """The last line a dead worker wrote to stderr (why it died), or ''."""
+        try:
+            lines = self.stderr_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1][-200:] if lines else ""
 
     def give(self, index: int | None) -> None:
         self.mutant, self.flight, self.since = index, None, time.monotonic()
@@ -386,7 +406,9 @@ def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
         lines = w.lines()
         if lines is None:
             code = w.proc.wait()
-            _lost(w, tally, "signal" if code < 0 else f"exit-worker{code}", f"worker exited with {code}")
+            words = w.last_words()
+            _lost(w, tally, "signal" if code < 0 else f"exit-worker{code}",
+                  f"worker exited with {code}" + (f": {words}" if words else ""))
             finished.append(w)
             continue
         w.since = time.monotonic()

@@ -46,3 +46,16 @@ def test_outcomes_are_classified_as_the_issue_counts_them(tmp_path: Path) -> Non
     out.write_bytes(b"x")
     assert classify(writes, 0, "", "") == "ok"
     assert {"empty", "messy", "traceback", "hang", "signal", "undrawable"} == set(BAD)
+
+
+def test_workers_keep_the_callers_python_path(tmp_path):
+    """The GPU machine's wheels live on PYTHONPATH; a worker environment that replaced it
+    died at import in every case (exit-worker1)."""
+    import os
+
+    from benchmarks.fuzz import ROOT, worker_env
+
+    env = worker_env(tmp_path, {"PYTHONPATH": "/tmp/site", "HOME": "/root"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(ROOT), "/tmp/site"]
+    assert env["CUDA_VISIBLE_DEVICES"] == "" and env["HOME"] == "/root"
+    assert worker_env(tmp_path, {})["PYTHONPATH"] == str(ROOT)
