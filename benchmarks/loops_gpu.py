@@ -43,7 +43,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.rows import write_rows
+from benchmarks.rows import error_line, write_rows
 
 CELL_RESERVE_S = 18.0  # what one cell needs (11 variants at 1024 rows); a cell is not begun with less left
 SUITE_RESERVE_S = 3.0  # what one suite candidate needs
@@ -148,11 +148,6 @@ class Run:
         write_rows(self.out / f"loops_{table}.csv", rows)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
 def _spec(path: Path, shared: int):
     from timing.spec import load_spec
 
@@ -177,7 +172,7 @@ def cell(run: Run, config: dict, where: dict) -> None:
                                                  [_spec(run.build / where["second"], original["shared"])],
                                                  run.screen_s, v["shared"], time_mismatch=v["kind"] == "triton"))
         except Exception as exc:  # noqa: BLE001 - one variant's failure is a row
-            row.update({"status": "error", "reason": _first_line(exc)})
+            row.update({"status": "error", "reason": error_line(exc)})
         run.add("screen", row)
         fair = row.get("check") in ("identical", "dry") or v["kind"] == "triton"  # Triton's configs compete as built
         if row.get("status") == "ok" and fair and isinstance(row.get("ratio"), float):
@@ -201,7 +196,7 @@ def final(run: Run, base: dict, where: dict, screened: dict, original: dict) -> 
         row.update(run.device.time(run.build / triton["cubin"], run.build / reorder["cubin"],
                                    _spec(run.build / where["spec"], triton["shared"]), run.final_s, reorder["shared"]))
     except Exception as exc:  # noqa: BLE001
-        row.update({"status": "error", "reason": _first_line(exc)})
+        row.update({"status": "error", "reason": error_line(exc)})
     return row
 
 
@@ -223,7 +218,7 @@ def suite(run: Run, rows: list[dict]) -> None:
             row.update(run.device.check_and_time(run.build / r["original"], run.build / r["cubin"], spec,
                                                  [few_blocks(spec)], run.screen_s, spec.shared))
         except Exception as exc:  # noqa: BLE001
-            row.update({"status": "error", "reason": _first_line(exc)})
+            row.update({"status": "error", "reason": error_line(exc)})
         run.add("suite", row)
 
 
@@ -307,7 +302,7 @@ def main(argv=None) -> int:
                 cell(run, configs[(where["block"], where["warps"])], where)
             except Exception as exc:  # noqa: BLE001 - a cell's failure is a row
                 run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
-                        {"status": "error", "reason": _first_line(exc)})
+                        {"status": "error", "reason": error_line(exc)})
             (args.out / "summary.md").write_text(summary(run))
         suite(run, manifest.get("suite", []))
     finally:

@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.rows import write_rows
+from benchmarks.rows import error_line, write_rows
 
 KERNEL_RESERVE_S = 10.0  # a kernel is not begun with less left
 RMS_SHARE = 0.35  # of the deadline, for rmsnorm_triton_style (the must-show); the rest split evenly
@@ -155,11 +155,6 @@ class Run:
         write_rows(self.out / f"ptx_search_{table}.csv", rows)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
 def launches(kernel: str, record: dict) -> tuple[list, list, list]:
     """(the shapes picked at, the extra check launch: the sweep point with the most blocks, every sweep point)."""
     from benchmarks.gpu_session import load_suite_spec
@@ -206,7 +201,7 @@ def screen_kernel(run: Run, record: dict, shapes: list, more: list, until: float
             row = run.device.screen(run.build / record["original"], run.build / cand["cubin"], shapes, more,
                                     run.screen_s)
         except Exception as exc:  # noqa: BLE001 - one candidate's failure is a row
-            row = {"status": "error", "reason": _first_line(exc)}
+            row = {"status": "error", "reason": error_line(exc)}
         times = row.pop("times", None) or [{}] * len(shapes)
         for point, t in zip(record["shapes"], times):
             run.add("screen", {"kernel": kernel, "candidate": cand["name"], "level": cand["level"],
@@ -238,7 +233,7 @@ def recheck(run: Run, record: dict, cand: dict, sweep: list) -> str:
                                   if row.get("check") == "identical" else
                                   f"{row.get('check') or row.get('status')}: {row.get('check_detail') or row.get('reason')}")
         except Exception as exc:  # noqa: BLE001
-            run.rechecked[key] = f"error: {_first_line(exc)}"
+            run.rechecked[key] = f"error: {error_line(exc)}"
     return run.rechecked[key]
 
 
@@ -246,7 +241,7 @@ def _timed(run: Run, a: Path, b: Path, spec) -> dict:
     try:
         return run.device.time(a, b, spec, run.final_s)
     except Exception as exc:  # noqa: BLE001
-        return {"status": "error", "reason": _first_line(exc)}
+        return {"status": "error", "reason": error_line(exc)}
 
 
 def finals(run: Run, record: dict, screened: dict, shapes: list, sweep: list) -> None:
@@ -358,7 +353,7 @@ def main(argv=None) -> int:
             try:
                 kernel_rows(run, record, min(share, run.left()))
             except Exception as exc:  # noqa: BLE001 - a kernel's failure is a row
-                run.add("final", {"kernel": record["kernel"], "status": "error", "reason": _first_line(exc)})
+                run.add("final", {"kernel": record["kernel"], "status": "error", "reason": error_line(exc)})
             (args.out / "summary.md").write_text(summary(run))
     finally:
         device.close()

@@ -16,3 +16,9 @@ def write_rows(path: Path, rows: list[dict]) -> None:
         writer = csv.DictWriter(handle, fieldnames=keys)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def error_line(exc: BaseException) -> str:
+    """'Type: first line of the message': a failed job's reason in one CSV cell."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"

@@ -52,16 +52,13 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from benchmarks.rows import error_line
+
 PTX_MODES = ("barrier", "top", "store", "branch")
 # registered PTX move kinds (reorder.ptx.registry) beyond the hoist plans, and the alternatives
 # built for them: every instance of the kind takes the same one (the loop moves pipeline a
 # `tl.range` loop Triton left unpipelined, next to Triton's own LOOP_STAGES configs)
 KIND_CHOICES = {"loop": ("prefetch1", "prefetch2", "unroll2"), "reuse": ("on",)}
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def label_of(config: dict) -> str:
@@ -131,7 +128,7 @@ def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> 
             moved, moves = make()
             rows.append(_ptx_row(name, moved, moves, kernel, config_kwargs, folder, seen))
         except Exception as exc:  # noqa: BLE001 - a plan that fails is a row, the next plan runs
-            rows.append({"name": name, "status": "failed", "reason": _first_line(exc)})
+            rows.append({"name": name, "status": "failed", "reason": error_line(exc)})
     return rows
 
 
@@ -194,7 +191,7 @@ def build_config(family_name: str, index: int, out: str) -> dict:
             spec = launch_spec(call.kernel, call.values, case.grid, outputs=case.outputs, inits=case.inits)
             entry["specs"]["x".join(map(str, shape))] = spec_dict(spec)
     except Exception as exc:  # noqa: BLE001 - a config Triton cannot build is a manifest row
-        return {**entry, "status": "failed", "reason": _first_line(exc), "seconds": time.monotonic() - started}
+        return {**entry, "status": "failed", "reason": error_line(exc), "seconds": time.monotonic() - started}
     entry["candidates"] = _candidates(first, config, folder)
     entry.update({"status": "ok", "seconds": round(time.monotonic() - started, 1)})
     return entry
@@ -211,7 +208,7 @@ def _candidates(call: Any, config: dict, folder: Path) -> list[dict]:
             (folder / "sass.cubin").write_bytes(data)
             rows.append({"name": "sass", "status": "ok", "cubin": "sass.cubin", "sha256": sha(data), "moves": note})
     except Exception as exc:  # noqa: BLE001
-        rows.append({"name": "sass", "status": "failed", "reason": _first_line(exc)})
+        rows.append({"name": "sass", "status": "failed", "reason": error_line(exc)})
     rows += ptx_candidates(call.kernel.asm["ptx"], call.name, config, folder)
     first_ptx = next((r for r in rows if r["name"].startswith("ptx-") and r["status"] == "ok"), None)
     return rows + ([_both(first_ptx, folder)] if first_ptx else [])
@@ -235,7 +232,7 @@ def _both(ptx_row: dict, folder: Path) -> dict:
     try:
         data, note = sass_candidate((folder / ptx_row["cubin"]).read_bytes())
     except Exception as exc:  # noqa: BLE001
-        return {"name": name, "status": "failed", "reason": _first_line(exc)}
+        return {"name": name, "status": "failed", "reason": error_line(exc)}
     if data is None:
         return {"name": name, "status": "none", "reason": note}
     (folder / f"{name}.cubin").write_bytes(data)
@@ -249,7 +246,7 @@ def _stage_check(call: Any, config: dict) -> dict:
     try:
         same = triton_cubin_stage(call.kernel.asm["ptx"], config) == call.cubin
     except Exception as exc:  # noqa: BLE001
-        return {"name": "stage-check", "status": "failed", "reason": _first_line(exc)}
+        return {"name": "stage-check", "status": "failed", "reason": error_line(exc)}
     return {"name": "stage-check", "status": "same" if same else "differs",
             "reason": "Triton's PTX through the cubin stage " + ("gives" if same else "does NOT give") + " the original"}
 
