@@ -23,7 +23,10 @@ For each cell (Triton's looped RMSNorm, fp32: N x rows x BLOCK x num_warps, 16 c
 
 Then, while the deadline allows, the suite's loop kernels (built with --suite): each
 candidate checked at the suite spec and at a launch of a few blocks, then timed against the
-source PTX's own cubin.
+source PTX's own cubin. Last, per suite kernel, its best identical candidate (lowest screened
+ratio) over every point of the suite spec's [grid_sweep]: checked byte for byte at each point,
+then timed there with warm and with cold L2 (OUT/loops_sweep.csv in `reorder bench`'s columns,
+drawn by benchmarks.bench.draw into OUT/heatmaps.png and OUT/medians.png).
 
 Rows go to OUT/loops_screen.csv, OUT/loops_cells.csv and OUT/loops_suite.csv as they come;
 OUT/summary.md has the per-cell table and the count of cells where reorder is faster or
@@ -47,6 +50,8 @@ from benchmarks.rows import error_line, write_rows
 
 CELL_RESERVE_S = 18.0  # what one cell needs (11 variants at 1024 rows); a cell is not begun with less left
 SUITE_RESERVE_S = 3.0  # what one suite candidate needs
+SWEEP_RESERVE_S = 2.0  # what one sweep point of one kernel needs (check + warm + cold)
+SWEEP_SHARE = 0.35  # the share of the deadline kept for the sweep phase when the suite is built
 CHECK_SETS = 2  # fresh input sets per launch shape (each a draw of up to 32 MB: the check's main cost)
 
 
@@ -67,6 +72,18 @@ def screen_job(a_cubin: str, b_cubin: str, spec, more, budget_s: float, b_shared
     if row["check"] == "MISMATCH" and not time_mismatch:
         return row
     return {**row, **time_job(a_cubin, b_cubin, spec, budget_s=budget_s, target_ci_pct=0.5, b_shared=b_shared)}
+
+
+def sweep_job(a_cubin: str, b_cubin: str, spec, budget_s: float) -> dict:
+    """In the worker: byte check at one sweep point, then paired timing there with warm and
+    with cold L2 (the candidate is not timed unless identical)."""
+    from timing.evaluate import check_job, time_job
+
+    row = check_job(a_cubin, b_cubin, spec, sets=CHECK_SETS)
+    if row["check"] != "identical":
+        return row
+    return {**row, "timed": {l2: time_job(a_cubin, b_cubin, spec, l2=l2, budget_s=budget_s, target_ci_pct=0.5)
+                             for l2 in ("warm", "cold")}}
 
 
 class Live:
@@ -96,6 +113,13 @@ class Live:
         return describe_status(self.pool.run(Job.of(time_job, str(a), str(b), spec, budget_s=budget_s,
                                                     target_ci_pct=0.3, b_shared=b_shared, timeout_s=60)))
 
+    def sweep_point(self, a: Path, b: Path, spec, budget_s: float) -> dict:
+        from timing.evaluate import describe_status
+        from timing.worker import Job
+
+        return describe_status(self.pool.run(Job.of("benchmarks.loops_gpu:sweep_job", str(a), str(b), spec, budget_s,
+                                                    timeout_s=90)))
+
     def gpu_name(self) -> str:
         import cupy
 
@@ -122,6 +146,10 @@ class Dry(Live):
         r = self._ratio(Path(a), Path(b))
         return {"status": "ok", "ratio": r, "ci_low": r - 0.01, "ci_high": r + 0.01, "a_us": 10.0, "b_us": 10.0 * r}
 
+    def sweep_point(self, a, b, spec, budget_s) -> dict:
+        return {"status": "ok", "check": "dry",
+                "timed": {l2: self.time(a, b, spec, budget_s, spec.shared) for l2 in ("warm", "cold")}}
+
     def gpu_name(self) -> str:
         return "none (dry run)"
 
@@ -138,6 +166,7 @@ class Run:
     screen: list = dataclasses.field(default_factory=list)
     cells: list = dataclasses.field(default_factory=list)
     suite: list = dataclasses.field(default_factory=list)
+    sweep: list = dataclasses.field(default_factory=list)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -200,8 +229,9 @@ def final(run: Run, base: dict, where: dict, screened: dict, original: dict) -> 
     return row
 
 
-def suite(run: Run, rows: list[dict]) -> None:
-    """The suite's loop kernels: each candidate against the source PTX's cubin, while time is left."""
+def suite(run: Run, rows: list[dict], reserve: float = 0.0) -> None:
+    """The suite's loop kernels: each candidate against the source PTX's cubin, while time is
+    left beyond `reserve` (the sweep phase's)."""
     from benchmarks.gpu_session import load_suite_spec
     from benchmarks.moves_gpu import few_blocks
 
@@ -210,7 +240,7 @@ def suite(run: Run, rows: list[dict]) -> None:
         if not r.get("cubin"):
             run.add("suite", {**row, "status": "not built", "reason": r.get("refused", "")})
             continue
-        if run.left() < SUITE_RESERVE_S:
+        if run.left() < SUITE_RESERVE_S + reserve:
             run.add("suite", {**row, "status": "skipped", "reason": "deadline"})
             continue
         try:
@@ -220,6 +250,65 @@ def suite(run: Run, rows: list[dict]) -> None:
         except Exception as exc:  # noqa: BLE001
             row.update({"status": "error", "reason": error_line(exc)})
         run.add("suite", row)
+
+
+def best_per_kernel(suite_rows: list[dict]) -> dict[str, dict]:
+    """Each suite kernel's identical candidate with the lowest screened ratio."""
+    best: dict[str, dict] = {}
+    for r in suite_rows:
+        if r.get("check") in ("identical", "dry") and isinstance(r.get("ratio"), float):
+            if r["kernel"] not in best or r["ratio"] < best[r["kernel"]]["ratio"]:
+                best[r["kernel"]] = r
+    return best
+
+
+def sweep(run: Run, built: list[dict]) -> None:
+    """Each kernel's best candidate at every point of its suite spec's sweep, warm and cold L2."""
+    import tomllib
+
+    from benchmarks.gpu_session import SUITE, load_suite_spec
+    from benchmarks.kernels.sweep import sweep_points
+
+    for kernel, best in best_per_kernel(run.suite).items():
+        source = next(r for r in built if r["kernel"] == kernel and r["move"] == best["move"]
+                      and r["noalias"] == best["noalias"] and r["speculate"] == best["speculate"])
+        raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
+        for order, point in enumerate(sweep_points(raw) or [{}]):
+            name = "_".join(f"{k}{v}" for k, v in point.items()) or "spec"
+            row = {"kernel": kernel, "move": best["move"], "point": name, "point_order": order}
+            if run.left() < SWEEP_RESERVE_S:
+                run.add("sweep", {**row, "status": "skipped", "reason": "deadline"})
+                continue
+            try:
+                res = run.device.sweep_point(run.build / source["original"], run.build / source["cubin"],
+                                             load_suite_spec(kernel, point or None), run.screen_s)
+            except Exception as exc:  # noqa: BLE001 - one point's failure is a row
+                res = {"status": "error", "reason": error_line(exc)}
+            timed = res.pop("timed", None)
+            if not timed:
+                run.add("sweep", {**row, **res, "measured": False})
+                continue
+            for l2, t in timed.items():
+                run.add("sweep", {**row, **res, **t, "l2": l2, "measured": not isinstance(run.device, Dry)})
+
+
+def sweep_lines(rows: list[dict]) -> list[str]:
+    """Per kernel: the speed-up (original time / candidate time) over its sweep, median and range."""
+    lines = ["", "Suite loop kernels over their sweeps (best candidate per kernel; speed-up = original / candidate):",
+             "", "| kernel | move | L2 | points identical | points timed | median speed-up | range |",
+             "|---|---|---|---|---|---|---|"]
+    for kernel in dict.fromkeys(r["kernel"] for r in rows):
+        mine = [r for r in rows if r["kernel"] == kernel]
+        checked = {r["point"] for r in mine if r.get("check") in ("identical", "dry")}
+        points = {r["point"] for r in mine}
+        for l2 in ("warm", "cold"):
+            ups = [1.0 / r["ratio"] for r in mine if r.get("l2") == l2 and isinstance(r.get("ratio"), float)]
+            if ups:
+                lines.append(f"| {kernel} | {mine[0]['move']} | {l2} | {len(checked)} of {len(points)} | {len(ups)} | "
+                             f"{statistics.median(ups):.3f} | {min(ups):.3f} - {max(ups):.3f} |")
+    bad = [r for r in rows if r.get("check") == "MISMATCH"]
+    lines.append(f"\nsweep byte checks: {len(bad)} MISMATCH" + "".join(f"\n- {r['kernel']} {r['point']}" for r in bad))
+    return lines
 
 
 def summary(run: Run) -> str:
@@ -253,7 +342,19 @@ def summary(run: Run) -> str:
                 else "-"
             lines.append(f"| {r['kernel']} | {r['move']} | {r.get('check', '')} | {ci} | {r.get('status')} "
                          f"{r.get('reason', '')} |")
+    if run.sweep:
+        lines += sweep_lines(run.sweep)
     return "\n".join(lines) + "\n"
+
+
+def _draw(csv_path: Path) -> None:
+    """The sweep's heatmaps and medians (bench's drawing), or one line saying why not."""
+    try:
+        from benchmarks.bench import draw
+
+        draw(csv_path)
+    except Exception as exc:  # noqa: BLE001 - the CSV stays; the picture can be drawn later
+        print(f"loops_gpu: heatmaps not drawn ({error_line(exc)}); the rows are in {csv_path}", file=sys.stderr)
 
 
 def interleaved(cells: list[dict]) -> list[dict]:
@@ -291,8 +392,9 @@ def main(argv=None) -> int:
                   "commit": manifest.get("commit"), "triton": manifest.get("triton")}
         run = Run(args.build, args.out, started + args.deadline, args.screen, args.final, device, stamps)
         configs = {(c["block"], c["warps"]): c for c in manifest["configs"]}
+        keep = SWEEP_SHARE * args.deadline if manifest.get("suite") else 0.0
         for where in interleaved(manifest["cells"]):
-            if run.left() < CELL_RESERVE_S:
+            if run.left() < CELL_RESERVE_S + keep:
                 run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
                         {"status": "skipped", "reason": "deadline"})
                 continue
@@ -304,10 +406,13 @@ def main(argv=None) -> int:
                 run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
                         {"status": "error", "reason": error_line(exc)})
             (args.out / "summary.md").write_text(summary(run))
-        suite(run, manifest.get("suite", []))
+        suite(run, manifest.get("suite", []), reserve=keep / 2)
+        sweep(run, manifest.get("suite", []))
     finally:
         device.close()
     (args.out / "summary.md").write_text(summary(run))
+    if run.sweep:
+        _draw(args.out / "loops_sweep.csv")
     print(summary(run))
     print(f"[{time.monotonic() - started:.0f} s] wrote {args.out}/summary.md and loops_*.csv", file=sys.stderr)
     return 0

@@ -57,4 +57,8 @@ def test_dry_run_walks_every_step(tmp_path):
     assert "cells measured: 2 of 2" in summary and "| find_index | m |" in summary
     suite = list(csv.DictReader((out / "loops_suite.csv").open()))
     assert [r["status"] for r in suite] == ["not built", "ok"] and float(suite[1]["ratio"]) > 0
+    swept = list(csv.DictReader((out / "loops_sweep.csv").open()))  # the best candidate over the sweep, warm + cold
+    assert swept and {r["kernel"] for r in swept} == {"rms_norm_f32"} and {r["l2"] for r in swept} == {"warm", "cold"}
+    assert len({r["point"] for r in swept}) > 1 and (out / "heatmaps.png").is_file() and (out / "medians.png").is_file()
+    assert "| rms_norm_f32 | p | warm |" in summary
     assert loops_gpu.main(["--build", str(tmp_path / "none"), "--out", str(out), "--dry-run"]) == 2
