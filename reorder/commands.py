@@ -348,7 +348,9 @@ def _optimize():
                             "whose grid fills every SM); the winner is re-checked at all of them")
         p.add_argument("--recheck-sets", type=int, default=20, metavar="N",
                        help="fresh input sets per launch in the winner's re-check (default 20)")
-        p.add_argument("--budget", type=int, default=100, help="trials in the study (resumed ones count)")
+        p.add_argument("--budget", type=int, default=100,
+                       help="scored trials in the study (resumed ones count; a candidate pruned before scoring, "
+                            "being unbuildable, a duplicate or the original, does not)")
         p.add_argument("--time", default="30m",
                        help="wall-clock limit of the search phase, e.g. 90s, 10m, 1h; the finalists' timing, the "
                             "winner's re-check and pruning come after it (the report gives each phase's duration)")

@@ -50,20 +50,25 @@ def scratch_root() -> Path:
 
 
 def clean_stale(root: Path) -> list[Path]:
-    """Remove the run folders under `root` whose run has ended; the folders removed."""
+    """Remove the run folders under `root` whose run has ended, and folders abandoned while
+    being made; the folders removed."""
     removed = []
-    for folder in root.glob("run-*"):
-        if folder.is_dir() and _ended(folder):
+    for folder in [*root.glob("run-*"), *root.glob("new-*")]:
+        ended = _ended(folder) if folder.name.startswith("run-") else _old(folder)
+        if folder.is_dir() and ended:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
 
 
 def _ended(folder: Path) -> bool:
+    """True when nobody holds the folder's lock. The lock file is opened, never created: a
+    cleaner that created it could lock a folder another run had just made and not yet
+    locked, and delete it under that run (two concurrent runs on one machine did)."""
     try:
-        handle = open(folder / LOCK_NAME, "a")  # noqa: SIM115 (closed below, lock released with it)
+        handle = open(folder / LOCK_NAME)  # noqa: SIM115 (closed below, lock released with it)
     except FileNotFoundError:
-        return time.time() - folder.stat().st_mtime > YOUNG_S
+        return _old(folder)
     except OSError:
         return False
     with handle:
@@ -74,15 +79,31 @@ def _ended(folder: Path) -> bool:
         return True
 
 
+def _old(folder: Path) -> bool:
+    try:
+        return time.time() - folder.stat().st_mtime > YOUNG_S
+    except OSError:
+        return False
+
+
+def _locked_folder(root: Path):
+    """A new `run-<pid>-*` folder under `root` and the open, locked lock file inside it. It is
+    made and locked as `new-<pid>-*` and renamed: no cleaner ever sees it unlocked."""
+    staging = Path(tempfile.mkdtemp(prefix=f"new-{os.getpid()}-", dir=root))
+    lock = open(staging / LOCK_NAME, "w")  # noqa: SIM115 (held for the whole run)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    folder = staging.with_name("run-" + staging.name[len("new-"):])
+    staging.rename(folder)
+    return folder, lock
+
+
 @contextlib.contextmanager
 def run_folder() -> Iterator[Path]:
     """A fresh, locked folder for this run's temporary files, with TMPDIR and `tempfile`
     pointed at it; removed on the way out. Stale folders of ended runs are removed first."""
     root = scratch_root()
     clean_stale(root)
-    folder = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=root))
-    lock = open(folder / LOCK_NAME, "w")  # noqa: SIM115 (held for the whole run)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    folder, lock = _locked_folder(root)
     saved = {key: os.environ.get(key) for key in ("TMPDIR", SCRATCH_ENV)}
     saved_tempdir = tempfile.tempdir
     os.environ.update({"TMPDIR": str(folder), SCRATCH_ENV: str(root)})

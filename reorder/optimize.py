@@ -18,7 +18,7 @@ from reorder.cubin import parse_cubin, read_cubin
 from reorder.errors import GpuError, InputError, ReorderError
 from reorder.files import check_output
 from reorder.ptxlevel import PtxLevel, ptx_level
-from reorder.report import Report, failures_by_class, versions, write_report
+from reorder.report import Report, failures_by_class, pruned_by_class, versions, write_report
 from reorder.sass import decode_kernel
 from reorder.sassdiff import sass_diff
 from reorder.scoring import GpuScorer, Rejected, Score, StaticScorer
@@ -224,11 +224,12 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
 
     trials = study.trials
     failed = sum(t.state == optuna.trial.TrialState.FAIL for t in trials)
-    dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)
+    dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)  # a pruned kind, also named on its own
     ranked = ranked_choices(study, space, max(1, args.finalists))
     source = f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin)
     report = Report(code.kernel.name, f"sm_{code.arch}", source, space.size_line(), len(trials), failed, dups,
-                    "(none)", None, l2=args.l2, versions=versions(), failures=failures_by_class(study))
+                    "(none)", None, l2=args.l2, versions=versions(), failures=failures_by_class(study),
+                    pruned=pruned_by_class(study))
     if args.ptx_level is None:
         report.notes.append("PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran "
                             "on SASS moves only")

@@ -33,16 +33,20 @@ class Report:
     notes: list[str] = field(default_factory=list)
     versions: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)  # failure_class -> count (a quarter of a budget can go here)
+    pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
 
     def markdown(self) -> str:
         lines = [f"# reorder optimize: {self.kernel} ({self.arch})", "",
                  f"- input: `{self.cubin}`", f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
                  f"- move space: {self.space}",
-                 f"- trials: {self.trials} ({self.failed} failed, {self.duplicates} duplicate binaries not re-scored)",
+                 (f"- trials: {self.trials} ({self.failed} failed; {sum(self.pruned.values())} pruned before scoring, "
+                  f"{self.duplicates} of them binaries already scored or the original's)"),
                  f"- best candidate's moves: {self.best_moves}", ""]
-        if self.failures:
-            lines[-1:-1] = ["- failed trials by reason: " + "; ".join(f"{n} x {why}" for why, n in
-                                                               sorted(self.failures.items(), key=lambda kv: -kv[1]))]
+        for title, counts in (("failed trials by reason", self.failures),
+                              ("pruned before scoring (no GPU trial spent, not counted in --budget)", self.pruned)):
+            if counts:
+                lines[-1:-1] = [f"- {title}: " + "; ".join(f"{n} x {why}" for why, n in
+                                                           sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))]
         lines += ["## Result", ""]
         if self.result is None:
             lines.append("No candidate completed; the original is kept.")
@@ -114,14 +118,26 @@ def failures_by_class(study) -> dict[str, int]:
     return out
 
 
+def pruned_by_class(study) -> dict[str, int]:
+    """failure_class of the reason -> number of trials pruned before scoring (a rejected
+    build, a duplicate binary, the original's bytes)."""
+    out: dict[str, int] = {}
+    for t in study.trials:
+        if "pruned" in t.user_attrs:
+            key = failure_class(t.user_attrs["pruned"])
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
     """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
     folder.mkdir(parents=True, exist_ok=True)
     md = folder / "report.md"
     md.write_text(report.markdown())
     frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
-    if "user_attrs_failure" in frame:
-        frame["failure_class"] = [failure_class(r) if isinstance(r, str) else "" for r in frame["user_attrs_failure"]]
+    for column, named in (("user_attrs_failure", "failure_class"), ("user_attrs_pruned", "pruned_class")):
+        if column in frame:
+            frame[named] = [failure_class(r) if isinstance(r, str) else "" for r in frame[column]]
     csv = folder / "trials.csv"
     frame.to_csv(csv, index=False)
     return md, csv

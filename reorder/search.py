@@ -1,10 +1,13 @@
 """The Optuna search over a kernel's move space.
 
 Each trial picks which load batches, stall-cut blocks and swaps to apply; candidates are
-built on the CPU in parallel (joblib), a binary already scored is not scored again, and
-each new binary is scored by the Scorer (GPU: byte check then paired timing; no GPU:
-static model). A candidate that cannot be built or is rejected becomes a FAIL trial with
-its reason in the trial's user attributes, never a crash. The study lives in Optuna
+built and verified on the CPU in parallel (joblib) and each new binary is scored by the
+Scorer (GPU: byte check then paired timing; no GPU: static model). What can be known
+before scoring is not scored: a choice the verifier, the encoder or nvdisasm rejects, a
+binary already scored, the original's own bytes. Such a trial is *pruned* (its reason in
+the `pruned` user attribute) and does not count against the budget; a candidate the
+scorer rejects (wrong bytes, a fault, a hang) becomes a FAIL trial with its reason in
+`failure`. Neither is ever a crash. The study lives in Optuna
 storage (SQLite in the output folder by default, or a shared database URL), so a killed
 run resumes where it stopped and several workers can share one study.
 """
@@ -23,6 +26,10 @@ from reorder import ptxlevel
 from reorder.scoring import Rejected, Score, Scorer
 from reorder.space import MAX_SWAPS, Built, Choice, SearchSpace, build_candidate
 
+PRUNED_PER_TRIAL = 2  # pruned trials allowed per budgeted one (+ PRUNED_SLACK): a tiny or
+PRUNED_SLACK = 10  # mostly illegal space ends the run instead of building until --time
+ORIGINAL = "the original's bytes (ratio 1 by definition)"
+DUPLICATE = "a binary already scored"
 HEARTBEAT_S = 10  # a worker's in-flight trials are marked alive this often
 GRACE_S = 60  # a trial not marked alive for this long belonged to a killed worker
 
@@ -110,13 +117,25 @@ def _open_study(config: SearchConfig, attempts: int = 5):
 
 
 def finished_trials(study) -> int:
-    """Trials that count against the budget: completed, or failed for a stated reason
-    (a trial failed only because its worker died is retried, not counted)."""
+    """Trials that count against the budget: scored, or failed for a stated reason (a trial
+    failed only because its worker died is retried, not counted; a pruned one was never
+    scored)."""
     import optuna
 
     state = optuna.trial.TrialState
-    return sum(t.state == state.COMPLETE or (t.state == state.FAIL and "failure" in t.user_attrs)
-               for t in study.trials)
+    return sum((t.state == state.COMPLETE or (t.state == state.FAIL and "failure" in t.user_attrs))
+               and "pruned" not in t.user_attrs for t in study.trials)
+
+
+def pruned_trials(study) -> int:
+    """Trials settled before scoring (unbuildable, a duplicate, the original)."""
+    return sum("pruned" in t.user_attrs for t in study.trials)
+
+
+def out_of_candidates(study, budget: int) -> bool:
+    """True when pruned trials reach the allowance: the space holds too few new legal
+    binaries to fill the budget, and building more would only spin until --time."""
+    return pruned_trials(study) >= PRUNED_PER_TRIAL * budget + PRUNED_SLACK
 
 
 def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool,
@@ -218,12 +237,17 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
     storage, study = _open_study(config)
     _seed(study, space, config.budget)
     seen = _seen_scores(study)
+    original = hashlib.sha256(config.cubin.read_bytes()).hexdigest()
     deadline = time.monotonic() + config.seconds
     with tempfile.TemporaryDirectory(prefix="reorder-search-") as tmp, _Heartbeat(storage, config.heartbeat_s) as beat:
         while time.monotonic() < deadline:
             optuna.storages.fail_stale_trials(study)
             n = min(config.jobs, config.budget - finished_trials(study))
             if n <= 0:
+                break
+            if out_of_candidates(study, config.budget):
+                progress(f"stopping: {pruned_trials(study)} trials pruned before scoring (unbuildable, duplicates, the "
+                         "original): the space holds too few new legal binaries for the budget")
                 break
             trials = [study.ask() for _ in range(n)]
             beat.trial_ids |= {t._trial_id for t in trials}
@@ -233,31 +257,32 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
                 delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c, config.ptx)
                 for c in choices)
             for trial, choice, b in zip(trials, choices, built):
-                _finish(study, trial, choice, b, scorer, seen, Path(tmp))
+                _finish(study, trial, choice, b, scorer, seen, Path(tmp), original)
                 beat.trial_ids.discard(trial._trial_id)
                 progress(_progress_line(study, config.budget))
     return study
 
 
-def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: dict[str, float], tmp: Path) -> None:
+def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: dict[str, float], tmp: Path,
+            original: str = "") -> None:
     import optuna
 
     trial.set_user_attr("moves", choice.label())
-    if built.data is None:
-        trial.set_user_attr("failure", f"build: {built.reason}")
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    if built.data is None:  # the verifier, the encoder or nvdisasm said no: nothing to score
+        _prune(study, trial, f"build: {built.reason}")
         return
     trial.set_user_attr("sha256", built.sha256)
     trial.set_user_attr("moved", built.moved)
+    if built.sha256 == original:
+        _prune(study, trial, ORIGINAL, value=1.0)
+        return
     if built.sha256 not in seen:
         seen.update(_seen_scores(study))  # another worker may have scored it since
     if built.sha256 in seen:
-        trial.set_user_attr("duplicate", True)
-        study.tell(trial, seen[built.sha256])
+        _prune(study, trial, DUPLICATE, value=seen[built.sha256])
         return
     if built.sha256 in _being_scored_elsewhere(study, trial):
-        trial.set_user_attr("failure", "duplicate: another worker is scoring the same binary")
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        _prune(study, trial, "a binary another worker is scoring")
         return
     path = tmp / f"{built.sha256[:16]}.cubin"
     path.write_bytes(built.data)
@@ -272,6 +297,20 @@ def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: di
     trial.set_user_attr("measured", score.measured)
     seen[built.sha256] = score.value
     study.tell(trial, score.value)
+
+
+def _prune(study, trial, reason: str, value: float | None = None) -> None:
+    """Settle a trial without scoring it. With a known value (a duplicate's score, the
+    original's 1.0) it completes with that value, so the sampler still learns from it;
+    without one (unbuildable) it is Optuna's PRUNED state, which the sampler ranks low."""
+    import optuna
+
+    trial.set_user_attr("pruned", reason)
+    if value is None:
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        return
+    trial.set_user_attr("duplicate", True)
+    study.tell(trial, value)
 
 
 def _being_scored_elsewhere(study, trial) -> set[str]:
@@ -291,6 +330,7 @@ def _progress_line(study, budget: int) -> str:
     bar = "#" * int(width * done / max(budget, 1))
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     failed = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials)
+    pruned = pruned_trials(study)
     if complete:
         best = min(complete, key=lambda t: t.value)
         kind = "measured" if best.user_attrs.get("measured") else "predicted"
@@ -298,7 +338,7 @@ def _progress_line(study, budget: int) -> str:
                      f"{best.user_attrs.get('ci_high', best.value):.4f}] {kind}")
     else:
         best_text = "no candidate yet"
-    return f"[{bar:<{width}}] {done}/{budget} trials, {failed} failed, {best_text}"
+    return f"[{bar:<{width}}] {done}/{budget} trials, {failed} failed, {pruned} pruned, {best_text}"
 
 
 def best_choice(study, space: SearchSpace) -> tuple[Choice, float] | None:
@@ -319,7 +359,7 @@ def ranked_choices(study, space: SearchSpace, count: int) -> list[tuple[Choice, 
     binaries: set[str] = set()
     for t in complete:
         sha = t.user_attrs.get("sha256", f"trial{t.number}")
-        if sha in binaries:
+        if sha in binaries or t.user_attrs.get("pruned") == ORIGINAL:
             continue
         binaries.add(sha)
         out.append((choice_of(t.params, space), t.value))
@@ -328,5 +368,5 @@ def ranked_choices(study, space: SearchSpace, count: int) -> list[tuple[Choice, 
     return out
 
 
-__all__ = ["Score", "SearchConfig", "best_choice", "ranked_choices", "run_search", "seed_params", "study_name_for",
-           "suggest"]
+__all__ = ["Score", "SearchConfig", "best_choice", "out_of_candidates", "pruned_trials", "ranked_choices", "run_search",
+           "seed_params", "study_name_for", "suggest"]

@@ -361,6 +361,23 @@ def test_8_stale_run_folders_go_and_live_ones_stay(tmp_path: Path) -> None:
     assert live.exists() and not dead.exists()
 
 
+def test_8_a_folder_being_made_is_not_taken_for_stale(tmp_path: Path, monkeypatch) -> None:
+    """A cleaner that created a missing lock file could lock a folder another run had just
+    made and not yet locked, and delete it under that run ("run-...-/.lock: No such file or
+    directory" when two runs started together)."""
+    from reorder.lifetime import LOCK_NAME, YOUNG_S, clean_stale, run_folder
+
+    young, old = tmp_path / "run-1-young", tmp_path / "new-2-old"
+    young.mkdir()
+    old.mkdir()
+    os.utime(old, (time.time() - 2 * YOUNG_S,) * 2)
+    assert clean_stale(tmp_path) == [old] and young.is_dir() and not (young / LOCK_NAME).exists()
+    monkeypatch.setenv("REORDER_SCRATCH", str(tmp_path))
+    with run_folder() as folder:
+        assert folder.name.startswith("run-") and folder not in clean_stale(tmp_path)
+    assert not folder.exists()
+
+
 # ---------------------------------------------------------------- 9. smaller things
 
 
@@ -379,6 +396,32 @@ def test_9_output_that_is_a_folder(tmp_path: Path, capsys) -> None:
     assert not list(folder.iterdir()) and not list(tmp_path.glob(".adir*"))
 
 
+def test_9_optimize_refuses_a_folder_output_before_the_search(tmp_path: Path, capsys) -> None:
+    """(The hard-linked output: tests/test_race_checks.py::test_a_hard_linked_output_is_refused_before_the_search.)"""
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    start = time.monotonic()
+    line = _one_line_refusal(*_run(capsys, "optimize", str(SMALL), "-o", str(folder), "--device", "cpu",
+                                   "--budget", "50")[::2], "optimize")
+    assert "is a folder" in line and time.monotonic() - start < 5
+    assert not list(tmp_path.glob("*.reorder")) and not list(folder.iterdir())
+
+
+def test_9_time_names_the_phases_it_bounds(tmp_path: Path, capsys) -> None:
+    """`--time 5m` ran about 10 minutes: it bounds the search; the help says what comes after
+    it and the report gives each phase's duration."""
+    from reorder.cli import build_parser
+
+    help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["optimize"].format_help().split())
+    assert "wall-clock limit of the search phase" in help_text and "come after it" in help_text
+    cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
+    out = tmp_path / "fast.cubin"
+    assert main(["optimize", str(cubin), "--kernel", "saxpy_grid_stride", "-o", str(out), "--device", "cpu",
+                 "--budget", "2", "--jobs", "1", "--time", "90s"]) == 0
+    report = (tmp_path / "fast.reorder" / "report.md").read_text()
+    assert re.search(r"phases: search \d+ s \(--time 90 s\); finalists, re-check and pruning \d+ s", report), report
+
+
 def test_9_broken_install_is_not_called_malformed_elf(monkeypatch) -> None:
     from reorder.cubin import parse_cubin
     from reorder.errors import InputError, ReorderError
@@ -389,6 +432,59 @@ def test_9_broken_install_is_not_called_malformed_elf(monkeypatch) -> None:
     with pytest.raises(ReorderError, match="installation is broken") as info:
         parse_cubin(CUBIN.read_bytes(), "k.cubin")
     assert not isinstance(info.value, InputError) and "malformed ELF" not in str(info.value)
+
+
+# ---------------------------------------------------------------- 10, 11. the search's budget and its winner
+# (10: failures counted by kind: tests/test_race_checks.py::test_failures_are_counted_by_kind; predictable
+# trials pruned before the GPU sees them: tests/test_pruned_trials.py)
+
+
+class _ScoresByBytes:
+    """A scorer that knows some binaries' scores (the rest score `other`): the winner's
+    contributions made to order, as the README's run measured them."""
+
+    measured = False
+
+    def __init__(self, known: dict[bytes, float], other: float) -> None:
+        self.known, self.other, self.scored = known, other, []
+
+    def score(self, candidate: Path):
+        from reorder.scoring import Score
+
+        data = candidate.read_bytes()
+        self.scored.append(data)
+        value = self.known.get(data, self.other)
+        return Score(value, value, value, False, {})
+
+
+def test_11_the_winner_loses_the_moves_that_do_not_pay(tmp_path: Path) -> None:
+    """The README's run kept slice_batch#0 although the winner scored better without it;
+    backward elimination re-scores the winner without each move and drops the one whose
+    removal scores best while that is no worse, then tries again."""
+    from reorder.optimize import OptimizeArgs, _prune
+    from reorder.report import Report
+    from reorder.space import Choice, build_candidate
+
+    cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
+    kernel = "saxpy_grid_stride"
+    full, lean = Choice(load_batches=(0, 1), stall_cuts=(0,)), Choice(load_batches=(0,), stall_cuts=(0,))
+    built = {c: build_candidate(str(cubin), kernel, False, c) for c in (full, lean)}
+    scorer = _ScoresByBytes({built[full].data: 0.90, built[lean].data: 0.85}, other=0.97)
+    args = OptimizeArgs(cubin, tmp_path / "o.cubin", kernel, None, 1, 60.0, 1, None, "warm", "cpu", False, 0)
+    report = Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
+    winner = scorer.score(_written(tmp_path, built[full]))
+    choice, kept, final = _prune(args, kernel, (full, built[full], winner), scorer, tmp_path, report)
+    pruned = [n.split(":")[0] for n in report.notes if n.startswith("pruned ")]
+    assert pruned == ["pruned load_batch#1", "pruned stall_cut#0"], report.notes  # better without; no worse without
+    assert choice == Choice(load_batches=(0,)) and final.value == 0.85
+    assert kept.data == build_candidate(str(cubin), kernel, False, choice).data  # what is written is the lean build
+    assert len(scorer.scored) == 1 + 3 + 2  # the winner, its 3 removals, then the lean one's 2
+
+
+def _written(tmp_path: Path, built) -> Path:
+    path = tmp_path / "winner.cubin"
+    path.write_bytes(built.data)
+    return path
 
 
 # ---------------------------------------------------------------- found by benchmarks.fuzz

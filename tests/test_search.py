@@ -70,19 +70,6 @@ def test_rejected_candidates_are_failed_trials_with_their_reason(tmp_path, space
     assert finished_trials(study) == 3
 
 
-def test_a_build_failure_is_a_failed_trial(tmp_path, space, monkeypatch):
-    import reorder.space
-    from reorder.errors import LegalityError
-
-    def rejected(code, space, choice):
-        raise LegalityError("verifier rejected the candidate: raw R4 0x10 -> 0x20 required 4, provided 1")
-
-    monkeypatch.setattr(reorder.space, "apply_choice", rejected)  # jobs=1: joblib builds in this process
-    study = run_search(_config(tmp_path, "b", 2), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None)
-    assert [t.state for t in study.trials] == [optuna.trial.TrialState.FAIL] * 2
-    assert all(t.user_attrs["failure"].startswith("build: verifier rejected") for t in study.trials)
-
-
 def test_a_killed_workers_trial_is_retried(tmp_path, space):
     script = textwrap.dedent(f"""
         import os, sys
