@@ -39,8 +39,8 @@ class _Checker:
     def __init__(self, pool, kernel: str, work: Path, rows: list[dict], cubin: Path | None = None,
                  spec=None) -> None:
         """`cubin` and `spec` default to the suite's kernel of that name."""
-        from reorder.cubin import read_cubin
-        from reorder.sass import decode_kernel
+        from reorder.binary.cubin import read_cubin
+        from reorder.sass.model import decode_kernel
 
         self.pool, self.kernel, self.work, self.rows = pool, kernel, work, rows
         work.mkdir(parents=True, exist_ok=True)
@@ -53,7 +53,7 @@ class _Checker:
     def bad(self, instructions: tuple, label: str) -> bool:
         """True when the variant's outputs differ from the original's, or it faults or hangs."""
         from legality.verify import verify_instructions
-        from reorder.writer import patch_kernel
+        from reorder.sass.writer import patch_kernel
         from timing.evaluate import check_job, describe_status
         from timing.worker import Job
 
@@ -102,8 +102,8 @@ def bisect_stall_cut(checker: _Checker, candidate: tuple, max_culprits: int) -> 
 
 
 def main() -> int:
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
     from timing.worker import WorkerPool
 
     parser = argparse.ArgumentParser()

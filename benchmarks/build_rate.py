@@ -22,9 +22,9 @@ def _choices(kernel: str, count: int, seed: int = 3):
     import random
 
     from benchmarks.gpu_session import _suite_cubin
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.space import Choice, search_space
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.build.space import Choice, search_space
 
     code = decode_kernel(read_cubin(_suite_cubin(kernel)), kernel)
     space = search_space(code, True)
@@ -42,7 +42,7 @@ def one_level(kernel: str, jobs: int, count: int) -> dict:
     from joblib import Parallel, delayed
 
     from benchmarks.gpu_session import _suite_cubin
-    from reorder.space import build_candidate
+    from reorder.build.space import build_candidate
 
     choices = _choices(kernel, count)
     cubin = str(_suite_cubin(kernel))

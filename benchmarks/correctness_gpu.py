@@ -45,8 +45,8 @@ TUNED = {"rmsnorm_triton_style": ({"rows": 1}, True), "rms_norm_f32": (None, Tru
 
 def prepare(folder: Path) -> None:
     """Build the probe variants and the reproduction; write each suite kernel's specs."""
-    from legality.barrier_probe import PROBES_CUBIN, build_variants
-    from reorder.provenance import commit
+    from legality.silicon.barrier_probe import PROBES_CUBIN, build_variants
+    from reorder.base.provenance import commit
 
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
@@ -66,9 +66,9 @@ def _reproduction(folder: Path) -> list[dict]:
     """rmsnorm_triton_style with its BAR.SYNC's stall lowered: the LDS behind it issues 4 or 5
     cycles after the barrier, every register dependency still covered."""
     from legality.verify import verify_kernel
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.writer import patch_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import patch_kernel
 
     cubin = SUITE / "cubin" / "rmsnorm.cubin"
     code = decode_kernel(read_cubin(cubin), "rmsnorm_triton_style")
@@ -106,7 +106,7 @@ def _point_name(point: dict) -> str:
 
 
 def _meta(commit: str) -> dict:
-    from reorder import provenance
+    from reorder.base import provenance
 
     return {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": commit}
 
@@ -136,7 +136,7 @@ def barrier(folder: Path, out: Path) -> None:
 def _launches(folder: Path, e: dict):
     """(label, spec, poison) of each launch an entry is checked at."""
     if e["kind"] == "probe":
-        from legality.barrier_probe import probe_launches
+        from legality.silicon.barrier_probe import probe_launches
 
         for label, spec in probe_launches(e["kernel"]):
             yield label, spec, True

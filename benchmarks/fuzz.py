@@ -5,7 +5,7 @@ them, counting exit codes, tracebacks, hangs and signals (issue 20).
 
 A *mutant* (one mutated input, reproduced from `seed/index` alone) is run through each command
 that reads that kind of input: a case is one (mutant, command). Cases run in worker processes
-that call `reorder.cli.main` in-process (no interpreter start per case), so a case costs what
+that call `reorder.cli.main.main` in-process (no interpreter start per case), so a case costs what
 the command costs: a few milliseconds when the input is refused, nvdisasm's half second when
 it is not. The supervisor reads one line per case from each worker: a worker silent for
 `--timeout` seconds is killed and its case counted as a hang; a worker that dies counts its
@@ -184,8 +184,8 @@ class Planner:
 
 
 def run_case(case: Case) -> dict:
-    """Run one case through `reorder.cli.main` here and classify what it did."""
-    from reorder.cli import main
+    """Run one case through `reorder.cli.main.main` here and classify what it did."""
+    from reorder.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     start = time.monotonic()
@@ -224,7 +224,7 @@ def classify(case: Case, code: int, stdout: str, stderr: str) -> str:
 def _drawn(case: Case) -> str:
     """'' when the spec is refused or its inputs can be drawn; 'undrawable' when a spec the
     CLI accepted raises anything but SpecError while its inputs are drawn."""
-    from reorder.errors import ReorderError
+    from reorder.base.errors import ReorderError
     from timing.cli_support import validated_spec
     from timing.inputs import draw_inputs
 
@@ -249,7 +249,7 @@ class _OneListingPerMutant:
     and nvdisasm's half second per refusal would be paid once per command)."""
 
     def __init__(self) -> None:
-        from reorder import sass
+        from reorder.sass import model as sass
 
         self.real, self.memo = sass.disassemble, {}
         sass.disassemble = self
@@ -258,7 +258,7 @@ class _OneListingPerMutant:
         import copy
         import hashlib
 
-        from reorder.errors import ReorderError
+        from reorder.base.errors import ReorderError
 
         key = hashlib.sha256(data).digest()
         if key not in self.memo:

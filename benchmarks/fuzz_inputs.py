@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reorder.cubin import Cubin, parse_cubin
+from reorder.binary.cubin import Cubin, parse_cubin
 
 # Values that find edges: zero, one, off-by-one at the boundaries of each field width, huge.
 SPECIAL = (0, 1, 2, 3, 7, 8, 15, 16, 63, 64, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000,
@@ -121,7 +121,7 @@ def inflated_size(base: Base, rng: random.Random) -> bytes:
 
 def _info_records(base: Base) -> list[tuple[int, object]]:
     """(file offset of the record, NvAttr) for every .nv.info and .nv.info.<kernel> record."""
-    from reorder.nvinfo import parse_nv_info
+    from reorder.binary.nvinfo import parse_nv_info
 
     out = []
     for s in base.cubin.sections:
@@ -292,7 +292,7 @@ def spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
     elif kind == "hook":
         at = next((i for i, line in enumerate(lines) if line.strip() == "[kernel]"), 0)
         lines.insert(at + 1, "hook = " + rng.choice(('"no_such_module_zz:f"', '"os:getcwd"', '"math:nope"',
-                                                     '"reorder.errors:ReorderError"', '"json:loads"', '"bad hook"')))
+                                                     '"reorder.base.errors:ReorderError"', '"json:loads"', '"bad hook"')))
     elif kind == "table":
         lines.insert(rng.randrange(len(lines) + 1), rng.choice(("[[param]]", "[kernel]", "[grid_sweep]", "[x]")))
     elif kind == "bit_flips":

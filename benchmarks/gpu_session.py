@@ -42,18 +42,18 @@ def load_suite_spec(kernel: str, point: dict | None = None):
 
 
 def _suite_cubin(kernel: str) -> Path:
-    from reorder.cubin import read_cubin
+    from reorder.binary.cubin import read_cubin
 
     return next(p for p in sorted((SUITE / "cubin").glob("*.cubin")) if kernel in {k.name for k in read_cubin(p).kernels})
 
 
 def _bisect_variants(out: Path) -> list[dict]:
     """The batch-loads result and its parts, to locate a step that breaks on hardware."""
-    from reorder import moves
-    from reorder.cubin import read_cubin
-    from reorder.pipeline import apply_each, batch_loads
-    from reorder.sass import decode_kernel
-    from reorder.writer import patch_kernel, write_atomic
+    from reorder.moves import core as moves
+    from reorder.binary.cubin import read_cubin
+    from reorder.build.pipeline import apply_each, batch_loads
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import patch_kernel, write_atomic
 
     cubin = read_cubin(_suite_cubin(RMS))
     code = decode_kernel(cubin, RMS)
@@ -82,10 +82,10 @@ def _bisect_variants(out: Path) -> list[dict]:
 def prepare(out: Path) -> None:
     """CPU side: write original and candidate cubins for every experiment into `out`."""
     from legality.mutate import scoreboard_mutants
-    from reorder.cubin import read_cubin
-    from reorder.pipeline import cut_stalls
-    from reorder.sass import decode_kernel
-    from reorder.writer import patch_kernel, write_atomic
+    from reorder.binary.cubin import read_cubin
+    from reorder.build.pipeline import cut_stalls
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import patch_kernel, write_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"bisect": _bisect_variants(out), "stallcut": []}

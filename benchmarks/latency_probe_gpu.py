@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from reorder.errors import ReorderError
+from reorder.base.errors import ReorderError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from legality import latency_probe as lp
-    from legality import probe_chains as pc
+    from legality.silicon import latency_probe as lp
+    from legality.silicon import probe_chains as pc
 
     pairs = pc.selected_pairs(args.pairs)
     if args.prebuild:

@@ -12,7 +12,7 @@ JIT's own binding and options):
 - reorder's candidates from the num_stages=1 PTX: Prefetch d = 1..4 and UnrollBatch k = 2, 4
   on both loops (x, w and y are distinct tensors: --assume-noalias), and Prefetch 1, 2 with
   the second pass's prologue loads hoisted above the block reduction's barrier; each
-  compiled by Triton's ptxas with Triton's flags (reorder.ptxinput) and verified.
+  compiled by Triton's ptxas with Triton's flags (reorder.ptx.compile) and verified.
 
 Launches: for every cell (N in {4096, 8192} x rows in {16, 1024}) the spec at that shape and
 at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so the loop
@@ -101,8 +101,8 @@ def reorder_candidates(out: Path, block: int, warps: int, original: dict) -> lis
     over the registered kinds, reorder.ptx.searchspace): each loop move on both loops, and
     with '+hoist' the second pass's prologue loads also above the block reduction's barrier
     (GlobalHoist 'barrier', the placement DESIGN.md measured by hand); compiled and verified."""
-    from reorder.errors import ReorderError
-    from reorder.ptx.candidate import read_ptx, write_and_compile
+    from reorder.base.errors import ReorderError
+    from reorder.build.ptxcandidate import read_ptx, write_and_compile
     from reorder.ptx.registry import OFF, MoveOptions
     from reorder.ptx.searchspace import walk
 
@@ -169,11 +169,11 @@ def build_triton(out: Path) -> dict:
 def build_suite(out: Path) -> list[dict]:
     """Prefetch/UnrollBatch candidates of the suite's loop kernels from nvcc's PTX (the suite's
     checked-in source PTX), each loop separately, with the suite's noalias setting."""
-    from reorder.errors import ReorderError
-    from reorder.ptx.candidate import read_ptx, write_and_compile
+    from reorder.base.errors import ReorderError
+    from reorder.build.ptxcandidate import read_ptx, write_and_compile
     from reorder.ptx.prefetch import Prefetch, movable_loops
     from reorder.ptx.unroll import UnrollBatch
-    from reorder.ptxinput import compile_ptx
+    from reorder.ptx.compile import compile_ptx
 
     source_dir = ROOT / "benchmarks/kernels/ptx_candidates/source"
     rows = []
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
     import triton
 
-    from reorder import provenance
+    from reorder.base import provenance
 
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ candidate checked at the suite spec and at a launch of a few blocks, then timed 
 source PTX's own cubin. Last, per suite kernel, its best identical candidate (lowest screened
 ratio) over every point of the suite spec's [grid_sweep]: checked byte for byte at each point,
 then timed there with warm and with cold L2 (OUT/loops_sweep.csv in `reorder bench`'s columns,
-drawn by benchmarks.bench.draw into OUT/heatmaps.png and OUT/medians.png).
+drawn by reorder.cli.bench.draw into OUT/heatmaps.png and OUT/medians.png).
 
 Rows go to OUT/loops_screen.csv, OUT/loops_cells.csv and OUT/loops_suite.csv as they come;
 OUT/summary.md has the per-cell table and the count of cells where reorder is faster or
@@ -350,7 +350,7 @@ def summary(run: Run) -> str:
 def _draw(csv_path: Path) -> None:
     """The sweep's heatmaps and medians (bench's drawing), or one line saying why not."""
     try:
-        from benchmarks.bench import draw
+        from reorder.cli.bench import draw
 
         draw(csv_path)
     except Exception as exc:  # noqa: BLE001 - the CSV stays; the picture can be drawn later

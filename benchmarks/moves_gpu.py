@@ -49,8 +49,8 @@ def few_blocks(spec):
 
 
 def _build(code, which: str):
-    from reorder import moves
-    from reorder.pipeline import apply_each, batch_loads, cut_stalls
+    from reorder.moves import core as moves
+    from reorder.build.pipeline import apply_each, batch_loads, cut_stalls
 
     if which == "batch":
         return batch_loads(code, noalias=True)
@@ -63,9 +63,9 @@ def _build(code, which: str):
 
 def _build_one(task: tuple[dict, str, str]) -> dict:
     """One (kernel, move) build in a worker process: the manifest record, the cubin written."""
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.writer import write_atomic
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import write_atomic
 
     e, which, folder = task
     name = f"{e['family']}_{e['kernel']}"
@@ -95,7 +95,7 @@ def prepare(folder: Path, jobs: int = 1) -> None:
 
     from benchmarks.gpu_session import _commit
     from benchmarks.stallcut_gpu import _entries
-    from reorder.writer import write_atomic
+    from reorder.sass.writer import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     entries = _entries()

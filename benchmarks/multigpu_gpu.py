@@ -60,7 +60,7 @@ def _optimize_cmd(kernel: str, spec: Path, out: Path, budget: int, seconds: int,
 def _trials(storage: str):
     import optuna
 
-    from reorder.search import open_storage
+    from reorder.search.study import open_storage
 
     st = open_storage(storage)
     (name,) = optuna.get_all_study_names(st)
@@ -175,7 +175,7 @@ def main() -> int:
     parser.add_argument("--kill-budget", type=int, default=400)
     parser.add_argument("--kill-seconds", type=int, default=150)
     args = parser.parse_args()
-    from reorder import provenance
+    from reorder.base import provenance
 
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path("/tmp/multigpu")

@@ -23,7 +23,7 @@ import tomllib
 from benchmarks.gpu_session import SUITE, _suite_cubin
 from benchmarks.kernels.sweep import apply_sweep, spec_toml
 from benchmarks.rows import write_rows
-from reorder import provenance
+from reorder.base import provenance
 
 # kernel, sweep point, assume no alias (the RMSNorm loads sit behind stores of another buffer)
 KERNELS = (("rmsnorm_triton_style", {"rows": 16}, True), ("normalize_weights", None, False),
@@ -40,9 +40,9 @@ def _spec_file(kernel: str, point: dict | None, folder: Path) -> Path:
 
 
 def _single_moves(cubin: Path, kernel: str, noalias: bool, folder: Path) -> dict[str, Path]:
-    from reorder.cubin import read_cubin
-    from reorder.pipeline import batch_loads, cut_stalls
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.build.pipeline import batch_loads, cut_stalls
+    from reorder.sass.model import decode_kernel
 
     code = decode_kernel(read_cubin(cubin), kernel)
     out = {}

@@ -29,7 +29,7 @@ import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
 from benchmarks.kernels.sweep import apply_sweep, spec_toml
-from reorder import provenance
+from reorder.base import provenance
 
 KERNEL = "rmsnorm_triton_style"
 NEAR = 2  # a load-wait jump must sit within this many instructions of the first use
@@ -54,11 +54,11 @@ def first_use(code, producer_index: int) -> int | None:
 
 
 def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
-    from reorder.cubin import read_cubin
-    from reorder.pipeline import batch_loads
-    from reorder.probes import probe_positions
-    from reorder.sass import decode_kernel
-    from timing.probe import build_variants, layout_of
+    from reorder.binary.cubin import read_cubin
+    from reorder.build.pipeline import batch_loads
+    from reorder.probe.variants import probe_positions
+    from reorder.sass.model import decode_kernel
+    from reorder.probe.run import build_variants, layout_of
     from timing.spec import parse_spec
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -88,12 +88,12 @@ def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
 
 
 def run(folder: Path, out: Path) -> int:
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.timeline import jumps, plot, read_csv, write_csv
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.probe.timeline import jumps, plot, read_csv, write_csv
     from timing.cli_support import worker_device
     from timing.evaluate import time_job
-    from timing.probe import measure_variants, probe_spec, probed_outputs_job
+    from reorder.probe.run import measure_variants, probe_spec, probed_outputs_job
     from timing.spec import parse_spec
     from timing.worker import Job, WorkerPool
 
@@ -128,9 +128,9 @@ def run(folder: Path, out: Path) -> int:
 def reanalyse(folder: Path, out: Path) -> int:
     """Recompute the jumps and the summary from a run's timeline CSVs (CPU): the measured
     cycles, the probe's cost and the output check are kept as the GPU run wrote them."""
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.timeline import jumps, plot, points_of, read_csv, write_csv
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.probe.timeline import jumps, plot, points_of, read_csv, write_csv
 
     manifest = json.loads((folder / "manifest.json").read_text())
     summary = json.loads((out / "probe_summary.json").read_text())

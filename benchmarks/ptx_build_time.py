@@ -4,8 +4,8 @@
 
 The issue's target: <= 2 s for a 500-instruction kernel. Measured on cfo_ta_est (599 PTX
 instructions, the suite's kernel nearest 500) and rmsnorm_triton_style (314), each with its
-first search seed (reorder.ptxlevel.seed_params: the 'barrier' plan where it moves
-something), as the search's build worker makes it (reorder.ptxlevel.build): the PTX
+first search seed (reorder.build.ptxlevel.seed_params: the 'barrier' plan where it moves
+something), as the search's build worker makes it (reorder.build.ptxlevel.build): the PTX
 parsed, the picks rebuilt over the registered kinds, the moved PTX written and compiled by
 ptxas -O3 (cold: a fresh cache every repeat, so ptxas and nvdisasm really run), the cubin
 decoded and verified. The process is pinned to one core (children inherit it). Stages are
@@ -37,11 +37,11 @@ def _cpu() -> float:
 
 def one_build(ptx: Path, kernel: str, noalias: bool) -> dict[str, float]:
     """Seconds per stage of one cold build (wall), and the CPU seconds of the whole build."""
-    from reorder import ptxlevel
-    from reorder.ptx.candidate import verdict
+    from reorder.build import ptxlevel
+    from reorder.build.ptxcandidate import verdict
     from reorder.ptx.effects import _effect_of
-    from reorder.sass import _disassemble_cached
-    from reorder.ptxinput import compile_ptx
+    from reorder.sass.model import _disassemble_cached
+    from reorder.ptx.compile import compile_ptx
 
     os.environ["REORDER_CACHE"] = tempfile.mkdtemp(prefix="reorder-build-time-")
     ptxlevel._module.cache_clear()
@@ -66,7 +66,7 @@ def one_build(ptx: Path, kernel: str, noalias: bool) -> dict[str, float]:
 
 
 def measure(repeats: int) -> list[dict]:
-    from reorder.ptx.candidate import read_ptx
+    from reorder.build.ptxcandidate import read_ptx
 
     rows = []
     for kernel, name, noalias in KERNELS:

@@ -10,7 +10,7 @@ then one candidate where any move applies, with the first plan that moves someth
 setting (benchmarks/suite.toml). RMSNorm (rmsnorm_triton_style) gets the 'barrier' plan,
 the move DESIGN.md measured by hand (its normalise-pass loads above the block reduction),
 and the 'top' plan beside it. Each candidate: OUT_DIR/<kernel>[.<mode>].ptx and .cubin,
-compiled by reorder.ptxinput (ptxas -O3) and verified; OUT_DIR/manifest.json lists
+compiled by reorder.ptx.compile (ptxas -O3) and verified; OUT_DIR/manifest.json lists
 kernel, moves, cubin sha256 and source PTX. The cubin holds every kernel of its source;
 time the named one against benchmarks/kernels/cubin/<source>.cubin (the same SASS as the
 source PTX compiled alone: `baseline_sass_equal` in the manifest says so per source).
@@ -29,14 +29,14 @@ import time
 from pathlib import Path
 
 from benchmarks.kernels.build import CUBIN_DIR, KERNEL_DIR, SUITE, cubin_name
-from reorder.cubin import read_cubin
-from reorder.errors import ReorderError
-from reorder.ptx.candidate import read_ptx, write_and_compile
+from reorder.binary.cubin import read_cubin
+from reorder.base.errors import ReorderError
+from reorder.build.ptxcandidate import read_ptx, write_and_compile
 from reorder.ptx.hoist import GlobalHoist
 from reorder.ptx.plans import plan
-from reorder.ptxinput import compile_ptx
-from reorder.sass import decode_kernel
-from reorder.writer import write_atomic
+from reorder.ptx.compile import compile_ptx
+from reorder.sass.model import decode_kernel
+from reorder.sass.writer import write_atomic
 
 OUT_DIR = KERNEL_DIR / "ptx_candidates"
 NVCC_PTX_FLAGS = ("-ptx", "-O3", "-arch=sm_90")

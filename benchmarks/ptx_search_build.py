@@ -9,12 +9,12 @@ measurement). Per suite kernel (benchmarks/suite.toml), from its nvcc PTX
 (benchmarks/kernels/ptx_candidates/source, `nvcc -ptx -O3 -arch=sm_90`) under the suite's
 no-alias setting:
 
-- PTX+SASS candidates: PTX variants (reorder.ptxlevel: the plan seeds first, then each
+- PTX+SASS candidates: PTX variants (reorder.build.ptxlevel: the plan seeds first, then each
   decision of the registered kinds alone at each alternative, ranked barrier, top, store,
   near, other kinds; distinct PTX only, up to --ptx-cap for rmsnorm_triton_style and
   --other-cap for the rest), each compiled by ptxas -O3 and verified, with the SASS
   families 'none' and 'sc' on top (and 'sb+sc', 'lb+sc' on the first two): exactly what
-  the search's build workers make of those picks (reorder.space.build_candidate);
+  the search's build workers make of those picks (reorder.build.space.build_candidate);
 - SASS-only candidates: the SASS search's seeds on the suite's cubin (slice batches, load
   batches, stall cuts, each grouping with stall cuts), as the SASS-only search starts.
 
@@ -38,8 +38,8 @@ from benchmarks.kernels.build import CUBIN_DIR, KERNEL_DIR, cubin_name, source_f
 from benchmarks.kernels.sweep import sweep_points
 from reorder.ptx.registry import OFF, Instance
 from reorder.ptx.searchspace import walk
-from reorder.ptxlevel import PtxLevel, picks_of, seed_params
-from reorder.space import Choice, build_candidate
+from reorder.build.ptxlevel import PtxLevel, picks_of, seed_params
+from reorder.build.space import Choice, build_candidate
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_PTX = KERNEL_DIR / "ptx_candidates" / "source"
@@ -119,9 +119,9 @@ def candidates(kernel: str, noalias: bool, cap: int) -> list[tuple[str, str, Cho
 
 
 def sass_candidates(cubin: Path, kernel: str, noalias: bool) -> list[tuple[str, str, Choice]]:
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.space import search_space
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.build.space import search_space
 
     space = search_space(decode_kernel(read_cubin(cubin), kernel), noalias)
     sizes = {"sb": len(space.slice_batches), "lb": len(space.load_batches), "sc": len(space.stall_cuts)}

@@ -27,7 +27,7 @@ CORPUS = Path(__file__).parent.parent / "tests" / "corpus"
 def _entries() -> list[dict]:
     """(family, kernel, cubin, spec) for every kernel with a launch spec."""
     from benchmarks.gpu_session import _suite_cubin
-    from reorder.cubin import read_cubin
+    from reorder.binary.cubin import read_cubin
 
     out = [{"family": "suite", "kernel": p.stem, "cubin": str(_suite_cubin(p.stem)), "spec": str(p)}
            for p in sorted(SUITE_SPECS.glob("*.toml"))]
@@ -41,10 +41,10 @@ def _entries() -> list[dict]:
 
 def prepare(folder: Path) -> None:
     from benchmarks.gpu_session import _commit
-    from reorder.cubin import read_cubin
-    from reorder.pipeline import cut_stalls
-    from reorder.sass import decode_kernel
-    from reorder.writer import write_atomic
+    from reorder.binary.cubin import read_cubin
+    from reorder.build.pipeline import cut_stalls
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
@@ -65,8 +65,8 @@ def run(folder: Path, out: Path, budget_s: float) -> None:
     import cupy
 
     from benchmarks.bisect_gpu import _Checker, bisect_stall_cut
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
     from timing.cli_support import validated_spec
     from timing.evaluate import check_and_time_job, describe_status
     from timing.worker import Job, WorkerPool

@@ -14,7 +14,7 @@ reorder's candidates for it:
 - `ptx-<mode>`: GlobalHoist plans on Triton's PTX (reorder.ptx.plans: barrier, top, store,
   branch), the moved PTX compiled by **Triton's own cubin stage** (the backend's make_cubin
   with the config's options: the same ptxas, flags and PTX options as the original) and
-  verified as a compiler's cubin is (reorder.ptx.candidate.verdict); identical cubins once;
+  verified as a compiler's cubin is (reorder.build.ptxcandidate.verdict); identical cubins once;
 - `ptx-loop-<choice>`, `ptx-reuse-on`: the registered PTX move kinds beyond the hoists
   (reorder.ptx.registry; KIND_CHOICES): Prefetch at distance 1 or 2 or UnrollBatch by 2 on
   every loop Triton left unpipelined, and ReuseLoad, compiled and verified the same way;
@@ -135,7 +135,7 @@ def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> 
 def _ptx_row(name: str, moved, moves: list[str], kernel: str, config_kwargs: dict, folder: Path,
              seen: dict[str, str]) -> dict:
     """Compile a moved module with Triton's cubin stage, verify it, keep it unless a duplicate."""
-    from reorder.ptx.candidate import verdict
+    from reorder.build.ptxcandidate import verdict
 
     if not moves:
         return {"name": name, "status": "none", "reason": "nothing to move"}
@@ -271,7 +271,7 @@ def build(out: Path, names: list[str], jobs: int, only: set[int] | None = None) 
     import triton
 
     from benchmarks.triton_kernels import family
-    from reorder import provenance
+    from reorder.base import provenance
     from reorder.triton.rewrite import code_digest
 
     out.mkdir(parents=True, exist_ok=True)

@@ -135,7 +135,7 @@ class Live:
 
 
 def _gpu_name_job() -> str:
-    from reorder import provenance
+    from reorder.base import provenance
 
     return provenance.gpu_name()
 
@@ -326,7 +326,7 @@ def readme_step(run: Run, dry: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.triton_report import write_report
-    from reorder import provenance
+    from reorder.base import provenance
 
     args = parse(argv)
     manifest = load_manifest(args.build)

@@ -73,7 +73,7 @@ def same_code(a: bytes, b: bytes, kernel: str) -> str:
     """Whether two cubins hold the same machine code for `kernel` (-lineinfo embeds the source's
     path, so a JIT compile from another checkout differs in its bytes, not in its code)."""
     try:
-        from reorder.cubin import parse_cubin
+        from reorder.binary.cubin import parse_cubin
 
         return str(parse_cubin(a).kernel(kernel).text == parse_cubin(b).kernel(kernel).text)
     except Exception as exc:  # noqa: BLE001 - e.g. no pyelftools on this machine: say so, do not fail the row

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from reorder.sass import Instruction
+from reorder.sass.model import Instruction
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from legality.latency import Entry, LatencyTable, latency_class, load_table
 from legality.verify import Report, Violation, lookup_read, read_slot, verify_kernel
-from reorder.sass import Instruction, KernelCode
+from reorder.sass.model import Instruction, KernelCode
 
 Key = tuple[str, str, str]  # producer opcode, consumer opcode, kind (raw#slot, war, waw, war_sb)
 DISTANCE_KINDS = frozenset({"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war"})

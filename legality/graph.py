@@ -17,7 +17,7 @@ import networkx as nx
 
 from legality.latency import latency_class, load_table
 from legality.verify import read_kind
-from reorder.sass import Instruction
+from reorder.sass.model import Instruction
 
 _SPACES_ALIAS = {
     ("global", "global"), ("shared", "shared"), ("local", "local"),

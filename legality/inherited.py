@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from legality.verify import Violation
-from reorder.sass import Instruction
+from reorder.sass.model import Instruction
 
 SCHEDULE_KINDS = frozenset({"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "scoreboard", "untracked", "barrier"})
 

@@ -9,7 +9,7 @@ Sources, in order of trust (an entry says which one it came from):
 1. `measured`: a stall sweep on silicon (`reorder latency-probe`), loaded from
    `legality/tables/measured_sm_XX.toml` when present; the floor found there is used.
 2. `ptxas-observed`: the smallest distance ptxas itself leaves over the project corpus
-   and the generated calibration kernels (`legality.calibrate`, `legality.calibration`,
+   and the generated calibration kernels (`legality.calibration.calibrate`, `legality.calibration`,
    `tables/ptxas_sm_XX.toml`, one per arch where calibrated); used where it is below the
    reference, since the compiler's own choice is the authority for its hardware. For
    reads it is taken only for the exact producer and consumer opcodes and the consumer's
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from reorder import opcodes as op
-from reorder.sass import Instruction
+from reorder.sass import opcodes as op
+from reorder.sass.model import Instruction
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from legality.latency import load_table
 from legality.verify import queue_of
-from reorder.cfg import basic_blocks
-from reorder.sass import Instruction
+from reorder.analysis.cfg import basic_blocks
+from reorder.sass.model import Instruction
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from functools import lru_cache
 
 from legality import barriers
 from legality.latency import LatencyTable, latency_class, load_table
-from reorder.cfg import basic_blocks, control_flow_graph
-from reorder.cubin import RESERVED_REGISTERS
-from reorder.sass import Instruction, KernelCode, highest_register
+from reorder.analysis.cfg import basic_blocks, control_flow_graph
+from reorder.binary.cubin import RESERVED_REGISTERS
+from reorder.sass.model import Instruction, KernelCode, highest_register
 
 FRESH_SCOREBOARD_CYCLES = 2
 ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to this (states then compare equal)
@@ -206,7 +206,7 @@ def read_kind(resource: str, ins: Instruction) -> str:
 
 @lru_cache(maxsize=65536)
 def _slots(opcode: str, operands: tuple[str, ...]) -> dict[str, str]:
-    from reorder.operands import operand_names
+    from reorder.sass.operands import operand_names
 
     out: dict[str, str] = {}
     for index, names in operand_names(opcode, operands)[1]:
@@ -474,7 +474,7 @@ def block_entry_states(instructions: tuple[Instruction, ...], arch: int) -> dict
 def verify_instructions(instructions: tuple[Instruction, ...], arch: int, table=None) -> tuple[Violation, ...]:
     """All violations of a schedule (deduplicated), by a fixed point over the CFG.
 
-    `table` defaults to the arch's latency table; `legality.calibrate` passes its own.
+    `table` defaults to the arch's latency table; `legality.calibration.calibrate` passes its own.
     """
     found = (_walk_with_arch_table(instructions, arch) if table is None else _walk(instructions, table))[1]
     return tuple(sorted(found.values(), key=lambda v: (v.consumer_offset, v.producer_offset, v.resource)))

@@ -2,6 +2,6 @@
 
 import sys
 
-from reorder.cli import main
+from reorder.cli.main import main
 
 sys.exit(main())

@@ -14,17 +14,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from legality.verify import verify_kernel
-from reorder.cubin import parse_cubin, read_cubin
-from reorder.errors import GpuError, InputError, ReorderError
-from reorder.files import check_output
-from reorder.ptxlevel import PtxLevel, ptx_level
-from reorder.report import Report, failures_by_class, pruned_by_class, versions, write_report
-from reorder.sass import decode_kernel
-from reorder.sassdiff import sass_diff
-from reorder.scoring import GpuScorer, Rejected, Score, StaticScorer
-from reorder.search import SearchConfig, ranked_choices, run_search, study_name_for
-from reorder.space import Choice, build_candidate, search_space
-from reorder.writer import write_atomic
+from reorder.binary.cubin import parse_cubin, read_cubin
+from reorder.base.errors import GpuError, InputError, ReorderError
+from reorder.base.files import check_output
+from reorder.build.ptxlevel import PtxLevel, ptx_level
+from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
+from reorder.sass.model import decode_kernel
+from reorder.report.sassdiff import sass_diff
+from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
+from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
+from reorder.build.space import Choice, build_candidate, search_space
+from reorder.sass.writer import write_atomic
 
 FINALISTS = 3
 
@@ -51,7 +51,7 @@ class OptimizeArgs:
     final_budget_s: float = 5.0  # seconds of paired timing per finalist
     contributions: bool = True  # re-score the winner without each of its moves, dropping those that do not pay
     timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
-    compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptxinput)
+    compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptx.compile)
     check_launches: tuple[Path, ...] = ()  # more launch specs the winner must serve (each batch size)
     recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check
     ptx: Path | None = None  # the PTX the cubin was compiled from: the search then spans both levels
@@ -176,7 +176,7 @@ def _wait(procs: list, timeout_s: float) -> None:
 def _reload(config: SearchConfig):
     import optuna
 
-    from reorder.search import open_storage
+    from reorder.search.study import open_storage
 
     return optuna.load_study(study_name=config.study_name, storage=open_storage(config.storage))
 
@@ -233,7 +233,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     if args.ptx_level is None:
         report.notes.append("PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran "
                             "on SASS moves only")
-        from reorder.sassloops import loops_note
+        from reorder.analysis.loops import loops_note
 
         report.notes.append(loops_note(code))
     if args.launch is not None:
@@ -279,7 +279,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
 def _ptx_report(args: OptimizeArgs, choice: Choice, folder: Path, report: Report) -> tuple:
     """For a winner with PTX moves: its PTX diff (ptx.diff), the moves it made, and the
     instructions of ptxas's build of its PTX (what its SASS moves are verified against)."""
-    from reorder.ptxlevel import compiled, moved_ptx, ptx_diff
+    from reorder.build.ptxlevel import compiled, moved_ptx, ptx_diff
 
     level = args.ptx_level
     module, applied = moved_ptx(level, choice.ptx)
@@ -354,8 +354,8 @@ def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) ->
     if not isinstance(scorer, GpuScorer):
         report.notes.append("timeline: not drawn (it needs a GPU)")
         return
-    from reorder.timeline import plot, read_csv, write_csv
-    from timing.probe import run_probe
+    from reorder.probe.timeline import plot, read_csv, write_csv
+    from reorder.probe.run import run_probe
 
     winner = decode_kernel(read_cubin(args.output), code.kernel.name)
     changed = [k for k, (a, b) in enumerate(zip(code.instructions, winner.instructions)) if a.raw != b.raw]
@@ -375,10 +375,10 @@ def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) ->
 
 def _build_all(args, kernel: str, choices: list[Choice]) -> list:
     """Build candidates in parallel on the CPU (the GPU then scores them one at a time), in
-    workers that die with this process (reorder.lifetime)."""
+    workers that die with this process (reorder.base.lifetime)."""
     from joblib import delayed
 
-    from reorder.lifetime import parallel
+    from reorder.base.lifetime import parallel
 
     if len(choices) <= 1 or args.jobs <= 1:
         return [build_candidate(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-# Compiled PTX and nvdisasm listings are cached on disk (reorder.diskcache): the tests keep
+# Compiled PTX and nvdisasm listings are cached on disk (reorder.base.diskcache): the tests keep
 # theirs apart from the user's, shared by every test (and CLI subprocess) of one session.
 if "REORDER_CACHE" not in os.environ:
     os.environ["REORDER_CACHE"] = tempfile.mkdtemp(prefix="reorder-test-cache-")
@@ -61,8 +61,8 @@ def corpus_files(folder: Path) -> list[Path]:
 @pytest.fixture(scope="session")
 def corpus(corpus_dir) -> list:
     """Every (cubin, KernelCode) of the corpus, decoded once per session."""
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
 
     out = []
     for path in corpus_files(corpus_dir):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from reorder.operands import operand_names
+from reorder.sass.operands import operand_names
 
 _NUMBERED = re.compile(r"(?<![A-Za-z0-9])(U?R|U?P)\d+")
 

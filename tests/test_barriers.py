@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from legality import barriers
-from legality.barrier_probe import build_variants, floor
+from legality.silicon.barrier_probe import build_variants, floor
 from legality.verify import verify_instructions, verify_kernel
-from reorder.cubin import read_cubin
-from reorder.moves import Swap
-from reorder.sass import decode_kernel
+from reorder.binary.cubin import read_cubin
+from reorder.moves.core import Swap
+from reorder.sass.model import decode_kernel
 
 ROOT = Path(__file__).parent.parent
 RMSNORM = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
-PROBES = ROOT / "legality" / "probes" / "barrier_probe_sm_90.cubin"
+PROBES = ROOT / "legality" / "silicon" / "probes" / "barrier_probe_sm_90.cubin"
 SYNC = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "sync.cubin"
 
 
@@ -82,7 +82,7 @@ def test_probe_variants_isolate_the_barrier_rule() -> None:
 
 
 def read_cubin_bytes(data: bytes):
-    from reorder.cubin import parse_cubin
+    from reorder.binary.cubin import parse_cubin
 
     return parse_cubin(data, "variant")
 
@@ -173,7 +173,7 @@ def test_stall_cuts_keep_the_cycles_into_kept_barriers() -> None:
     """warp_select is full of WARPSYNC/ENDCOLLECTIVE: a stall cut that lowered the stall of the
     instruction before one was rejected by the neighbour rule (every trial of an H200 search
     failed). The scheduler now keeps those stalls, and the whole-kernel cut is legal."""
-    from reorder.pipeline import cut_stalls
+    from reorder.build.pipeline import cut_stalls
 
     code = decode_kernel(read_cubin(KSELECT), "warp_select_k32")
     out = cut_stalls(code)

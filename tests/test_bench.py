@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.bench import BenchKernel, draw, load_suite, run_bench
+from reorder.cli.bench import BenchKernel, draw, load_suite, run_bench
 
 SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.toml"
 
@@ -32,7 +32,7 @@ def test_one_point_on_the_static_model(tmp_path):
 
 def test_tune_once_covers_the_grid_from_one_search(tmp_path):
     """One search per kernel; every (point, L2) cell gets a row naming where it was tuned."""
-    from benchmarks.bench import run_bench_tuned_once
+    from reorder.cli.bench import run_bench_tuned_once
 
     (fi,) = [k for k in load_suite(SUITE)[0] if k.name == "find_index"]
     kernel = BenchKernel(fi.name, fi.cubin, fi.spec, False, 2, 120.0, fi.points[:2])
@@ -49,7 +49,7 @@ def test_tune_once_covers_the_grid_from_one_search(tmp_path):
 def test_the_static_model_searches_once_per_kernel(tmp_path, capsys):
     """Without a GPU, shape and L2 do not enter the model: `reorder bench` searches each kernel
     once (as --tune-once) instead of repeating one search per cell."""
-    from reorder.cli import main
+    from reorder.cli.main import main
 
     argv = ["bench", str(SUITE), "--kernels", "find_index", "--points", "0,1", "--budget", "2", "--device", "cpu",
             "--jobs", "1", "--out", str(tmp_path)]
@@ -64,7 +64,7 @@ def test_the_static_model_searches_once_per_kernel(tmp_path, capsys):
 def test_struct_kernels_run_by_the_name_their_spec_gives(tmp_path):
     """Suite entries of struct kernels: the point spec keeps its [[type]]s and [[buffer]]s and
     the kernel is the one the spec names (a C++ signature), resolved to its symbol."""
-    from benchmarks.bench import _point_spec
+    from reorder.cli.bench import _point_spec
     from timing.cli_support import validated_spec
 
     kernels = {k.name: k for k in load_suite(SUITE)[0]}

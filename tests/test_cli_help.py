@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import reorder.commands  # noqa: F401  (registers the subcommands)
-from reorder.cli import _COMMANDS, main
+import reorder.cli.commands  # noqa: F401  (registers the subcommands)
+from reorder.cli.main import _COMMANDS, main
 
 
 def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,10 +31,10 @@ from legality.evidence import verify_as_compiled
 from legality.latency import latency_class, load_table
 from legality.mutate import over_stalls, scoreboard_mutants, stall_cuts
 from legality.verify import lookup_read, verify_instructions, verify_kernel
-from reorder import cli
-from reorder.cubin import read_cubin
-from reorder.sass import decode_kernel
-from reorder.writer import patch_kernel
+from reorder.cli import main as cli
+from reorder.binary.cubin import read_cubin
+from reorder.sass.model import decode_kernel
+from reorder.sass.writer import patch_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from legality.latency import Entry, class_table, load_table
 from legality.verify import verify_instructions
-from reorder.cubin import read_cubin
-from reorder.sass import decode_kernel
+from reorder.binary.cubin import read_cubin
+from reorder.sass.model import decode_kernel
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 

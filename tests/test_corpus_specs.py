@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reorder.cubin import read_cubin
+from reorder.binary.cubin import read_cubin
 from timing.cli_support import validated_spec
 from timing.spec import BufferParam, draw_inputs, load_spec
 

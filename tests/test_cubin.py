@@ -12,13 +12,13 @@ from conftest import CORPUS, corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reorder import branches
-from reorder.control import ControlCode
-from reorder.cubin import parse_cubin, read_cubin
-from reorder.errors import InputError, ReorderError
-from reorder.nvinfo import encode_nv_info, parse_nv_info
-from reorder.tools import run_tool
-from reorder.writer import patch_kernel, write_atomic
+from reorder.binary import branches
+from reorder.sass.control import ControlCode
+from reorder.binary.cubin import parse_cubin, read_cubin
+from reorder.base.errors import InputError, ReorderError
+from reorder.binary.nvinfo import encode_nv_info, parse_nv_info
+from reorder.binary.tools import run_tool
+from reorder.sass.writer import patch_kernel, write_atomic
 
 
 def test_corpus_is_large_enough(corpus):
@@ -195,7 +195,7 @@ TRITON = sorted((CORPUS / "triton" / "sm_90").glob("*.cubin"))
 def test_triton_cubins_read_round_trip_and_match_nvdisasm():
     """Cubins as Triton 3.9 emits them (tests/corpus/triton/build.py): an RMSNorm and an
     fp16 GEMM with warpgroup MMA, whose HGMMA/WARPGROUP ops are kept as barriers."""
-    from reorder.sass import decode_kernel
+    from reorder.sass.model import decode_kernel
 
     assert len(TRITON) == 2
     unknown = set()

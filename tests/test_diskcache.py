@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reorder import rename
-from reorder.diskcache import cached_json, key_of
-from reorder.errors import ToolError
+from reorder.sass import rename
+from reorder.base.diskcache import cached_json, key_of
+from reorder.base.errors import ToolError
 
 CUBIN = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
 
@@ -38,8 +38,8 @@ def test_unwritable_cache_still_answers(tmp_path, monkeypatch):
 
 
 def test_nvdisasm_listings_come_back_from_the_cache(tmp_path, monkeypatch):
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
 
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path))
     code = decode_kernel(read_cubin(CUBIN), "rmsnorm_triton_style")
@@ -50,7 +50,7 @@ def test_nvdisasm_listings_come_back_from_the_cache(tmp_path, monkeypatch):
     def no_tool(*args, **kwargs):
         raise ToolError("nvdisasm must not run again")
 
-    monkeypatch.setattr("reorder.sass.run_tool", no_tool)
+    monkeypatch.setattr("reorder.sass.model.run_tool", no_tool)
     assert rename.disassemble_guarded(words, code.arch) == first
     with pytest.raises(ToolError):
         rename.disassemble_guarded(words[:5], code.arch)  # not cached: it would need the tool

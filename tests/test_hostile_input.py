@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli import main
-from reorder.cubin import read_cubin
+from reorder.cli.main import main
+from reorder.binary.cubin import read_cubin
 
 ROOT = Path(__file__).resolve().parent.parent
 CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
@@ -71,7 +71,7 @@ def test_1_output_on_a_device_or_fifo_is_refused_and_left_alone(tmp_path: Path, 
 
 
 def test_1_outputs_keep_the_replaced_mode_and_follow_the_umask(tmp_path: Path, capsys) -> None:
-    from reorder.writer import write_atomic
+    from reorder.sass.writer import write_atomic
 
     old = os.umask(0o027)
     try:
@@ -111,7 +111,7 @@ def test_2_no_readable_kernel_is_bad_input(tmp_path: Path, capsys, patch) -> Non
 
 
 def _regcount(data: bytearray, cubin) -> None:
-    from reorder.nvinfo import ATTR_REGCOUNT
+    from reorder.binary.nvinfo import ATTR_REGCOUNT
 
     section = cubin.sections[cubin.global_info_section]
     record = next(r for r in cubin.global_attrs if r.attr == ATTR_REGCOUNT)
@@ -149,8 +149,9 @@ def test_4_a_relocation_past_its_function_is_named_not_disassembled(tmp_path: Pa
 
 
 def test_4_nvdisasm_time_is_bounded_by_the_input_size(tmp_path: Path, monkeypatch) -> None:
-    from reorder import sass, tools
-    from reorder.errors import InputError
+    from reorder.sass import model as sass
+    from reorder.binary import tools
+    from reorder.base.errors import InputError
 
     assert sass.nvdisasm_timeout(14 * 1024) < 20 and sass.nvdisasm_timeout(2**20) <= 30
     slow = tmp_path / "nvdisasm"
@@ -194,7 +195,7 @@ def _buffer(shape: str = "[16]", dtype: str = "float32", init: str = '{ dist = "
 ], ids=["nested", "1e12", "int64-overflow", "uniform-inf", "uniform-range", "normal-nan", "integers-int64",
         "scalar-inf"])
 def test_5_specs_whose_inputs_cannot_be_drawn_are_refused(tmp_path: Path, body: str, says: str) -> None:
-    from reorder.errors import SpecError
+    from reorder.base.errors import SpecError
     from timing.spec import load_spec
 
     with pytest.raises(SpecError, match=says):
@@ -219,8 +220,8 @@ def test_5_nested_spec_is_one_line_in_check(tmp_path: Path, capsys) -> None:
 
 def test_6_verdict_survives_a_closed_pipe(tmp_path: Path) -> None:
     from legality.mutate import scoreboard_mutants
-    from reorder.sass import decode_kernel
-    from reorder.writer import patch_kernel
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import patch_kernel
 
     cubin = read_cubin(CUBIN)
     kernel = cubin.kernels[0]
@@ -264,8 +265,8 @@ def test_7_device_and_fifo_inputs_are_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_7_inputs_are_read_up_to_a_stated_cap(tmp_path: Path) -> None:
-    from reorder.errors import InputError
-    from reorder.files import read_input
+    from reorder.base.errors import InputError
+    from reorder.base.files import read_input
 
     big = tmp_path / "big.cubin"
     big.write_bytes(b"\0" * 2048)
@@ -349,7 +350,7 @@ def test_8_sigterm_unwinds_and_removes_the_run_folder(tmp_path: Path) -> None:
 def test_8_stale_run_folders_go_and_live_ones_stay(tmp_path: Path) -> None:
     import fcntl
 
-    from reorder.lifetime import LOCK_NAME, clean_stale
+    from reorder.base.lifetime import LOCK_NAME, clean_stale
 
     live, dead = tmp_path / "run-1-live", tmp_path / "run-2-dead"
     for folder in (live, dead):
@@ -365,7 +366,7 @@ def test_8_a_folder_being_made_is_not_taken_for_stale(tmp_path: Path, monkeypatc
     """A cleaner that created a missing lock file could lock a folder another run had just
     made and not yet locked, and delete it under that run ("run-...-/.lock: No such file or
     directory" when two runs started together)."""
-    from reorder.lifetime import LOCK_NAME, YOUNG_S, clean_stale, run_folder
+    from reorder.base.lifetime import LOCK_NAME, YOUNG_S, clean_stale, run_folder
 
     young, old = tmp_path / "run-1-young", tmp_path / "new-2-old"
     young.mkdir()
@@ -410,7 +411,7 @@ def test_9_optimize_refuses_a_folder_output_before_the_search(tmp_path: Path, ca
 def test_9_time_names_the_phases_it_bounds(tmp_path: Path, capsys) -> None:
     """`--time 5m` ran about 10 minutes: it bounds the search; the help says what comes after
     it and the report gives each phase's duration."""
-    from reorder.cli import build_parser
+    from reorder.cli.main import build_parser
 
     help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["optimize"].format_help().split())
     assert "wall-clock limit of the search phase" in help_text and "come after it" in help_text
@@ -423,8 +424,8 @@ def test_9_time_names_the_phases_it_bounds(tmp_path: Path, capsys) -> None:
 
 
 def test_9_broken_install_is_not_called_malformed_elf(monkeypatch) -> None:
-    from reorder.cubin import parse_cubin
-    from reorder.errors import InputError, ReorderError
+    from reorder.binary.cubin import parse_cubin
+    from reorder.base.errors import InputError, ReorderError
 
     for name in [m for m in sys.modules if m == "elftools" or m.startswith("elftools.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -449,7 +450,7 @@ class _ScoresByBytes:
         self.known, self.other, self.scored = known, other, []
 
     def score(self, candidate: Path):
-        from reorder.scoring import Score
+        from reorder.search.scoring import Score
 
         data = candidate.read_bytes()
         self.scored.append(data)
@@ -462,8 +463,8 @@ def test_11_the_winner_loses_the_moves_that_do_not_pay(tmp_path: Path) -> None:
     backward elimination re-scores the winner without each move and drops the one whose
     removal scores best while that is no worse, then tries again."""
     from reorder.optimize import OptimizeArgs, _prune
-    from reorder.report import Report
-    from reorder.space import Choice, build_candidate
+    from reorder.report.markdown import Report
+    from reorder.build.space import Choice, build_candidate
 
     cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     kernel = "saxpy_grid_stride"

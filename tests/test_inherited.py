@@ -18,9 +18,9 @@ import pytest
 from legality import verify
 from legality.latency import LatencyTable
 from legality.verify import verify_kernel
-from reorder.cubin import parse_cubin, read_cubin
-from reorder.moves import StallCut
-from reorder.sass import decode_kernel
+from reorder.binary.cubin import parse_cubin, read_cubin
+from reorder.moves.core import StallCut
+from reorder.sass.model import decode_kernel
 
 TRITON = Path(__file__).resolve().parent / "corpus" / "triton" / "sm_90"
 
@@ -82,7 +82,7 @@ def test_a_stall_cut_keeps_dependencies_that_run_through_its_block(matmul):
 
 
 def test_verify_cli_against_the_original(tmp_path, capsys, unlearned):
-    from reorder.cli import main
+    from reorder.cli.main import main
 
     assert main(["verify", str(TRITON / "matmul.cubin"), "--tables-only"]) == 1
     assert main(["verify", str(TRITON / "matmul.cubin"), "--against", str(TRITON / "matmul.cubin")]) == 0

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from legality import latency_probe as lp
-from legality import probe_chains as pc
-from reorder.control import CONTROL_SHIFT, ControlCode
-from reorder.cubin import read_cubin
-from reorder.tools import have_tool
+from legality.silicon import latency_probe as lp
+from legality.silicon import probe_chains as pc
+from reorder.sass.control import CONTROL_SHIFT, ControlCode
+from reorder.binary.cubin import read_cubin
+from reorder.binary.tools import have_tool
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +26,7 @@ REQUIRED = ("FFMA FADD FMUL DFMA DADD IMAD IMAD.IADD IADD3 LOP3 SHF LEA PRMT SEL
 # what ptxas 13.0 emits for these chains; a pair missing here must be reported, not guessed
 EXPECTED_LOCATED = set(REQUIRED) - {"MOV"}
 
-CLI = ("-c", "import sys; from reorder.cli import main; sys.exit(main(sys.argv[1:]))")
+CLI = ("-c", "import sys; from reorder.cli.main import main; sys.exit(main(sys.argv[1:]))")
 needs_nvcc = pytest.mark.skipif(not (have_tool("nvcc") and have_tool("nvdisasm")), reason="needs nvcc and nvdisasm")
 
 STALL_BITS = 0xF << CONTROL_SHIFT
@@ -299,7 +299,7 @@ def test_cli_build_only(tmp_path):
 
 
 def test_unknown_pair_is_an_input_error():
-    from reorder.errors import InputError
+    from reorder.base.errors import InputError
 
     with pytest.raises(InputError):
         pc.selected_pairs("FFMA,NOPE")

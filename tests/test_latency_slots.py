@@ -7,8 +7,8 @@ from pathlib import Path
 
 from legality.latency import TABLE_DIR, load_table
 from legality.verify import read_slot
-from reorder.cubin import read_cubin
-from reorder.sass import decode_kernel
+from reorder.binary.cubin import read_cubin
+from reorder.sass.model import decode_kernel
 
 SUITE = Path(__file__).parent.parent / "benchmarks" / "kernels" / "cubin"
 

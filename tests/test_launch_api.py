@@ -1,4 +1,4 @@
-"""reorder.launch.Spec: a launch spec built in code from device arrays and numpy structs,
+"""timing.launch.Spec: a launch spec built in code from device arrays and numpy structs,
 with fake device arrays standing in for cupy's (the same __cuda_array_interface__)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reorder.errors import SpecError
-from reorder.launch import Spec
+from reorder.base.errors import SpecError
+from timing.launch import Spec
 from tests import fake_device
 from timing.cli_support import checked_spec
 from timing.layout import Pointer

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from legality.graph import build_graph
 from legality.verify import verify_instructions, verify_kernel
-from reorder.cfg import basic_blocks
-from reorder.control import CONTROL_MASK, CONTROL_SHIFT
-from reorder.cubin import read_cubin
-from reorder.moves import Swap
-from reorder.pipeline import apply_each, batch_loads, cut_stalls
+from reorder.analysis.cfg import basic_blocks
+from reorder.sass.control import CONTROL_MASK, CONTROL_SHIFT
+from reorder.binary.cubin import read_cubin
+from reorder.moves.core import Swap
+from reorder.build.pipeline import apply_each, batch_loads, cut_stalls
 
 ROOT = Path(__file__).resolve().parent.parent
 RMS = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
@@ -67,7 +67,7 @@ def test_swaps_verify_and_keep_the_multiset(corpus):
 
 
 def test_load_batch_on_rmsnorm_verifies_renames_and_shows_in_disasm(tmp_path):
-    from reorder.sass import decode_kernel
+    from reorder.sass.model import decode_kernel
 
     code = decode_kernel(read_cubin(RMS), "rmsnorm_triton_style")
     out = batch_loads(code, noalias=True)
@@ -114,7 +114,7 @@ def _blocks_for_property(corpus):
                                                                    HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_topological_orders_schedule_into_verified_code(corpus, data):
-    from reorder.schedule import schedule_block
+    from reorder.moves.schedule import schedule_block
 
     cubin, code, block = data.draw(st.sampled_from(_blocks_for_property(corpus)))
     graph = build_graph(code.instructions, block.indices(), cubin.arch)
@@ -135,7 +135,7 @@ def test_random_topological_orders_schedule_into_verified_code(corpus, data):
 
 def test_noalias_for_listed_parameters_only():
     """A load passes a store only when one side's buffer was declared not to alias."""
-    from reorder.sass import decode_kernel
+    from reorder.sass.model import decode_kernel
 
     code = decode_kernel(read_cubin(RMS), "rmsnorm_triton_style")
     out_buffer = batch_loads(code, noalias=(2,))  # `out` declared: x/w loads may pass its stores

@@ -19,7 +19,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from reorder.search import finished_trials, open_storage
+from reorder.search.study import finished_trials, open_storage
 
 ROOT = Path(__file__).resolve().parent.parent
 CUBIN = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
@@ -58,11 +58,11 @@ _WORKER = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, {root!r})
     from pathlib import Path
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
-    from reorder.scoring import StaticScorer
-    from reorder.search import SearchConfig, run_search
-    from reorder.space import search_space
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.search.scoring import StaticScorer
+    from reorder.search.study import SearchConfig, run_search
+    from reorder.build.space import search_space
 
     class Scorer(StaticScorer):
         calls = 0

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from conftest import CORPUS, ROOT
 
-from reorder import branches
-from reorder import templates as T
-from reorder.control import ControlCode
-from reorder.cubin import parse_cubin, read_cubin
-from reorder.errors import EncodingError, InputError
-from reorder.grow import Insertion, changed_originals, grow_kernel
-from reorder.nvinfo import ATTR_CBANK_PARAM_SIZE, ATTR_PARAM_CBANK
-from reorder.probes import (
+from reorder.binary import branches
+from reorder.probe import templates as T
+from reorder.sass.control import ControlCode
+from reorder.binary.cubin import parse_cubin, read_cubin
+from reorder.base.errors import EncodingError, InputError
+from reorder.probe.grow import Insertion, changed_originals, grow_kernel
+from reorder.binary.nvinfo import ATTR_CBANK_PARAM_SIZE, ATTR_PARAM_CBANK
+from reorder.probe.variants import (
     ProbeLayout,
     build_slide,
     build_stamps,
@@ -26,9 +26,9 @@ from reorder.probes import (
     parse_range,
     probe_positions,
 )
-from reorder.sass import decode_kernel, make_instruction
-from reorder.timeline import deltas, jumps, plot, point, read_csv, write_csv
-from reorder.tools import have_tool, run_tool
+from reorder.sass.model import decode_kernel, make_instruction
+from reorder.probe.timeline import deltas, jumps, plot, point, read_csv, write_csv
+from reorder.binary.tools import have_tool, run_tool
 
 pytestmark = pytest.mark.skipif(not have_tool("ptxas"), reason="templates are compiled with ptxas")
 
@@ -268,8 +268,8 @@ def test_every_pc_relative_immediate_decodes_like_nvdisasm():
 def test_region_stamps_build_and_decode(rms, tmp_path):
     """Stamps after three phase boundaries: originals kept, verifier accepts, and the
     records decode to one row per warp and stamp with block and SM (unwritten: none)."""
-    from reorder.probes import build_stamps, check_build
-    from timing.probe import stamp_rows
+    from reorder.probe.variants import build_stamps, check_build
+    from reorder.probe.run import stamp_rows
 
     build = build_stamps(rms, [0, 187, 263], LAYOUT)
     result = check_build(rms, build)
@@ -321,7 +321,7 @@ def test_measure_variants_splits_points_from_failures(rms):
     from pathlib import Path
     from types import SimpleNamespace
 
-    from timing.probe import measure_variants
+    from reorder.probe.run import measure_variants
 
     entry = np.full(8, 100, dtype=np.uint32)
     records = np.stack([entry, entry + 40], axis=-1)[None]

@@ -1,6 +1,6 @@
 """The commit a result is stamped with."""
 
-from reorder import provenance
+from reorder.base import provenance
 
 
 def test_the_commit_a_run_names_wins_over_git(monkeypatch) -> None:

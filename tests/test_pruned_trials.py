@@ -13,16 +13,16 @@ import optuna
 import pandas as pd
 import pytest
 
-import reorder.search
-import reorder.space
-from reorder.cubin import read_cubin
-from reorder.errors import LegalityError
-from reorder.report import Report, failures_by_class, pruned_by_class, write_report
-from reorder.sass import decode_kernel
-from reorder.scoring import GpuScorer, StaticScorer
-from reorder.search import ORIGINAL, SearchConfig, finished_trials, out_of_candidates, pruned_trials, run_search
-from reorder.search import seed_params
-from reorder.space import search_space
+import reorder.search.study
+import reorder.build.space
+from reorder.binary.cubin import read_cubin
+from reorder.base.errors import LegalityError
+from reorder.report.markdown import Report, failures_by_class, pruned_by_class, write_report
+from reorder.sass.model import decode_kernel
+from reorder.search.scoring import GpuScorer, StaticScorer
+from reorder.search.study import ORIGINAL, SearchConfig, finished_trials, out_of_candidates, pruned_trials, run_search
+from reorder.search.study import seed_params
+from reorder.build.space import search_space
 from timing.worker import JobResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,16 +60,16 @@ def rejecting_swaps(monkeypatch):
     """Builds as usual, except that a choice with swap 0 or 1 is rejected as the verifier
     rejects one (about a fifth of the trials: the issue saw a quarter); and the study's
     first seed is the empty choice (the original's bytes)."""
-    real = reorder.space.apply_choice
+    real = reorder.build.space.apply_choice
 
     def apply(code, space, choice):
         if {0, 1} & set(choice.swaps):
             raise LegalityError(SWAP_REJECTED)
         return real(code, space, choice)
 
-    monkeypatch.setattr(reorder.space, "apply_choice", apply)  # jobs=1: joblib builds in this process
+    monkeypatch.setattr(reorder.build.space, "apply_choice", apply)  # jobs=1: joblib builds in this process
     seeds = seed_params
-    monkeypatch.setattr(reorder.search, "seed_params",
+    monkeypatch.setattr(reorder.search.study, "seed_params",
                         lambda sp: [{k: (-1 if k.startswith("swap") else 0) for k in seeds(sp)[0]}, *seeds(sp)])
 
 
@@ -88,7 +88,7 @@ def test_predictable_trials_spend_no_gpu_trial(tmp_path, space, rejecting_swaps)
     assert {t.state for t in unbuilt} == {optuna.trial.TrialState.PRUNED}  # no value: the sampler ranks them low
     first = min(study.trials, key=lambda t: t.number)
     assert first.user_attrs["pruned"] == ORIGINAL and first.value == 1.0  # known without timing it
-    ranked = reorder.search.ranked_choices(study, space, 20)
+    ranked = reorder.search.study.ranked_choices(study, space, 20)
     assert all(choice.moves() for choice, _ in ranked)  # the original is never a finalist
 
     report = Report(KERNEL, "sm_90", str(CUBIN), space.size_line(), len(study.trials), 0, 0, "(none)", None,
@@ -105,11 +105,11 @@ def test_a_build_failure_is_pruned_and_a_space_of_nothing_legal_ends_the_run(tmp
     def rejected(code, space, choice):
         raise LegalityError("verifier rejected the candidate: raw R4 0x10 -> 0x20 required 4, provided 1")
 
-    monkeypatch.setattr(reorder.space, "apply_choice", rejected)
+    monkeypatch.setattr(reorder.build.space, "apply_choice", rejected)
     lines: list[str] = []
     study = run_search(_config(tmp_path, 2), space, StaticScorer(CUBIN, KERNEL), progress=lines.append)
     assert {t.state for t in study.trials} == {optuna.trial.TrialState.PRUNED}
     assert all(t.user_attrs["pruned"].startswith("build: verifier rejected") for t in study.trials)
     assert finished_trials(study) == 0 and out_of_candidates(study, 2)  # bounded, not spinning until --time
-    assert len(study.trials) == reorder.search.PRUNED_PER_TRIAL * 2 + reorder.search.PRUNED_SLACK
+    assert len(study.trials) == reorder.search.study.PRUNED_PER_TRIAL * 2 + reorder.search.study.PRUNED_SLACK
     assert lines[-1].startswith("stopping: ") and "pruned before scoring" in lines[-1]

@@ -1,5 +1,5 @@
 """PTX input: every command that takes a cubin takes PTX, compiled the way its producer
-would have compiled it (reorder.ptxinput)."""
+would have compiled it (reorder.ptx.compile)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli import main
-from reorder.cubin import read_cubin
-from reorder.errors import InputError
-from reorder.ptxinput import compile_ptx, read_head
-from reorder.sass import decode_kernel
-from reorder.tools import have_tool, triton_bin_dir
+from reorder.cli.main import main
+from reorder.binary.cubin import read_cubin
+from reorder.base.errors import InputError
+from reorder.ptx.compile import compile_ptx, read_head
+from reorder.sass.model import decode_kernel
+from reorder.binary.tools import have_tool, triton_bin_dir
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 NVCC_PTX = CORPUS / "ptx" / "sm_90" / "elementwise.ptx"
@@ -84,7 +84,7 @@ def test_triton_36_ptx_gives_the_machine_code_triton_36_gives(tmp_path, monkeypa
 
 @pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
 def test_ptx_newer_than_every_ptxas_is_refused_in_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr("reorder.ptxinput.triton_bin_dir", lambda: tmp_path / "no-triton")
+    monkeypatch.setattr("reorder.ptx.compile.triton_bin_dir", lambda: tmp_path / "no-triton")
     newer = tmp_path / "newer.ptx"
     newer.write_text(NVCC_PTX.read_text().replace(".version 9.0", ".version 99.9"))
     with pytest.raises(InputError, match=r"PTX \.version 99\.9 is newer than every ptxas here"):

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.moves_gpu import few_blocks
 from reorder.optimize import _check_line, fill_launch, recheck_first_set
-from reorder.scoring import GpuScorer, Rejected
+from reorder.search.scoring import GpuScorer, Rejected
 from timing.check import CheckResult, launch_label
 from timing.poison import PATTERN, filler_cubin
 from timing.spec import load_spec
@@ -138,7 +138,7 @@ def test_a_hard_linked_output_is_refused_before_the_search(tmp_path) -> None:
 
 
 def test_failures_are_counted_by_kind() -> None:
-    from reorder.report import Report, failure_class
+    from reorder.report.markdown import Report, failure_class
 
     assert failure_class("build: move rejected: swap @ block ?: verifier rejected Swap(index=1606)") == \
         "build: move rejected: swap"

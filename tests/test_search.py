@@ -12,11 +12,11 @@ from pathlib import Path
 import optuna
 import pytest
 
-from reorder.cubin import read_cubin
-from reorder.sass import decode_kernel
-from reorder.scoring import Rejected, StaticScorer
-from reorder.search import SearchConfig, finished_trials, run_search
-from reorder.space import search_space
+from reorder.binary.cubin import read_cubin
+from reorder.sass.model import decode_kernel
+from reorder.search.scoring import Rejected, StaticScorer
+from reorder.search.study import SearchConfig, finished_trials, run_search
+from reorder.build.space import search_space
 
 ROOT = Path(__file__).resolve().parent.parent
 CUBIN = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
@@ -75,11 +75,11 @@ def test_a_killed_workers_trial_is_retried(tmp_path, space):
         import os, sys
         sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from reorder.cubin import read_cubin
-        from reorder.sass import decode_kernel
-        from reorder.scoring import StaticScorer
-        from reorder.search import SearchConfig, run_search
-        from reorder.space import search_space
+        from reorder.binary.cubin import read_cubin
+        from reorder.sass.model import decode_kernel
+        from reorder.search.scoring import StaticScorer
+        from reorder.search.study import SearchConfig, run_search
+        from reorder.build.space import search_space
 
         class DiesOnThird(StaticScorer):
             calls = 0
@@ -113,7 +113,7 @@ def test_a_killed_workers_trial_is_retried(tmp_path, space):
 def test_a_fresh_study_starts_with_the_single_move_seeds(tmp_path, space):
     """Each move family alone and all together are scored first, so the search can never
     report less than the best single move it was given."""
-    from reorder.search import ranked_choices, seed_params
+    from reorder.search.study import ranked_choices, seed_params
 
     seeds = seed_params(space)
     assert seeds and all(set(s) == set(seeds[0]) for s in seeds)

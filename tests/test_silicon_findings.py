@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from legality.verify import verify_instructions
-from reorder.cubin import read_cubin
-from reorder.moves import StallCut
-from reorder.sass import decode_kernel
+from reorder.binary.cubin import read_cubin
+from reorder.moves.core import StallCut
+from reorder.sass.model import decode_kernel
 
 SUITE = Path(__file__).parent.parent / "benchmarks" / "kernels" / "cubin"
 CORPUS = Path(__file__).parent / "corpus" / "cubin" / "sm_90"
@@ -90,7 +90,7 @@ def test_stall_cut_keeps_reuse_flags() -> None:
 def test_jump_table_targets_start_blocks_and_have_edges() -> None:
     """switch_interpreter's BRX cases: without EIATTR_INDIRECT_BRANCH_TARGETS the cases were
     no block boundaries, and a swap output computed wrong bytes on the H200."""
-    from reorder.cfg import basic_blocks, control_flow_graph
+    from reorder.analysis.cfg import basic_blocks, control_flow_graph
 
     code = decode_kernel(read_cubin(CORPUS / "control.cubin"), "switch_interpreter")
     brx = [i for i in code.instructions if i.base == "BRX"]
@@ -108,7 +108,7 @@ def test_moves_leave_subroutines_and_return_sites_alone() -> None:
     """int_divmod calls __cuda_sm20_div_u64 in its own text; the graph does not follow
     CALL, so the callee and the return site keep the compiler's schedule (a batch-loads
     output that rescheduled the callee crashed on the H200)."""
-    from reorder.cfg import movable_blocks
+    from reorder.analysis.cfg import movable_blocks
 
     code = decode_kernel(read_cubin(CORPUS / "int64.cubin"), "int_divmod")
     starts = {code.instructions[b.start].offset for b in movable_blocks(code.instructions)}

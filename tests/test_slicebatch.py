@@ -12,16 +12,16 @@ import pytest
 from symbolic import equivalent  # tests/symbolic.py (pytest puts tests/ on the path)
 
 from legality.verify import verify_kernel
-from reorder.cfg import basic_blocks
-from reorder.costmodel import kernel_cycles
-from reorder.cubin import read_cubin
-from reorder.errors import EncodingError
-from reorder.liveness import live_out
-from reorder.pipeline import apply_each, batch_loads
-from reorder.rename import GUARD_OPERAND, OperandRename, disassemble_guarded, rename_words
-from reorder.sass import decode_kernel
-from reorder.slicebatch import SliceBatch, register_limited_warps
-from reorder.webs import analyse_block, guarded_live_out
+from reorder.analysis.cfg import basic_blocks
+from reorder.analysis.costmodel import kernel_cycles
+from reorder.binary.cubin import read_cubin
+from reorder.base.errors import EncodingError
+from reorder.analysis.liveness import live_out
+from reorder.build.pipeline import apply_each, batch_loads
+from reorder.sass.rename import GUARD_OPERAND, OperandRename, disassemble_guarded, rename_words
+from reorder.sass.model import decode_kernel
+from reorder.moves.slicebatch import SliceBatch, register_limited_warps
+from reorder.analysis.webs import analyse_block, guarded_live_out
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "benchmarks" / "kernels" / "cubin"

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from benchmarks.kernels.structs import specs as struct_specs
-from reorder import names
-from reorder.cli import main
-from reorder.cubin import read_cubin
-from reorder.errors import InputError, SpecError
+from reorder.binary import names
+from reorder.cli.main import main
+from reorder.binary.cubin import read_cubin
+from reorder.base.errors import InputError, SpecError
 from tests import fake_device
 from timing import devicestructs
 from timing.cli_support import checked_spec, validated_spec

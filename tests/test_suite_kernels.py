@@ -19,7 +19,7 @@ import tomllib
 from benchmarks.kernels import build, reference, sweep
 from benchmarks.kernels.inputs import embedding_bag_inputs, find_index_inputs, make_inputs, spmv_inputs
 from benchmarks.kernels.verify import verify
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 
 SPEC_PATHS = sorted(build.SPEC_DIR.glob("*.toml"))
 POINTER_BYTES = 8

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from timing.spec import BufferParam, LaunchSpec, ScalarParam, check_against_params, draw_inputs, load_spec
 
 GOOD = """

@@ -87,7 +87,7 @@ def built(tmp_path_factory):
 
 
 def test_the_build_holds_the_original_ptx_candidates_and_a_spec_per_shape(built):
-    from reorder.ptx.candidate import verdict
+    from reorder.build.ptxcandidate import verdict
 
     out, manifest = built
     (family,) = manifest["families"]

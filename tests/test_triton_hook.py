@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 from reorder.triton import hook as hook_module
 from reorder.triton.request import Request, parse_token, split_options, with_marker
 from reorder.triton.rewrite import Rewritten, rewrite_or_keep
@@ -200,8 +200,8 @@ def _rmsnorm_call(**options):
 @needs_triton
 def test_triton_compiles_a_marked_config_into_a_legal_reorder_binary(triton_env):
     from legality.verify import verify_kernel
-    from reorder.cubin import parse_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.model import decode_kernel
 
     plain = _rmsnorm_call()
     hook_module.install(say=None)

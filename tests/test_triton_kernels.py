@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli import main
+from reorder.cli.main import main
 
 FOLDER = Path(__file__).resolve().parent.parent / "benchmarks" / "triton_kernels" / "sm_90"
 CUBINS = sorted(FOLDER.glob("*.cubin"))
@@ -73,8 +73,8 @@ def test_the_checked_in_files_are_what_this_triton_builds(tmp_path, monkeypatch)
 
 def _machine_code(path: Path) -> dict[str, tuple[int, ...]]:
     """Each kernel's instruction words (opcodes, operands and control codes), nothing else."""
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
 
     cubin = read_cubin(path)
     return {k.name: tuple(i.word for i in decode_kernel(cubin, k.name).instructions) for k in cubin.kernels}

@@ -11,7 +11,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from reorder.triton.launch import (
     GLOBAL_SCRATCH,
     PROFILE_SCRATCH,
@@ -165,7 +165,7 @@ def triton_cache(tmp_path_factory):
 @needs_triton
 def test_every_project_kernel_compiles_without_a_gpu_and_its_spec_matches_the_cubin(triton_cache):
     from benchmarks.triton_kernels import FAMILIES, stand_in_args
-    from reorder.cubin import parse_cubin
+    from reorder.binary.cubin import parse_cubin
     from reorder.triton.compile import compile_call
     from timing.cli_support import param_sizes
     from timing.spec import check_against_params
@@ -210,7 +210,7 @@ def test_a_none_argument_becomes_a_constexpr_and_leaves_the_parameter_list(trito
     from triton_optional import add_optional  # tests/triton_optional.py
 
     from benchmarks.triton_kernels import StandInTensor, TensorArg
-    from reorder.cubin import parse_cubin
+    from reorder.binary.cubin import parse_cubin
     from reorder.triton.compile import compile_call
     from timing.cli_support import param_sizes
     from timing.spec import check_against_params

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reorder.tools import find_tool, have_tool, triton_bin_dir
+from reorder.binary.tools import find_tool, have_tool, triton_bin_dir
 from reorder.triton import ptxas as standin
 from reorder.triton.request import Request
 
@@ -83,8 +83,8 @@ def test_with_reorder_off_the_output_is_the_real_ptxas_output_byte_for_byte(monk
 @pytest.mark.parametrize("ptx", [NVCC_PTX, TRITON36_PTX, TRITON_PTX], ids=["nvcc", "triton-3.6", "triton-3.9"])
 def test_with_reorder_on_the_output_is_legal_against_the_real_cubin(monkeypatch, tmp_path, ptx):
     from legality.verify import verify_kernel
-    from reorder.cubin import read_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
 
     real = _accepting_ptxas(ptx, tmp_path)
     if real is None:
@@ -134,8 +134,8 @@ def test_triton_compiles_through_the_stand_in_without_the_hook(tmp_path, monkeyp
     import triton
 
     from legality.verify import verify_kernel
-    from reorder.cubin import parse_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.model import decode_kernel
     from reorder.triton import hook
 
     wrapper = tmp_path / "reorder-ptxas"

@@ -66,7 +66,7 @@ def test_tune_runs_the_search_on_a_launch_from_metadata_and_the_hook_serves_its_
 
 def test_verify_needs_a_marked_config(triton_env):
     from benchmarks.triton_kernels import family, stand_in_args
-    from reorder.errors import InputError
+    from reorder.base.errors import InputError
     from reorder.triton.tune import verify
 
     case = family("rmsnorm_row_fp32").case((16, 4096))

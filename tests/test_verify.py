@@ -11,7 +11,7 @@ import pytest
 from legality.latency import load_table
 from legality.mutate import over_stalls, scoreboard_mutants, stall_cuts
 from legality.verify import verify_instructions, verify_kernel
-from reorder.sass import decode_kernel
+from reorder.sass.model import decode_kernel
 
 
 def test_no_false_rejects_on_corpus(corpus):
@@ -76,8 +76,8 @@ def test_every_table_entry_has_provenance():
 
 
 def test_verify_cli_exit_codes(corpus_dir, tmp_path):
-    from reorder.cubin import read_cubin
-    from reorder.writer import patch_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.writer import patch_kernel
 
     path = next(corpus_dir.glob("sm_90/*.cubin"))
     ok = subprocess.run([sys.executable, "-m", "reorder", "verify", str(path)], capture_output=True, text=True)
@@ -99,7 +99,7 @@ def test_verify_cli_exit_codes(corpus_dir, tmp_path):
 
 def test_regcount_is_highest_register_plus_reserved(corpus):
     """The fact the register budget check rests on, on every kernel ptxas emitted."""
-    from reorder.cubin import RESERVED_REGISTERS
+    from reorder.binary.cubin import RESERVED_REGISTERS
 
     for cubin, code in corpus:
         assert code.kernel.regcount == code.registers_used() + RESERVED_REGISTERS, (cubin.path, code.kernel.name)
@@ -107,8 +107,8 @@ def test_regcount_is_highest_register_plus_reserved(corpus):
 
 def test_register_in_the_reserved_pair_is_rejected(corpus):
     from legality.verify import verify_kernel
-    from reorder.cubin import parse_cubin
-    from reorder.writer import patch_kernel
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.writer import patch_kernel
 
     cubin, code = next((c, k) for c, k in corpus if c.arch == 90 and k.kernel.regcount < 200)
     lowered = parse_cubin(patch_kernel(cubin, code.kernel, code.instructions, code.kernel.regcount - 1))

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reorder.cubin import Kernel, read_cubin
-from reorder.errors import GpuError, InputError
+from reorder.binary.cubin import Kernel, read_cubin
+from reorder.base.errors import GpuError, InputError
 from timing.spec import LaunchSpec, check_against_params, load_spec
 from timing.worker import Device, Job, JobResult, WorkerPool
 
@@ -98,7 +98,7 @@ def validated_spec(spec_path: str | Path, cubins: Sequence[str | Path], kernel: 
 def checked_spec(spec: LaunchSpec, cubins: Sequence[str | Path]) -> LaunchSpec:
     """A spec checked against its kernel's parameter table (sizes and C-layout offsets) in
     every cubin, carrying the kernel's symbol: a spec may name a kernel by its C++ signature
-    or a unique part of it (reorder.names), and the worker loads the kernel by symbol."""
+    or a unique part of it (reorder.binary.names), and the worker loads the kernel by symbol."""
     for path in cubins:
         found = entry_kernel(path, spec.name)
         if found.name != spec.name:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 
 
 def add(a: int, b: int) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from reorder.errors import GpuError
+from reorder.base.errors import GpuError
 from timing.spec import LaunchSpec
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
@@ -55,8 +55,8 @@ def load_kernel(cubin: str | Path, spec: LaunchSpec) -> Kernel:
         raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
     try:
         function = module.get_function(spec.name)
-    except Exception:  # not a symbol: a C++ signature or part of one (reorder.names)
-        from reorder.cubin import read_cubin
+    except Exception:  # not a symbol: a C++ signature or part of one (reorder.binary.names)
+        from reorder.binary.cubin import read_cubin
 
         symbol = read_cubin(path).kernel(spec.name).name
         try:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from timing.spec import BufferParam, LaunchSpec, ScalarParam, StructBuffer, StructParam
 
 POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 / max for ints

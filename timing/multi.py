@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from timing.spec import BufferParam, LaunchSpec
 from timing.stats import trimmed_mean
 

@@ -36,7 +36,7 @@ from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
-from reorder.errors import GpuError
+from reorder.base.errors import GpuError
 from timing.devicestructs import launch_copies
 from timing.spec import LaunchSpec, draw_inputs
 from timing.stats import RatioEstimate, ci_half_width_pct, paired_ratio_ci

@@ -55,7 +55,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from timing.layout import FieldValue, StructType, StructValue, size_align
 
 try:  # Python 3.11+
@@ -204,7 +204,7 @@ class LaunchSpec:
 def load_spec(path: str | Path) -> LaunchSpec:
     """Read and validate a spec file; every problem is one SpecError line. A hook must
     import here, up front, not in a GPU worker after the search has started."""
-    from reorder.files import read_input
+    from reorder.base.files import read_input
 
     path = Path(path)
     src = str(path)

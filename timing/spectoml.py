@@ -1,6 +1,6 @@
 """A LaunchSpec written back as the TOML a spec file holds, every form included.
 
-Specs built in code (reorder.launch.Spec, reorder.triton.launch) are handed to the CLI as
+Specs built in code (timing.launch.Spec, reorder.triton.launch) are handed to the CLI as
 files: `parse_spec(spec_dict(s)) == s`, and `spec_toml(s)` is that dict as text.
 """
 

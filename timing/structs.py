@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from timing.layout import POINTER, PRIMITIVES, Field, FieldValue, Pointer, StructType, pointers_in, size_align
 from timing.spec import (BufferParam, Extra, LaunchSpec, StructBuffer, StructParam, _check_fits, _dtype,
                          _no_unknown, _parse_param, _required)

@@ -88,7 +88,7 @@ def resolve(path: str) -> Callable[..., Any]:
 
 def _is_reorder_error(exc: BaseException) -> bool:
     try:
-        from reorder.errors import ReorderError
+        from reorder.base.errors import ReorderError
     except ImportError:  # pragma: no cover
         return False
     return isinstance(exc, ReorderError)
@@ -97,9 +97,9 @@ def _is_reorder_error(exc: BaseException) -> bool:
 def _child_main(conn: Any, device: Device, parent: int | None = None) -> None:
     """Child loop: announce readiness, then run jobs until told to stop (None) or the pipe closes.
     A child busy in a job (a hung kernel) would not see the pipe close: it watches its parent
-    and exits when the parent dies (reorder.lifetime.watch_parent)."""
+    and exits when the parent dies (reorder.base.lifetime.watch_parent)."""
     if parent is not None:
-        from reorder.lifetime import watch_parent
+        from reorder.base.lifetime import watch_parent
 
         watch_parent(parent)
     if device is not None:

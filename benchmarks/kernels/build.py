@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reorder.errors import ToolError
+from reorder.base.errors import ToolError
 
 KERNEL_DIR = Path(__file__).resolve().parent
 CUBIN_DIR = KERNEL_DIR / "cubin"

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 
 Spec = Mapping[str, Any]
 Inputs = dict[str, Any]

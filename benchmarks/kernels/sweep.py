@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 
 Spec = dict[str, Any]
 Rule = Callable[[Spec, int], None]  # mutates the (already copied) spec in place

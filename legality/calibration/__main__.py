@@ -5,7 +5,7 @@
 Compiles the generated kernels and the project's own CUDA sources (tests/corpus/src,
 benchmarks/kernels) for sm_80, sm_86, sm_89, sm_90 and sm_90a at ptxas -O1, -O2 and -O3
 (`legality.calibration.build`), then writes legality/tables/ptxas_sm_{80,86,89,90}.toml
-(`legality.calibrate.table_text`). Class-wide entries come from the project's corpora
+(`legality.calibration.calibrate.table_text`). Class-wide entries come from the project's corpora
 as checked in (sm_80, sm_90) or, for arches with no checked-in corpus (sm_86, sm_89), from
 the same sources built at -O3 for that arch; exact pairs from everything.
 """
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from legality.calibrate import gather, table_text
+from legality.calibration.calibrate import gather, table_text
 from legality.calibration.build import ARCHS, GENERATED_ARCHS, GENERATED_LEVELS, OPT_LEVELS, build_all, ptxas_version
 from legality.calibration.kernels import write_sources
 from legality.latency import TABLE_DIR
@@ -63,7 +63,7 @@ def header(args: argparse.Namespace, counts: dict[str, int]) -> list[str]:
              f"ptxas -O{', -O'.join(map(str, OPT_LEVELS))}, the generated for {', '.join(GENERATED_ARCHS)} at "
              f"-O{', -O'.join(map(str, GENERATED_LEVELS))}"),
             f"toolkit: {ptxas_version()}; generated {datetime.date.today().isoformat()}",
-            "regenerate: python -m legality.calibration (legality/calibrate.py says how)"]
+            "regenerate: python -m legality.calibration (legality/calibration/calibrate.py says how)"]
 
 
 def main(argv: list[str]) -> int:

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from reorder.errors import ToolError
+from reorder.base.errors import ToolError
 
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")  # reorder.cubin.SUPPORTED_ARCHS, minus 75 and 87
+ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")  # reorder.binary.cubin.SUPPORTED_ARCHS, minus 75 and 87
 OPT_LEVELS = (1, 2, 3)
 # For the generated kernels -O2 gave the same code as -O3 (0 of 800 sm_90 kernels differ)
 # and sm_90a the same as sm_90: they are built for the project's sources only, and the

@@ -15,7 +15,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 from reorder.ptx.model import Function
 
 EXIT = -1

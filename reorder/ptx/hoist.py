@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.legality import Plan, Planner, Refusal
 from reorder.ptx.memory import Noalias

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 
 _GUARD = re.compile(r"@(!?)\s*([%\w$]+)\s*")
 _OPCODE = re.compile(r"[A-Za-z_][\w.:]*")

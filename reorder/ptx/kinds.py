@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.hoist import GlobalHoist, choose, targets
 from reorder.ptx.legality import Planner

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.model import Module
 from reorder.ptx.prefetch import DISTANCES, Prefetch, movable_loops
 from reorder.ptx.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, register

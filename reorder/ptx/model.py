@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 from reorder.ptx.instruction import Instruction, parse_instruction
 from reorder.ptx.lexer import Piece, matching_close, pieces
 

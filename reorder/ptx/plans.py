@@ -14,7 +14,7 @@ list is exactly what was applied.
 
 from __future__ import annotations
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.hoist import GlobalHoist, choose, targets
 from reorder.ptx.legality import Planner

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.counted import CountedLoop, find_loop, loop_labels, shape_refusal
 from reorder.ptx.expand import Layout, expand

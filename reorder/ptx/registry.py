@@ -13,7 +13,7 @@ value with
 - `apply(module, options, picks)`: the module with the picked alternatives made (picks of
   this kind only, OFF never among them), and one description per move made, for the
   report. A pick an earlier one made impossible is skipped, not an error: the
-  descriptions say what was made. Raise reorder.errors.NotApplicable only when nothing
+  descriptions say what was made. Raise reorder.base.errors.NotApplicable only when nothing
   sensible is left to build.
 
 Both functions must be pure and deterministic: a candidate is rebuilt from its picks alone
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 from reorder.ptx.memory import Noalias
 from reorder.ptx.model import Module
 

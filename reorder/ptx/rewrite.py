@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.instruction import with_guard
 from reorder.ptx.legality import Plan

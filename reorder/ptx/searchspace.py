@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import reorder.ptx.kinds  # noqa: F401  (registers the built-in kinds)
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.model import Module
 from reorder.ptx.registry import OFF, Instance, MoveOptions, Pick, registered
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reorder.errors import NotApplicable
+from reorder.base.errors import NotApplicable
 from reorder.ptx.counted import CountedLoop
 from reorder.ptx.expand import Layout, expand
 from reorder.ptx.fresh import Fresh

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 
 
 @dataclass(frozen=True)

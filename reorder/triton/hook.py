@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from reorder.diskcache import key_of
+from reorder.base.diskcache import key_of
 from reorder.triton.request import Request, split_options
 from reorder.triton.rewrite import code_digest, rewrite_or_keep
 
@@ -47,7 +47,7 @@ def _knobs(knobs: Any | None) -> Any:
 
     if not hasattr(getattr(triton, "knobs", None), "runtime") or \
             not hasattr(triton.knobs.runtime, "add_stages_inspection_hook"):
-        from reorder.errors import InputError
+        from reorder.base.errors import InputError
 
         raise InputError(f"Triton {getattr(triton, '__version__', '?')} has no stages inspection hook (3.6+): use "
                          "the ptxas stand-in instead (TRITON_PTXAS_PATH=reorder-ptxas)")

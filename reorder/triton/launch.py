@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from reorder.errors import SpecError
+from reorder.base.errors import SpecError
 from timing.spec import MAX_DYNAMIC_SHARED, BufferParam, Init, LaunchSpec, Param, ScalarParam, parse_spec
 from timing.spectoml import spec_dict
 from timing.spectoml import spec_toml as _spec_toml

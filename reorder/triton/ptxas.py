@@ -34,7 +34,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from reorder.errors import InputError, ReorderError
+from reorder.base.errors import InputError, ReorderError
 from reorder.triton.request import Request, split_tokens
 
 MODES = ("all", "marked", "off")
@@ -54,7 +54,7 @@ def mode() -> str:
 
 def real_ptxas(sm: int = 90) -> Path:
     """The ptxas this stand-in runs (see the module docstring); never the stand-in itself."""
-    from reorder.tools import find_tool, triton_ptxas_recipe
+    from reorder.binary.tools import find_tool, triton_ptxas_recipe
 
     named = os.environ.get("REORDER_REAL_PTXAS")
     if named:
@@ -107,7 +107,7 @@ def chosen(request: Request | None, how: str) -> Request | None:
 def rewrite_output(path: Path, request: Request) -> None:
     """Replace ptxas' cubin at `path` by reorder's binary (atomically); kept on any failure."""
     from reorder.triton.rewrite import rewrite_or_keep
-    from reorder.writer import write_atomic
+    from reorder.sass.writer import write_atomic
 
     cubin = path.read_bytes()
     result = rewrite_or_keep(cubin, request, say=_say)

@@ -12,7 +12,7 @@ cached apart.
 Grammar: ``--reorder`` or ``--reorder=ITEM[,ITEM...]`` with items
 
 - ``moves``       (the default) SliceBatch/LoadBatch then stall cuts on the static model,
-                  each step verified (reorder.pipeline);
+                  each step verified (reorder.build.pipeline);
 - ``search:N``    `reorder optimize` on the static model with N trials;
 - ``tuned:KEY``   the binary `reorder.triton.tune` measured and byte-checked on a GPU for
                   this very cubin, stored under KEY (the original is kept when it is absent);
@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 
 PREFIX = "--reorder"
 MODES = ("moves", "search", "tuned")

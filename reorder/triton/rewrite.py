@@ -1,6 +1,6 @@
 """A Triton cubin in, reorder's binary for a marked config out; a compile never fails for it.
 
-Three ways (reorder.triton.request): `moves` runs reorder.pipeline (SliceBatch/LoadBatch,
+Three ways (reorder.triton.request): `moves` runs reorder.build.pipeline (SliceBatch/LoadBatch,
 then stall cuts, each step verified, kept only when the static model does not predict it
 slower); `search` runs `reorder optimize` on the static model; `tuned` hands back the binary
 `reorder.triton.tune` measured and byte-checked on a GPU for exactly this cubin. Without a
@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reorder.diskcache import cache_root, key_of
-from reorder.errors import LegalityError, ReorderError
+from reorder.base.diskcache import cache_root, key_of
+from reorder.base.errors import LegalityError, ReorderError
 from reorder.triton.request import Request
-from reorder.writer import write_atomic
+from reorder.sass.writer import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH_SECONDS_PER_TRIAL = 120.0
@@ -105,13 +105,13 @@ def _tuned_base(original: bytes, key: str) -> Path:
 
 
 def moves_binary(cubin: bytes, noalias: bool) -> bytes:
-    """SliceBatch/LoadBatch then stall cuts (reorder.pipeline), verified against the
+    """SliceBatch/LoadBatch then stall cuts (reorder.build.pipeline), verified against the
     compiler's own schedule; the original when the static model predicts no gain."""
     from legality.verify import verify_kernel
-    from reorder.costmodel import kernel_cycles
-    from reorder.cubin import parse_cubin
-    from reorder.pipeline import batch_loads, cut_stalls
-    from reorder.sass import decode_kernel
+    from reorder.analysis.costmodel import kernel_cycles
+    from reorder.binary.cubin import parse_cubin
+    from reorder.build.pipeline import batch_loads, cut_stalls
+    from reorder.sass.model import decode_kernel
 
     code = decode_kernel(parse_cubin(cubin, "Triton cubin"))
     batched = batch_loads(code, noalias)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reorder.errors import InputError
+from reorder.base.errors import InputError
 from reorder.triton.compile import Call, compile_call, config_kwargs
 from reorder.triton.launch import Grid, launch_spec, spec_toml
 from reorder.triton.request import Request, split_options, with_marker
@@ -166,8 +166,8 @@ def _configs_to_verify(kernel: Any) -> tuple[list[Mapping[str, Any]], bool]:
 
 def _static_verdict(original: bytes, candidate: bytes) -> tuple[bool, str]:
     from legality.verify import verify_kernel
-    from reorder.cubin import parse_cubin
-    from reorder.sass import decode_kernel
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.model import decode_kernel
 
     before = decode_kernel(parse_cubin(original, "unoptimized build"))
     after = decode_kernel(parse_cubin(candidate, "reorder's build"))

@@ -16,8 +16,8 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 
-from legality import latency_probe as lp  # noqa: E402
-from legality import probe_chains as pc  # noqa: E402
+from legality.silicon import latency_probe as lp  # noqa: E402
+from legality.silicon import probe_chains as pc  # noqa: E402
 
 
 @pytest.fixture(scope="module")

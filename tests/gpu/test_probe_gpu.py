@@ -1,7 +1,7 @@
 """On the GPU: `reorder probe` (sliding and region stamps) end to end on the RMSNorm kernel.
 
 Templates are compiled with ptxas; a GPU machine without the CUDA toolkit uses Triton's
-bundled ptxas (reorder.tools).
+bundled ptxas (reorder.binary.tools).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tomllib
 pytestmark = pytest.mark.gpu
 
 from benchmarks.kernels.sweep import apply_sweep, spec_toml  # noqa: E402
-from reorder.tools import have_tool  # noqa: E402
+from reorder.binary.tools import have_tool  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.gpu
 
 from benchmarks.kernels.sweep import apply_sweep, spec_toml  # noqa: E402
 from legality.verify import verify_kernel  # noqa: E402
-from reorder.cubin import read_cubin  # noqa: E402
-from reorder.sass import decode_kernel  # noqa: E402
-from reorder.writer import patch_kernel  # noqa: E402
+from reorder.binary.cubin import read_cubin  # noqa: E402
+from reorder.sass.model import decode_kernel  # noqa: E402
+from reorder.sass.writer import patch_kernel  # noqa: E402
 from timing.check import check_pair  # noqa: E402
 from timing.spec import load_spec  # noqa: E402
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 import cupy  # noqa: E402  (tests/conftest.py collects this file only where a GPU is present)
 
-from reorder.launch import Spec  # noqa: E402
+from timing.launch import Spec  # noqa: E402
 from timing import gpu  # noqa: E402
 from timing.check import check_pair, run_once  # noqa: E402
 from timing.cli_support import checked_spec, validated_spec  # noqa: E402

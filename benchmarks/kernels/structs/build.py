@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.kernels.build import nvcc_command
-from reorder.errors import ToolError
+from reorder.base.errors import ToolError
 
 HERE = Path(__file__).resolve().parent
 CUBIN_DIR = HERE / "cubin"

@@ -1,0 +1,109 @@
+"""The file system boundary: what reorder reads is a bounded regular file, what it writes
+replaces only a regular file.
+
+A device node, a FIFO or `/dev/zero` named as an input blocks forever or reads without end
+(a MemoryError traceback under a memory limit); named as an output, the atomic write (a temp
+file renamed over the target) would replace `/dev/null` itself with a regular file. So every
+input a command reads comes through `read_input` (a regular file, at most MAX_INPUT_BYTES)
+and every output is checked by `check_output` (absent, or a regular file that is not an input)
+before anything is written. A replaced file keeps its mode; a new one gets the user's umask.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from reorder.base.errors import InputError, ReorderError
+
+# The largest input reorder reads. Real cubins are kilobytes to a few megabytes (the largest of
+# the corpus and suite is 135 KB); launch specs, configs and CSVs are smaller still.
+MAX_INPUT_BYTES = 256 * 2**20
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def kind_of(mode: int) -> str:
+    """'a folder', 'a FIFO', ... for a non-regular file's st_mode."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_input(path: str | Path, error: type[ReorderError] = InputError, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; anything else is one `error` line.
+
+    Opened non-blocking, so a FIFO is refused instead of waiting for a writer; read with a
+    bound, so a file that grows (or lies about its size, as /proc files do) cannot exhaust memory.
+    """
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise error(f"{p}: cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{p}: {kind_of(mode)}, not a regular file; reorder reads only files")
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise error(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise error(f"{p}: larger than {limit // 2**20} MiB, the most reorder reads")
+    return data
+
+
+def read_text_input(path: str | Path, error: type[ReorderError] = InputError, what: str = "text") -> str:
+    """A bounded regular file decoded as UTF-8 (a binary file is refused in one line)."""
+    try:
+        return read_input(path, error).decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a {what} file (not UTF-8 text)") from None
+
+
+def check_output(path: str | Path, protect: Sequence[str | Path] = ()) -> Path:
+    """The output path, refused in one line when writing it would harm something: a folder,
+    a device, a FIFO or a socket (a rename would replace the node itself), or one of the
+    inputs (`protect`, hard links included). Cheap: call it before the work, not only after."""
+    target = Path(path)
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write there: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{target}: is a folder; -o needs a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{target}: {kind_of(st.st_mode)}; refusing to replace it with a file (choose another -o)")
+    for p in protect:
+        try:
+            same = os.path.samefile(p, target)
+        except OSError:
+            continue
+        if same:
+            raise InputError(f"{target}: refusing to overwrite the input file; choose another -o")
+    return target
+
+
+def output_mode(target: Path) -> int:
+    """The mode an output gets: the replaced file's own, else what the umask allows of 0666."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        return 0o666 & ~umask()
+
+
+def umask() -> int:
+    """The process umask, read without changing it where /proc says it (Linux 4.7+)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current

@@ -1,0 +1,291 @@
+"""Read a cubin (a CUDA ELF) into frozen values: sections, kernels, attributes, relocations.
+
+pyelftools reads; it cannot write (its authors say so), so writing is done elsewhere as
+a patched copy of these bytes (`reorder.sass.writer`). Everything that could make a
+malformed file crash the reader is turned into `InputError` at `read_cubin`, the one
+boundary where untrusted bytes come in.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reorder.binary.cubincheck import check_kernel_limits, check_section_table, check_symbols_and_relocations
+from reorder.base.errors import InputError, ReorderError
+from reorder.base.files import read_input
+from reorder.binary.names import resolve
+from reorder.binary.nvinfo import (
+    ATTR_KPARAM_INFO,
+    ATTR_REGCOUNT,
+    KernelParam,
+    NvAttr,
+    decode_kparam,
+    parse_nv_info,
+)
+
+EM_CUDA = 190
+SHT_NOBITS = 8
+SHT_CUDA_INFO = 0x70000000
+STO_CUDA_ENTRY = 0x10
+SUPPORTED_ARCHS: frozenset[int] = frozenset({75, 80, 86, 87, 89, 90})
+FATBIN_MAGIC = 0xBA55ED50
+# REGCOUNT is always the highest general register used + 1 + 2: true of every kernel of
+# the corpus and the suite (107 kernels, ptxas 13.0, sm_80 and sm_90). A kernel that used
+# a register at REGCOUNT-2 (REGCOUNT raised to highest + 1 only) raised
+# cudaErrorIllegalInstruction on the H200 (benchmarks/results/2026-11-29_h200_session.md).
+RESERVED_REGISTERS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A section header, with the byte offset of that header in the file (for patching)."""
+
+    index: int
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    header_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Relocation:
+    """One relocation against a kernel's .text, with where its record sits in the file."""
+
+    offset: int  # r_offset: byte offset inside .text
+    type: int
+    symbol: int
+    addend: int | None
+    record_offset: int  # file offset of this Elf64_Rel(a) record
+    section: int  # index of the .rel(a) section
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One function of the cubin (an entry kernel or a device function)."""
+
+    name: str
+    symbol_index: int
+    is_entry: bool
+    text_section: int
+    text_offset: int  # file offset of .text
+    text: bytes
+    regcount: int  # from EIATTR_REGCOUNT (or sh_info on sm_80-style cubins)
+    regcount_in_sh_info: int  # top byte of the .text sh_info (0 on sm_90 with CUDA 13)
+    shared_bytes: int
+    params: tuple[KernelParam, ...]
+    attrs: tuple[NvAttr, ...]  # records of .nv.info.<name>
+    info_section: int | None
+    relocations: tuple[Relocation, ...]
+
+    @property
+    def instruction_count(self) -> int:
+        return len(self.text) // 16
+
+    def attr(self, attr_id: int) -> tuple[NvAttr, ...]:
+        return tuple(a for a in self.attrs if a.attr == attr_id)
+
+
+@dataclass(frozen=True)
+class Cubin:
+    """A whole cubin: its bytes, arch, sections, global attributes and functions."""
+
+    data: bytes
+    arch: int
+    abi_version: int
+    e_flags: int
+    sections: tuple[Section, ...]
+    global_attrs: tuple[NvAttr, ...]
+    global_info_section: int | None
+    kernels: tuple[Kernel, ...] = field(default_factory=tuple)
+    path: str = ""
+
+    @property
+    def arch_name(self) -> str:
+        return f"sm_{self.arch}"
+
+    def kernel(self, name: str | None = None) -> Kernel:
+        """The named kernel, or the only / first entry kernel when name is None."""
+        if name is None:
+            entries = [k for k in self.kernels if k.is_entry] or list(self.kernels)
+            if not entries:
+                raise InputError(f"{self.path or 'cubin'}: no kernels in this cubin")
+            return entries[0]
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        # a C++ signature or a unique part of one (reorder.binary.names); entry kernels first
+        pool = [k.name for k in self.kernels if k.is_entry] or [k.name for k in self.kernels]
+        symbol = resolve(name, pool, self.path or "cubin")
+        return next(k for k in self.kernels if k.name == symbol)
+
+    def section(self, name: str) -> Section | None:
+        return next((s for s in self.sections if s.name == name), None)
+
+
+def read_cubin(path: str | Path) -> Cubin:
+    """Read a cubin file; every problem with it becomes one InputError line."""
+    return parse_cubin(read_input(path), str(path))
+
+
+def parse_cubin(data: bytes, where: str = "cubin") -> Cubin:
+    """Parse cubin bytes. Malformed input raises InputError, never anything else."""
+    _check_magic(data, where)
+    try:
+        from elftools.elf.elffile import ELFFile
+    except ImportError as exc:  # not the input's fault: say what is broken, not "malformed ELF"
+        raise ReorderError(f"reorder's installation is broken: cannot import pyelftools ({exc}); "
+                           "reinstall it (pip install -e .)") from None
+    try:
+        return _parse(ELFFile, data, where)
+    except ReorderError:
+        raise
+    except Exception as exc:  # untrusted bytes: whatever pyelftools trips over is an input problem
+        raise InputError(f"{where}: malformed ELF ({type(exc).__name__}: {exc})") from None
+
+
+def _check_magic(data: bytes, where: str) -> None:
+    if not data:
+        raise InputError(f"{where}: empty file")
+    if len(data) >= 4 and struct.unpack_from("<I", data)[0] == FATBIN_MAGIC:
+        raise InputError(f"{where}: a fatbinary, not a cubin (extract one with `cuobjdump -xelf all`)")
+    if data[:4] != b"\x7fELF":
+        raise InputError(f"{where}: not an ELF file")
+    if len(data) < 64 or data[4] != 2:
+        raise InputError(f"{where}: truncated or 32-bit ELF header; cubins are 64-bit ELF")
+
+
+def arch_from_flags(e_flags: int, abi_version: int) -> int:
+    """SM number from e_flags: bits 15:8 from ELF ABI version 8 (CUDA 13) on, bits 7:0 before."""
+    return (e_flags >> 8) & 0xFF if abi_version >= 8 else e_flags & 0xFF
+
+
+def _parse(ELFFile, data: bytes, where: str) -> Cubin:  # ELFFile: the class, imported by the caller
+    check_section_table(data, where)
+    elf = ELFFile(io.BytesIO(data))
+    header = elf.header
+    if header["e_machine"] not in ("EM_CUDA", EM_CUDA):
+        raise InputError(f"{where}: a host ELF ({header['e_machine']}), not a CUDA cubin")
+    if header["e_type"] != "ET_EXEC":
+        raise InputError(f"{where}: {header['e_type']} cubin; only linked (ET_EXEC) cubins are supported")
+    abi = header["e_ident"]["EI_ABIVERSION"]
+    arch = arch_from_flags(header["e_flags"], abi)
+    if arch not in SUPPORTED_ARCHS:
+        supported = ", ".join(f"sm_{a}" for a in sorted(SUPPORTED_ARCHS))
+        raise InputError(f"{where}: unsupported arch sm_{arch} (supported: {supported})")
+    sections = _sections(elf, data, where)
+    check_symbols_and_relocations(data, sections, where)
+    global_info = next((s for s in sections if s.name == ".nv.info"), None)
+    global_attrs = parse_nv_info(_bytes(data, global_info), f"{where} .nv.info") if global_info else ()
+    symbols = _symbols(elf)
+    kernels = tuple(
+        _kernel(data, s, sections, symbols, global_attrs, where)
+        for s in sections
+        if s.name.startswith(".text.")
+    )
+    if not kernels:
+        raise InputError(f"{where}: no kernel can be read: none of its {len(sections)} sections is a .text.<kernel> "
+                         "section (corrupt section table or section names?)")
+    for kernel in kernels:
+        check_kernel_limits(kernel, arch, where)
+    return Cubin(
+        data=data,
+        arch=arch,
+        abi_version=abi,
+        e_flags=header["e_flags"],
+        sections=sections,
+        global_attrs=global_attrs,
+        global_info_section=global_info.index if global_info else None,
+        kernels=kernels,
+        path=where,
+    )
+
+
+def _sections(elf, data: bytes, where: str) -> tuple[Section, ...]:
+    shoff, shentsize = elf.header["e_shoff"], elf.header["e_shentsize"]
+    out = []
+    for i, s in enumerate(elf.iter_sections()):
+        sec = Section(
+            index=i, name=s.name, type=_type_id(s["sh_type"]), flags=s["sh_flags"], offset=s["sh_offset"],
+            size=s["sh_size"], link=s["sh_link"], info=s["sh_info"], header_offset=shoff + i * shentsize,
+        )
+        if sec.type != SHT_NOBITS and sec.offset + sec.size > len(data):
+            raise InputError(f"{where}: section {sec.name or i} runs past the end of the file (truncated?)")
+        out.append(sec)
+    return tuple(out)
+
+
+def _type_id(sh_type) -> int:
+    """pyelftools names the standard types and leaves CUDA's own as ints."""
+    from elftools.elf.enums import ENUM_SH_TYPE_BASE
+
+    return sh_type if isinstance(sh_type, int) else ENUM_SH_TYPE_BASE[sh_type]
+
+
+def _symbols(elf) -> dict[int, tuple[str, int, int]]:
+    """symbol index -> (name, raw st_other, st_shndx); raw st_other because pyelftools
+    drops bit 4 (STO_CUDA_ENTRY), which marks a kernel entry."""
+    symtab = elf.get_section_by_name(".symtab")
+    if symtab is None:
+        return {}
+    raw = symtab.data()
+    out = {}
+    for i, sym in enumerate(symtab.iter_symbols()):
+        other = raw[i * 24 + 5] if i * 24 + 6 <= len(raw) else 0
+        shndx = sym["st_shndx"] if isinstance(sym["st_shndx"], int) else -1
+        out[i] = (sym.name, other, shndx)
+    return out
+
+
+def _bytes(data: bytes, section: Section | None) -> bytes:
+    if section is None or section.type == SHT_NOBITS:
+        return b""
+    return data[section.offset : section.offset + section.size]
+
+
+def _kernel(data, text: Section, sections, symbols, global_attrs, where) -> Kernel:
+    name = text.name[len(".text.") :]
+    sym_index = text.info & 0xFFFFFF
+    by_name = {s.name: s for s in sections}
+    info = by_name.get(f".nv.info.{name}")
+    attrs = parse_nv_info(_bytes(data, info), f"{where} .nv.info.{name}") if info else ()
+    params = tuple(sorted((decode_kparam(a) for a in attrs if a.attr == ATTR_KPARAM_INFO), key=lambda p: p.ordinal))
+    regcount = next((a.words()[1] for a in global_attrs if a.attr == ATTR_REGCOUNT and a.words()[0] == sym_index), 0)
+    shared = by_name.get(f".nv.shared.{name}")
+    if text.size % 16:
+        raise InputError(f"{where}: .text.{name} size {text.size} is not a multiple of 16")
+    _, other, _ = symbols.get(sym_index, ("", 0, 0))
+    return Kernel(
+        name=name,
+        symbol_index=sym_index,
+        is_entry=bool(other & STO_CUDA_ENTRY),
+        text_section=text.index,
+        text_offset=text.offset,
+        text=_bytes(data, text),
+        regcount=regcount or (text.info >> 24),
+        regcount_in_sh_info=text.info >> 24,
+        shared_bytes=shared.size if shared else 0,
+        params=params,
+        attrs=attrs,
+        info_section=info.index if info else None,
+        relocations=_relocations(data, text, sections),
+    )
+
+
+def _relocations(data: bytes, text: Section, sections) -> tuple[Relocation, ...]:
+    out = []
+    for s in sections:
+        if s.type not in (4, 9) or s.info != text.index:  # SHT_RELA = 4, SHT_REL = 9
+            continue
+        size = 24 if s.type == 4 else 16
+        for pos in range(s.offset, s.offset + s.size - size + 1, size):
+            r_offset, r_info = struct.unpack_from("<QQ", data, pos)
+            addend = struct.unpack_from("<q", data, pos + 16)[0] if s.type == 4 else None
+            out.append(Relocation(r_offset, r_info & 0xFFFFFFFF, r_info >> 32, addend, pos, s.index))
+    return tuple(out)

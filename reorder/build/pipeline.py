@@ -1,0 +1,129 @@
+"""Apply a family of moves to every block of a kernel, verifying after each step.
+
+This is what `reorder stalls` and `reorder batch-loads` run: each accepted step is
+re-encoded, re-read and re-decoded, so the next step starts from real bytes, and
+`legality.verify` checks the whole kernel after every step (a rejected step is skipped
+and reported, never written).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from legality.verify import verify_kernel
+from reorder.analysis.costmodel import kernel_cycles, stall_cycles
+from reorder.binary.cubin import parse_cubin
+from reorder.base.errors import EncodingError, LegalityError, NotApplicable
+from reorder.moves.core import LoadBatch, StallCut
+from reorder.sass.model import KernelCode, decode_kernel
+from reorder.moves.slicebatch import SliceBatch
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The final kernel bytes and what changed."""
+
+    data: bytes
+    before: KernelCode
+    after: KernelCode
+    applied: tuple[str, ...]
+    skipped: tuple[str, ...]  # rejected by the verifier or the encoder
+    notes: tuple[str, ...]
+    moved: int
+    inapplicable: tuple[str, ...] = ()  # nothing to do (an earlier step changed the block)
+
+    def summary(self) -> list[str]:
+        b, a = self.before, self.after
+        lines = [
+            f"kernel {a.kernel.name} (sm_{a.arch}): {len(self.applied)} steps applied, {len(self.skipped)} skipped",
+            f"instructions moved: {self.moved}",
+            f"stall cycles: {stall_cycles(b.instructions)} -> {stall_cycles(a.instructions)} "
+            f"({stall_cycles(b.instructions) - stall_cycles(a.instructions)} removed)",
+            f"predicted cycles (static model, one pass per block; not a measurement): "
+            f"{kernel_cycles(b.instructions)} -> {kernel_cycles(a.instructions)}",
+            f"registers: {b.kernel.regcount} -> {a.kernel.regcount}",
+        ]
+        return (lines + [f"note: {n}" for n in self.notes] + [f"skipped: {s}" for s in self.skipped]
+                + [f"nothing to do: {s}" for s in self.inapplicable])
+
+
+def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
+    """Apply one move, write it, read the bytes back, and verify what was written."""
+    cand = move.apply(code, code.instructions)
+    written = decode_kernel(parse_cubin(cand.cubin_bytes(), code.cubin.path), code.kernel.name)
+    report = verify_kernel(written, original=code.instructions)
+    if not report.ok:
+        raise LegalityError(f"verifier rejected {move}: {report.violations[0].line()}", report.violations)
+    return written, cand
+
+
+def apply_each(code: KernelCode, moves: list) -> Outcome:
+    current = code
+    applied, skipped, notes, moved, inapplicable = [], [], [], 0, []
+    for move in moves:
+        try:
+            current, cand = _step(current, move)
+        except NotApplicable as exc:
+            inapplicable.append(f"{move.name}: {exc}")
+            continue
+        except (LegalityError, EncodingError) as exc:
+            where = getattr(move, "block_start", None)
+            where = where if where is not None else getattr(move, "block_starts", "?")
+            skipped.append(f"{move.name} @ block {where}: {str(exc).splitlines()[0]}")
+            continue
+        applied.append(move.name)
+        notes += list(cand.notes)
+        moved += cand.moved
+    return Outcome(current.cubin.data, code, current, tuple(applied), tuple(skipped), tuple(notes), moved,
+                   tuple(inapplicable))
+
+
+def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> Outcome:
+    """Every block with slack in one step; block by block only if that step is rejected."""
+    moves = StallCut.instances(code, ranges)
+    if not moves:
+        return apply_each(code, [])
+    together = apply_each(code, [StallCut.merged(moves)])
+    return together if together.applied else apply_each(code, moves)
+
+
+def batch_loads(code: KernelCode, noalias: bool | tuple[int, ...], slices: bool = True,
+                extra_registers: int = 32) -> Outcome:
+    """Group each block's loads. With `slices` (the default) a load travels with the ALU
+    instructions computing its address and guard (SliceBatch, renaming registers and
+    predicates), block by block; a block's step is kept only if the static model does not
+    predict it slower, and a block whose slice batch is rejected or not kept falls back to
+    plain hoisting (LoadBatch, under the same rule) on the kernel as it then stands.
+    `extra_registers` caps how far a slice batch may raise REGCOUNT."""
+    if not slices:
+        return apply_each(code, LoadBatch.instances(code, noalias))
+    steps: list[Outcome] = []
+    current = code
+    for move in SliceBatch.instances(code, noalias, extra_registers=extra_registers):
+        step = _kept(current, apply_each(current, [move]))
+        if not step.applied:
+            fallback = [m for m in LoadBatch.instances(current, noalias) if m.block_start == move.block_start]
+            step = _merged(current, [step, _kept(current, apply_each(current, fallback))])
+        steps.append(step)
+        current = step.after
+    return _merged(code, steps)
+
+
+def _kept(before: KernelCode, step: Outcome) -> Outcome:
+    """`step`, or nothing done (with the reason) when the static model predicts it slower."""
+    old, new = kernel_cycles(before.instructions), kernel_cycles(step.after.instructions)
+    if new <= old:
+        return step
+    why = tuple(f"{name}: not kept, predicted slower by the static model ({old} -> {new} cycles)"
+                for name in step.applied)
+    return Outcome(before.cubin.data, before, before, (), step.skipped, (), 0, step.inapplicable + why)
+
+
+def _merged(code: KernelCode, steps: list[Outcome]) -> Outcome:
+    """One Outcome for consecutive steps (each starting where the previous one ended)."""
+    if not steps:
+        return apply_each(code, [])
+    last = steps[-1]
+    return Outcome(last.data, code, last.after, sum((s.applied for s in steps), ()), sum((s.skipped for s in steps), ()),
+                   sum((s.notes for s in steps), ()), sum(s.moved for s in steps),
+                   sum((s.inapplicable for s in steps), ()))

@@ -1,0 +1,151 @@
+"""The move space of one kernel, and building the candidate a choice of moves describes.
+
+A `Choice` names which instances of each move family a trial picked (indices into the
+`SearchSpace` lists). Building applies them in a fixed order (swaps, then load batching,
+then stall cuts), each step written, re-read and verified (`reorder.build.pipeline`), so a
+candidate that exists is legal. When PTX is at hand (`SearchSpace.ptx`), a choice may
+instead hold PTX picks and a combination of SASS families: built by reorder.build.ptxlevel
+(PTX moves, the producer's ptxas, verified, then the SASS families). `build_candidate` is
+a module-level function of plain arguments so joblib can run it in worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+from reorder.binary.cubin import read_cubin
+from reorder.base.errors import ReorderError
+from reorder.moves.core import LoadBatch, StallCut, Swap
+from reorder.build.pipeline import Outcome, apply_each
+from reorder.ptx.registry import Pick
+from reorder.build.ptxlevel import PtxLevel
+from reorder.build.ptxlevel import build as build_ptx
+from reorder.sass.model import KernelCode, decode_kernel
+from reorder.moves.slicebatch import SliceBatch
+
+MAX_SWAPS = 3
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Every legal instance of every move family in one kernel."""
+
+    load_batches: tuple[LoadBatch, ...]
+    stall_cuts: tuple[StallCut, ...]
+    swaps: tuple[Swap, ...]
+    slice_batches: tuple[SliceBatch, ...] = ()
+    ptx: PtxLevel | None = None  # the PTX at hand, None when there is none
+
+    def size_line(self) -> str:
+        sass = (f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
+                f"{len(self.stall_cuts)} stall-cut blocks, "
+                f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)")
+        if self.ptx is None:
+            return sass + "; PTX moves unavailable (no PTX: give a .ptx or .cu input, or --ptx with a cubin)"
+        return f"{sass}; {self.ptx.size_line()}"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The moves of one candidate, as sorted indices into the space's lists."""
+
+    load_batches: tuple[int, ...] = ()
+    stall_cuts: tuple[int, ...] = ()
+    swaps: tuple[int, ...] = ()
+    slice_batches: tuple[int, ...] = ()
+    ptx: tuple[Pick, ...] = ()  # PTX picks (reorder.ptx.searchspace); then the SASS indices are unused
+    sass: str = ""  # SASS families on the PTX build ('sc', 'sb+sc' ...; reorder.build.ptxlevel), '' for none
+
+    def moves(self) -> list[tuple[str, int]]:
+        return ([("ptx", i) for i in range(len(self.ptx))] + [("sass", 0)] * bool(self.sass)
+                + [("slice_batch", i) for i in self.slice_batches] + [("load_batch", i) for i in self.load_batches]
+                + [("stall_cut", i) for i in self.stall_cuts] + [("swap", i) for i in self.swaps])
+
+    def without(self, family: str, index: int) -> Choice:
+        """The same choice with one move left out (to measure that move's contribution)."""
+        if family == "ptx":
+            return replace(self, ptx=self.ptx[:index] + self.ptx[index + 1:])
+        if family == "sass":
+            return replace(self, sass="")
+        pick = {"load_batch": self.load_batches, "stall_cut": self.stall_cuts, "swap": self.swaps,
+                "slice_batch": self.slice_batches}
+        kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
+        return replace(self, load_batches=kept["load_batch"], stall_cuts=kept["stall_cut"], swaps=kept["swap"],
+                       slice_batches=kept["slice_batch"])
+
+    def label(self) -> str:
+        if self.ptx:
+            return (f"PTX {' '.join(p.describe() for p in self.ptx)}; then ptxas; then SASS "
+                    f"{self.sass or 'none'}")
+        return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
+
+
+def search_space(code: KernelCode, noalias: bool) -> SearchSpace:
+    return SearchSpace(tuple(LoadBatch.instances(code, noalias)), tuple(StallCut.instances(code)),
+                       tuple(Swap.instances(code)), tuple(SliceBatch.instances(code, noalias)))
+
+
+def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:
+    """Build a candidate: slice batches, load batches, then swaps, then stall cuts (the
+    instances were listed on the original kernel; one an earlier step made moot is skipped
+    as a no-op). Raises ReorderError when any chosen move is rejected by the verifier or
+    the encoder."""
+    steps = [space.slice_batches[i] for i in choice.slice_batches]
+    steps += [space.load_batches[i] for i in choice.load_batches]
+    steps += _independent_swaps([space.swaps[i] for i in choice.swaps])
+    if choice.stall_cuts:
+        steps.append(StallCut.merged([space.stall_cuts[i] for i in choice.stall_cuts]))
+    out = apply_each(code, steps)
+    if out.skipped:
+        raise ReorderError(f"move rejected: {out.skipped[0]}")
+    return out
+
+
+def _independent_swaps(swaps: list[Swap]) -> list[Swap]:
+    """Drop a swap that touches an instruction an earlier chosen swap already moved."""
+    taken: set[int] = set()
+    kept = []
+    for s in sorted(swaps, key=lambda s: s.index):
+        if {s.index, s.index + 1} & taken:
+            continue
+        taken |= {s.index, s.index + 1}
+        kept.append(s)
+    return kept
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built candidate (bytes and digest) or the one-line reason it could not be built."""
+
+    data: bytes | None
+    sha256: str
+    reason: str = ""
+    moved: int = 0
+    stalls: int = 0
+    predicted_cycles: int = 0
+
+
+def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice,
+                    ptx: PtxLevel | None = None) -> Built:
+    """Decode, rebuild the space (deterministic), apply the choice. Runs in joblib workers.
+    A choice with PTX picks is built from the PTX (reorder.build.ptxlevel), not from the cubin."""
+    from reorder.analysis.costmodel import kernel_cycles
+
+    if choice.ptx:
+        if ptx is None:
+            return Built(None, "", "ptx: the choice has PTX moves and no PTX is at hand")
+        made = build_ptx(ptx, choice.ptx, choice.sass)
+        if made.data is None:
+            return Built(None, "", made.reason)
+        return Built(made.data, hashlib.sha256(made.data).hexdigest(), moved=len(made.applied),
+                     stalls=made.stalls, predicted_cycles=made.predicted_cycles)
+    code = decode_kernel(read_cubin(cubin_path), kernel)
+    space = search_space(code, noalias)
+    try:
+        out = apply_choice(code, space, choice)
+    except ReorderError as exc:
+        return Built(None, "", str(exc).splitlines()[0])
+    return Built(out.data, hashlib.sha256(out.data).hexdigest(), moved=out.moved,
+                 stalls=sum(i.ctrl.stall for i in out.after.instructions),
+                 predicted_cycles=kernel_cycles(out.after.instructions))

@@ -1,0 +1,636 @@
+"""Subcommand handlers of the `reorder` CLI (argument wiring only; the work lives elsewhere)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reorder.cli.main import command
+from reorder.binary.cubin import read_cubin
+from reorder.base.files import check_output
+from reorder.sass.listing import render_json, render_text
+from reorder.sass.model import decode_kernel
+
+
+@command("disasm", "annotated SASS: control codes, read/write sets")
+def _disasm():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("--kernel", help="kernel name (default: every kernel)")
+        p.add_argument("--json", action="store_true", help="records with offset, opcode, text and control fields")
+
+    def run(args: argparse.Namespace) -> int:
+        cubin = read_cubin(args.cubin)
+        names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels]
+        codes = [decode_kernel(cubin, n) for n in names]
+        print(render_json(codes) if args.json else "\n\n".join(render_text(c) for c in codes))
+        return 0
+
+    return run, add
+
+
+@command("verify", "prove or reject a schedule: exit 0 legal, 1 with a report of violations, 2 bad input")
+def _verify():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("--kernel", help="kernel name (default: every kernel)")
+        p.add_argument("--against", metavar="ORIGINAL", help="the compiler's cubin this one was made from: a "
+                       "violation the original has itself, at no fewer cycles, is reported as inherited")
+        p.add_argument("--tables-only", action="store_true", help="without --against: judge by the latency tables "
+                       "alone, not also by the distances this cubin's compiler chose (legality.evidence)")
+
+    def run(args: argparse.Namespace) -> int:
+        from legality.evidence import verify_as_compiled
+        from legality.verify import verify_kernel
+
+        cubin = read_cubin(args.cubin)
+        against = read_cubin(args.against) if args.against else None
+        names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels]
+        bad = own = 0
+        for name in names:
+            code = decode_kernel(cubin, name)
+            if against:
+                report = verify_kernel(code, original=decode_kernel(against, name).instructions)
+            else:
+                report = verify_as_compiled(code, tables_only=args.tables_only)
+            print("\n".join(_report_lines(report)))
+            bad += not report.ok
+            own += bool(report.compiler)
+        if own:
+            print("(compiler-in-this-cubin: a distance below the tables is accepted because this cubin's compiler "
+                  "chose it for exactly that pair; that holds for the compiler's own output only: judge a modified "
+                  "cubin with --against ORIGINAL.cubin, or --tables-only)")
+        if bad and not against:
+            print("(judged as the compiler's own output; to judge a reorder output against its original, add "
+                  "--against ORIGINAL.cubin)", file=sys.stderr)
+        return 1 if bad else 0
+
+    return run, add
+
+
+def _report_lines(report) -> list[str]:
+    """A kernel's verdict, then where each accepted distance came from, then any violations."""
+    unknown = f", {len(report.unknown)} unknown opcodes kept as barriers" if report.unknown else ""
+    status = "legal" if report.ok else f"{len(report.violations)} violations"
+    kept = f", {len(report.inherited)} inherited from the original" if report.inherited else ""
+    own = f", {len(report.compiler)} exact pairs at distances this cubin's compiler chose" if report.compiler else ""
+    lines = [f"{report.kernel}: sm_{report.arch}: {status}{kept}{own}{unknown}"]
+    if report.sources:
+        lines.append("  distances checked against table facts: "
+                     + ", ".join(f"{n} {source}" for source, n in report.sources))
+    lines += ["  " + v.line() for v in report.violations]
+    lines += ["  " + c.line() for c in report.compiler]
+    lines += ["  inherited " + v.line() for v in report.inherited]
+    lines += [f"  unknown  {off:#06x} {opcode} (not verified through; never moved)" for off, opcode in report.unknown]
+    return lines
+
+
+@command("diff", "what B changed against A: SASS with control codes, moved/recoded/rewritten counts, stalls")
+def _diff():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("a", metavar="A.cubin", help="the original")
+        p.add_argument("b", metavar="B.cubin", help="the candidate (a reorder output)")
+        p.add_argument("--kernel", help="kernel name (default: every kernel both have)")
+        p.add_argument("--context", type=int, default=3, help="unchanged lines around each change (default 3)")
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.base.errors import InputError
+        from reorder.report.sassdiff import sass_diff
+
+        a, b = read_cubin(args.a), read_cubin(args.b)
+        names = [args.kernel] if args.kernel else [k.name for k in a.kernels if k.name in {x.name for x in b.kernels}]
+        if not names:
+            raise InputError(f"{args.a} and {args.b} have no kernel in common")
+        if args.context < 0:
+            raise InputError("--context must be 0 or more")
+        print("\n\n".join("\n".join(sass_diff(decode_kernel(a, n), decode_kernel(b, n), args.context))
+                           for n in names))
+        return 0
+
+    return run, add
+
+
+@command("latency-probe", "measure on the GPU the stall floor of producer->consumer pairs (below it results are wrong)")
+def _latency_probe():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--arch", default="sm_90", help="target, e.g. sm_90 (default)")
+        p.add_argument("--pairs", help="comma-separated pair names (default: all), e.g. FFMA,DFMA,ISETP->branch")
+        p.add_argument("--out", help="folder for latency_probe_sm_XX.csv and measured_sm_XX.toml (default: "
+                                     "benchmarks/results/ and legality/tables/)")
+        p.add_argument("--build-only", action="store_true",
+                       help="CPU only: compile, locate the chains and write every stall variant, then report")
+        p.add_argument("--build-dir", help="where variants are built (default: a temporary folder, or OUT/build)")
+        p.add_argument("--from", dest="prebuilt", help="use variants already built into this folder (no nvcc)")
+        p.add_argument("--in-process", action="store_true", help="run every pair in this process (no child processes)")
+        p.add_argument("--barriers", action="store_true",
+                       help="sweep how soon a memory access may follow BAR.SYNC / BAR.RED and a store precede them "
+                            "(legality/silicon/barrier_probe.py); with --build-only, list the variants")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from legality.silicon import latency_probe as lp
+        from legality.silicon import probe_chains as pc
+        from reorder.base.errors import InputError
+
+        try:
+            arch = int(args.arch.lower().removeprefix("sm_"))
+        except ValueError:
+            raise InputError(f"--arch {args.arch!r}: expected sm_XX") from None
+        if args.barriers:
+            return _barrier_sweep(args, arch)
+        pairs = pc.selected_pairs(args.pairs)
+        names = [p.name for p in pairs]
+        if args.build_only:
+            folder = Path(args.build_dir or (Path(args.out) / "build" if args.out else pc.scratch_dir()))
+            built = pc.build_all(folder, pairs, arch)
+            for b in built:
+                loc = b.located
+                if loc.ok:
+                    print(f"{b.pair:<16} located  {loc.producer_opcode}->{loc.consumer_opcode} "
+                          f"({loc.producer_class}->{loc.consumer_class} {pc.PAIR_BY_NAME[b.pair].kind}), "
+                          f"{loc.edges} edges, ptxas stall {sorted(set(loc.ptxas_stalls))}, {len(b.variants)} variants")
+                else:
+                    print(f"{b.pair:<16} {loc.reason}")
+            print(f"{sum(b.located.ok for b in built)}/{len(built)} pairs located; variants in {folder}")
+            return 0
+        lp._cupy()  # no GPU: one line and exit 2, before any compiling
+        folder = Path(args.prebuilt) if args.prebuilt else Path(
+            args.build_dir or (Path(args.out) / "build" if args.out else pc.scratch_dir()))
+        if not args.prebuilt:
+            pc.build_all(folder, pairs, arch)
+        rows = lp.run_pairs(folder, names, isolate=not args.in_process)
+        from legality.latency import TABLE_DIR
+
+        repo = TABLE_DIR.parents[1]
+        csv_path = (Path(args.out) if args.out else repo / "benchmarks" / "results") / f"latency_probe_sm_{arch}.csv"
+        toml_path = (Path(args.out) if args.out else TABLE_DIR) / f"measured_sm_{arch}.toml"
+        lp.write_outputs(rows, arch, lp.gpu_name(lp._cupy()), csv_path, toml_path)
+        print(lp.table(rows))
+        print(f"wrote {csv_path} and {toml_path}")
+        unsafe = lp.unsafe_rows(rows)
+        for r in unsafe:
+            print(f"UNSAFE: the verifier accepts {r.pair} at stalls {r.verifier_unsafe}, which gave WRONG results "
+                  f"on silicon", file=sys.stderr)
+        return 1 if unsafe else 0
+
+    return run, add
+
+
+def _write_outcome(args, outcome) -> int:
+    from reorder.sass.writer import write_atomic
+
+    for line in outcome.summary():
+        print(line)
+    write_atomic(args.output, outcome.data, protect=[args.cubin])
+    print(f"wrote {args.output}")
+    return 0
+
+
+@command("stalls", "cut redundant stall counts (StallCut); --skeleton prints a starting config")
+def _stalls():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("-o", "--output")
+        p.add_argument("--config", help="sections and hex ranges to process (.text.K c0-d40)")
+        p.add_argument("--kernel")
+        p.add_argument("--skeleton", action="store_true", help="print a config covering every kernel and exit")
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.base.errors import InputError
+        from reorder.build.pipeline import cut_stalls
+        from reorder.moves.stallconfig import read_config, skeleton
+
+        cubin = read_cubin(args.cubin)
+        if args.skeleton:
+            print(skeleton(cubin), end="")
+            return 0
+        if not args.output:
+            raise InputError("stalls: -o/--output is required")
+        check_output(args.output, [args.cubin])  # refused now, not after the work
+        config = read_config(args.config) if args.config else None
+        name = args.kernel or (config.kernels()[0] if config and config.kernels() else None)
+        code = decode_kernel(cubin, name)
+        ranges = config.ranges(code.kernel.name) if config else None
+        return _write_outcome(args, cut_stalls(code, ranges))
+
+    return run, add
+
+
+@command("batch-loads", "hoist loads with their address/guard slices and group them (SliceBatch; LoadBatch "
+                        "fallback), renaming registers and predicates where needed")
+def _batch_loads():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli.main)
+        p.add_argument("-o", "--output", required=True)
+        p.add_argument("--kernel")
+        p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
+                       help="assume pointer parameters do not alias (all, or a comma list of indices)")
+        p.add_argument("--no-slices", action="store_true",
+                       help="hoist loads alone (LoadBatch), not with their address and guard slices")
+        p.add_argument("--extra-registers", type=int, default=32, metavar="N",
+                       help="how far a slice batch may raise the register count (default 32)")
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.build.pipeline import batch_loads
+
+        check_output(args.output, [args.cubin])  # refused now, not after the work
+        code = decode_kernel(read_cubin(args.cubin), args.kernel)
+        noalias = _noalias(args.assume_noalias, len(code.kernel.params))
+        if noalias:
+            which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
+            print(f"ASSUMPTION: {which} do not alias any other buffer")
+        return _write_outcome(args, batch_loads(code, noalias, slices=not args.no_slices,
+                                                extra_registers=args.extra_registers))
+
+    return run, add
+
+
+def _launch_args(p: argparse.ArgumentParser) -> None:
+    """Arguments shared by `check` and `time`: the pair, the launch spec, the kernel."""
+    p.add_argument("a", metavar="A.cubin", help="reference cubin")
+    p.add_argument("b", metavar="B.cubin", help="candidate cubin (may be A itself: an A/A run)")
+    p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid, block, parameters)")
+    p.add_argument("--kernel", help="kernel name (default: the spec's)")
+
+
+@command("check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 2 bad input/no GPU, "
+                  "3 crash/timeout")
+def _check():
+    def add(p: argparse.ArgumentParser) -> None:
+        _launch_args(p)
+        p.add_argument("--sets", type=int, default=3, help="fresh input sets to compare on (default 3)")
+        p.add_argument("--timeout", type=float, default=120.0, help="seconds before the job is killed (default 120)")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from reorder.base.errors import InputError
+        from timing import cli_support as cs
+        from timing.evaluate import check_job
+        from timing.worker import Job
+
+        if args.sets < 1:
+            raise InputError(f"--sets must be at least 1, got {args.sets}")
+        timeout = cs.require_positive(args.timeout, "--timeout")
+        spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
+        cs.require_gpu()
+        job = Job.of(check_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec,
+                     sets=args.sets, timeout_s=timeout)
+        return cs.emit(cs.check_outcome(cs.run_one(job)), "check")
+
+    return run, add
+
+
+@command("time", "time B against A on the GPU (after a byte check): ratio B/A with its 95% CI and a verdict")
+def _time():
+    def add(p: argparse.ArgumentParser) -> None:
+        _launch_args(p)
+        p.add_argument("--l2", choices=("warm", "cold"), default="warm", help="L2 state per launch (default warm)")
+        p.add_argument("--method", choices=("graph", "backtoback"), default="graph",
+                       help="graph: paired CUDA-graph rounds (default); backtoback: the naive way, for comparison")
+        p.add_argument("--target-ci", type=float, default=0.5, metavar="PCT",
+                       help="stop when the CI half-width is below this percentage (default 0.5)")
+        p.add_argument("--budget", type=float, default=10.0, metavar="S",
+                       help="seconds of timing rounds at most (default 10); the job may take 120 s more")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from timing import cli_support as cs
+        from timing.evaluate import check_and_time_job
+        from timing.worker import Job
+
+        target = cs.require_positive(args.target_ci, "--target-ci")
+        budget = cs.require_positive(args.budget, "--budget")
+        spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
+        cs.require_gpu()
+        job = Job.of(check_and_time_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec,
+                     l2=args.l2, method=args.method, target_ci_pct=target, budget_s=budget,
+                     timeout_s=budget + cs.TIME_SETUP_S)
+        return cs.emit(cs.time_outcome(cs.run_one(job)), "time")
+
+    return run, add
+
+
+def _noalias(value: str | None, count: int) -> bool | tuple[int, ...]:
+    """--assume-noalias: absent -> False, alone -> True (all), or a comma list of parameter indices."""
+    from reorder.base.errors import InputError
+
+    if value is None:
+        return False
+    if value == "all":
+        return True
+    try:
+        indices = tuple(sorted({int(v) for v in value.split(",")}))
+    except ValueError:
+        raise InputError(f"--assume-noalias: expected a comma list of parameter indices, got {value!r}") from None
+    if not indices or indices[0] < 0 or indices[-1] >= count:
+        raise InputError(f"--assume-noalias: parameter indices must be in 0..{count - 1}, got {value!r}")
+    return indices
+
+
+@command("optimize", "search the move space (Optuna), keep the best proven candidate, write a report")
+def _optimize():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin", metavar="INPUT", help="a cubin, PTX (nvcc's or Triton's) or CUDA source (.cu); "
+                       "with PTX at hand the search spans PTX moves, the producer's ptxas and SASS moves")
+        p.add_argument("-o", "--output", required=True)
+        p.add_argument("--kernel")
+        p.add_argument("--ptx", metavar="FILE", help="the PTX a cubin input was compiled from (its kernels' names "
+                       "as in the cubin): PTX candidates are compiled from it and timed against the cubin")
+        p.add_argument("--nvcc-flags", default="-O3 -arch=sm_90", metavar="FLAGS",
+                       help="for a .cu input: the flags of `nvcc -ptx` (default: -O3 -arch=sm_90)")
+        p.add_argument("--launch", help="launch spec (TOML); needed on a GPU")
+        p.add_argument("--check-launch", action="append", default=[], metavar="SPEC",
+                       help="another launch spec of the same kernel the winner must also serve (repeatable; "
+                            "e.g. each batch size). Every trial is also checked at the largest of them (give one "
+                            "whose grid fills every SM); the winner is re-checked at all of them")
+        p.add_argument("--recheck-sets", type=int, default=20, metavar="N",
+                       help="fresh input sets per launch in the winner's re-check (default 20)")
+        p.add_argument("--budget", type=int, default=100,
+                       help="scored trials in the study (resumed ones count; a candidate pruned before scoring, "
+                            "being unbuildable, a duplicate or the original, does not)")
+        p.add_argument("--time", default="30m",
+                       help="wall-clock limit of the search phase, e.g. 90s, 10m, 1h; the finalists' timing, the "
+                            "winner's re-check and pruning come after it (the report gives each phase's duration)")
+        p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
+        p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")
+        p.add_argument("--l2", choices=("warm", "cold"), default="warm")
+        p.add_argument("--candidate-budget", type=float, default=2.0, metavar="S",
+                       help="seconds of paired timing per trial (each finalist gets --final-budget)")
+        p.add_argument("--final-budget", type=float, default=5.0, metavar="S",
+                       help="seconds of paired timing for each of the best 3 binaries, re-scored at the end")
+        p.add_argument("--timeline", action="store_true",
+                       help="GPU: probe the original and the winner where they differ; timeline.png in the report")
+        p.add_argument("--no-contributions", action="store_true",
+                       help="skip re-scoring the winner without each of its moves")
+        p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+        p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--workers", type=int, default=1,
+                       help="search processes sharing the study (one per GPU on a GPU host)")
+        p.add_argument("--search-only", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from reorder.optimize import OptimizeArgs, optimize
+
+        if args.budget < 1 or args.jobs < 1 or args.workers < 1 or args.recheck_sets < 1:
+            from reorder.base.errors import InputError
+
+            raise InputError("--budget, --jobs, --workers and --recheck-sets must be at least 1")
+        if args.search_only:  # a helper started by another optimize: it must not outlive it
+            import os
+
+            from reorder.base.lifetime import watch_parent
+
+            watch_parent(os.getppid())
+        ptx = _optimize_ptx(args)
+        optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
+                                     Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
+                                     args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
+                                     args.candidate_budget, args.workers, args.search_only, args.worker_index,
+                                     final_budget_s=args.final_budget, timeline=args.timeline,
+                                     contributions=not args.no_contributions,
+                                     check_launches=tuple(Path(c) for c in args.check_launch),
+                                     recheck_sets=args.recheck_sets,
+                                     compiled_from=getattr(args, "compiled_from", {}).get("cubin", ""),
+                                     ptx=ptx))
+        return 0
+
+    return run, add
+
+
+def _optimize_ptx(args: argparse.Namespace):
+    """The PTX at hand for optimize: --ptx, the PTX input itself, or nvcc's PTX of a .cu input
+    (then args.cubin becomes ptxas's cubin of it); None for a plain cubin."""
+    from pathlib import Path
+
+    from reorder.ptx.cuda import cuda_ptx
+    from reorder.base.errors import InputError
+    from reorder.ptx.compile import compile_ptx
+
+    given = getattr(args, "ptx_inputs", {}).get("cubin")
+    if args.cubin.endswith(".cu"):
+        if args.ptx:
+            raise InputError("--ptx is for a cubin input; a .cu input brings its own PTX")
+        ptx = cuda_ptx(Path(args.cubin), args.nvcc_flags)
+        made = compile_ptx(ptx)
+        print(f"reorder: {args.cubin}: nvcc -ptx {args.nvcc_flags} -> {ptx}; {made.recipe.describe()} -> "
+              f"{made.cubin}", file=sys.stderr)
+        args.compiled_from = {"cubin": f"compiled from {args.cubin} by nvcc -ptx {args.nvcc_flags}, then "
+                                       f"{made.recipe.describe()}"}
+        args.cubin = str(made.cubin)
+        return ptx
+    if given and args.ptx:
+        raise InputError("--ptx is for a cubin input; the PTX input is the PTX at hand")
+    if args.ptx:
+        if not Path(args.ptx).is_file():
+            raise InputError(f"--ptx {args.ptx}: no such file")
+        return Path(args.ptx)
+    return Path(given) if given else None
+
+
+def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:
+    """`latency-probe --barriers`: build the barrier variants; with a GPU, byte-check each and
+    print the floor per barrier and side (CSV under --out)."""
+    import tempfile
+    from pathlib import Path
+
+    from legality.silicon import barrier_probe as bp
+    from reorder.base.errors import InputError
+
+    if arch != 90:
+        raise InputError(f"--barriers: the probe cubin is built for sm_90, not sm_{arch}")
+    variants = bp.build_variants(bp.PROBES_CUBIN)
+    if args.build_only:
+        for v in variants:
+            print(f"{v.kernel:<14} {v.name:<10} {v.barrier:<28} {v.access:<6} "
+                  f"{'legal otherwise' if not v.other else 'also breaks: ' + v.other}")
+        print(f"{len(variants)} variants")
+        return 0
+    from reorder.sass.writer import write_atomic
+    from timing.cli_support import require_gpu
+    from timing.worker import WorkerPool
+
+    require_gpu()
+    with tempfile.TemporaryDirectory() as tmp, WorkerPool(devices=[0]) as pool:
+        built = []
+        for v in variants:
+            path = Path(tmp) / f"{v.kernel}_{v.name}.cubin"
+            path.write_bytes(v.data)
+            built.append(({"kernel": v.kernel, "variant": v.name, "side": v.side, "cycles": v.cycles,
+                           "barrier": v.barrier, "access": v.access, "other": v.other}, path))
+        rows = bp.run_sweep(bp.PROBES_CUBIN, built, pool)
+    out = write_atomic(Path(args.out or ".") / "barrier_sweep.csv", bp.rows_csv(rows).encode())
+    for kernel in bp.KERNELS:
+        for side in ("after", "before"):
+            print(f"{kernel:<14} {side:<6} floor {bp.floor(rows, kernel, side)}")
+    print(f"rows: {out}")
+    return 0
+
+
+def _seconds(text: str) -> float:
+    from reorder.base.errors import InputError
+
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        value = float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+    except (ValueError, IndexError):
+        raise InputError(f"--time: cannot read {text!r} (use e.g. 90s, 10m, 1h)") from None
+    if value <= 0:
+        raise InputError("--time must be positive")
+    return value
+
+
+@command("bench", "optimize every kernel of a suite over its parameter grid; CSV, heatmaps, medians")
+def _bench():
+    def add(p: argparse.ArgumentParser) -> None:
+        from reorder.cli.bench import add_arguments
+
+        add_arguments(p)
+
+    def run(args: argparse.Namespace) -> int:
+        from reorder.cli.bench import run_args
+
+        return run_args(args)
+
+    return run, add
+
+
+@command("probe", "sliding clock probe: one variant per instruction position -> timeline CSV with jumps explained")
+def _probe():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("cubin")
+        p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid and block shape the "
+                                                                             "record addresses)")
+        p.add_argument("--kernel", help="kernel name (default: the spec's)")
+        p.add_argument("--range", metavar="C0-D40", help="hex byte offsets of the instructions to probe after")
+        p.add_argument("--build-only", metavar="DIR", help="CPU only: write and check every variant into DIR")
+        p.add_argument("-o", "--output", default="timeline.csv", help="timeline CSV (default timeline.csv)")
+        p.add_argument("--launches", type=int, default=5, help="launches per variant (default 5)")
+        p.add_argument("--no-cost", action="store_true", help="skip timing the probe's own cost")
+        p.add_argument("--stamps", metavar="OFF,OFF", help="region stamps instead of the sliding probe: a global-timer "
+                       "and clock read (with SM id, per warp) after each listed hex offset; -o names the CSV")
+
+    def run(args: argparse.Namespace) -> int:
+        import tempfile
+        from pathlib import Path
+
+        from reorder.base.errors import InputError
+        from reorder.probe.variants import parse_range, probe_positions
+        from timing import cli_support as cs
+        from reorder.probe import run as tp
+
+        if args.launches < 1:
+            raise InputError(f"--launches must be at least 1, got {args.launches}")
+        spec = cs.validated_spec(args.launch, [args.cubin], args.kernel)
+        if args.stamps:
+            return _region_stamps(args, spec)
+        code = decode_kernel(read_cubin(args.cubin), spec.name)
+        first, last = parse_range(args.range, code) if args.range else (0, None)
+        positions = probe_positions(code, first, last)
+        if not positions:
+            raise InputError(f"{args.cubin}: no instruction to probe in {args.range or 'the kernel'}")
+        if args.build_only:
+            built = tp.build_variants(code, positions, tp.layout_of(spec), Path(args.build_only))
+            print(f"{code.kernel.name}: {len(built)} probe variants in {args.build_only} "
+                  f"(originals bit-identical, verifier: legal)")
+            print(built[0][2].occupancy.line())
+            return 0
+        cs.require_gpu()
+        folder = Path(tempfile.mkdtemp(prefix="reorder-probe-"))
+        result = tp.run_probe(args.cubin, spec, folder, first, last, args.launches, time_cost=not args.no_cost)
+        from reorder.probe.timeline import write_csv
+
+        write_csv(args.output, result.points, result.found)
+        print(result.occupancy)
+        for j in result.found:
+            source = f", waited for {j.producer_offset:#06x} {j.producer_text}" if j.producer_offset is not None else ""
+            print(f"jump +{j.excess:.0f} cycles at {j.offset:#06x} {j.text}{source}")
+        for k, reason in result.failed:
+            print(f"position {k}: {reason}")
+        if result.cost:
+            print(f"probe cost: {result.cost}")
+        print(f"wrote {args.output}")
+        return 1 if result.failed else 0
+
+    return run, add
+
+
+def _region_stamps(args: argparse.Namespace, spec) -> int:
+    """`reorder probe --stamps`: build (and with a GPU, run) the region-stamp variant."""
+    import csv
+    from pathlib import Path
+
+    from reorder.base.errors import InputError
+    from reorder.probe.variants import build_stamps, check_build, stamp_positions
+    from reorder.sass.writer import write_atomic
+    from reorder.probe import run as tp
+
+    try:
+        offsets = [int(t, 16) for t in args.stamps.split(",") if t.strip()]
+    except ValueError:
+        raise InputError(f"--stamps: expected hex offsets like c0,d40, got {args.stamps!r}") from None
+    if args.build_only:
+        code = decode_kernel(read_cubin(args.cubin), spec.name)
+        build = build_stamps(code, stamp_positions(code, offsets), tp.layout_of(spec))
+        result = check_build(code, build)
+        path = write_atomic(Path(args.build_only) / f"{code.kernel.name}.stamps.cubin", build.data)
+        print(f"{path}: {len(offsets)} stamps, originals changed: {len(result.changed)}, "
+              f"verifier violations: {len(result.violations)}; {build.occupancy.line()}")
+        return 0 if not (result.changed or result.violations) else 1
+    build, rows = tp.run_stamps(args.cubin, spec, offsets, args.launches)
+    out = Path(args.output if args.output != "timeline.csv" else "stamps.csv")
+    with out.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=tp.STAMP_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{out}: {len(rows)} records ({len(offsets)} stamps); {build.occupancy.line()}")
+    return 0
+
+
+@command("timeline", "plot one or two timeline CSVs (original, optimized) as a PNG with jumps annotated")
+def _timeline():
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("csv", nargs="+", help="one or two timeline CSVs from `reorder probe`")
+        p.add_argument("-o", "--output", default="timeline.png")
+
+    def run(args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from reorder.base.errors import InputError
+        from reorder.probe.timeline import plot, read_csv
+
+        if len(args.csv) > 2:
+            raise InputError("timeline: give one or two CSVs (original, optimized)")
+        tables = [(Path(c).stem, read_csv(c)) for c in args.csv]
+        print(f"wrote {plot(tables, args.output, protect=args.csv)}")
+        return 0
+
+    return run, add
+
+
+@command("ptx-hoist", "PTX GlobalHoist: list loads' legal destinations, or move loads up (above barriers, "
+                      "stores, out of ifs and loops) and write the PTX and its verified cubin")
+def _ptx_hoist():
+    from reorder.cli import ptxhoist as ptx_command
+
+    def run(args: argparse.Namespace) -> int:
+        return ptx_command.run(args, _noalias)
+
+    return run, ptx_command.add_arguments
+
+
+@command("ptx-loops", "PTX loop moves: list loops, or Prefetch a loop's loads D iterations ahead / "
+                      "UnrollBatch it K times, and write the PTX and its verified cubin")
+def _ptx_loops():
+    from reorder.cli import ptxloops as loopcommand
+
+    def run(args: argparse.Namespace) -> int:
+        return loopcommand.run(args, _noalias)
+
+    return run, loopcommand.add_arguments

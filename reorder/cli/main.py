@@ -1,0 +1,153 @@
+"""The `reorder` command line. Every subcommand turns ReorderError into one line on stderr
+and its exit code (2 for unusable input, 1 for a rejected schedule); never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+
+from reorder.base.errors import ReorderError
+
+Handler = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, tuple[Handler, Callable[[argparse.ArgumentParser], None], str]] = {}
+
+
+def command(name: str, help_text: str):
+    """Register a subcommand: the decorated function adds its arguments; it returns the handler."""
+
+    def wrap(setup):
+        handler, adder = setup()
+        _COMMANDS[name] = (handler, adder, help_text)
+        return setup
+
+    return wrap
+
+
+@functools.cache
+def build_parser() -> argparse.ArgumentParser:
+    """The parser, built once per process (27 ms: the fuzzer and the tests call `main` often)."""
+    from reorder.cli import commands  # noqa: F401  (registers the subcommands)
+
+    parser = argparse.ArgumentParser(prog="reorder", description="Search-based optimizer for NVIDIA SASS.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (handler, adder, help_text) in _COMMANDS.items():
+        # argparse %-formats help strings (not descriptions): "95% CI" must be escaped
+        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
+        adder(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _batch_loads_cubin(args, parser)
+    with _pipe_safe_stdout():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from reorder.base.lifetime import Terminated, run_folder, terminate_on_sigterm
+
+    try:
+        with terminate_on_sigterm(), run_folder():
+            _compile_ptx_inputs(args)
+            return args.handler(args)
+    except ReorderError as exc:
+        print(f"reorder {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except Terminated:
+        print(f"reorder {args.command}: terminated", file=sys.stderr)
+        return 143
+    except KeyboardInterrupt:
+        print(f"reorder {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"reorder {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+class _PipeSafe:
+    """stdout that, once its reader has gone (`reorder verify k.cubin | head -1`), sends the
+    rest to /dev/null instead of raising: the command runs to its verdict and exits with it."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _pipe_safe_stdout() -> Iterator[None]:
+    real = sys.stdout
+    sys.stdout = _PipeSafe(real)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stdout = real
+
+
+def _batch_loads_cubin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """`batch-loads --assume-noalias k.cubin -o x`: argparse hands the cubin to the option's
+    optional PARAMS value. A value that is not a parameter list is the cubin."""
+    if args.command != "batch-loads" or args.cubin is not None:
+        return
+    value = args.assume_noalias
+    if value is None or value == "all" or all(v.strip().isdigit() for v in value.split(",")):
+        parser.error("batch-loads: the following arguments are required: cubin")
+    args.cubin, args.assume_noalias = value, "all"
+
+
+_INPUTS = ("cubin", "a", "b")  # the argument names that take a kernel binary
+
+
+def _compile_ptx_inputs(args: argparse.Namespace) -> None:
+    """Replace each PTX input by the cubin ptxas makes of it (reorder.ptx.compile), saying so on
+    stderr; an output path that names a PTX input is refused like one that names a cubin."""
+    from pathlib import Path
+
+    from reorder.base.errors import InputError
+    from reorder.ptx.compile import compile_ptx
+
+    for name in _INPUTS:
+        value = getattr(args, name, None)
+        if not isinstance(value, str) or not Path(value).is_file():
+            continue  # missing files are reported by the command, in its own words
+        compiled = compile_ptx(Path(value))
+        if compiled is None:
+            continue
+        output = getattr(args, "output", None)
+        if output and Path(output).exists() and Path(output).samefile(value):
+            raise InputError(f"{output}: refusing to overwrite the input file; choose another -o")
+        how = "found in the cache" if compiled.cached else "compiled"
+        print(f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
+              f"{compiled.recipe.describe()} -> {compiled.cubin}", file=sys.stderr)
+        setattr(args, name, str(compiled.cubin))
+        args.compiled_from = {**getattr(args, "compiled_from", {}),
+                              name: f"compiled from {value} by {compiled.recipe.describe()}"}
+        args.ptx_inputs = {**getattr(args, "ptx_inputs", {}), name: value}

@@ -1,0 +1,143 @@
+"""The optimize report: what was found, how sure, and why (Markdown, plus CSV via pandas)."""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reorder import __version__
+from reorder.search.scoring import Score
+
+
+@dataclass
+class Report:
+    """Everything the report states; each number says whether it is measured or predicted."""
+
+    kernel: str
+    arch: str
+    cubin: str
+    space: str
+    trials: int
+    failed: int
+    duplicates: int
+    best_moves: str
+    result: Score | None
+    contributions: list[dict] = field(default_factory=list)
+    finalists: list[dict] = field(default_factory=list)
+    timeline: str = ""  # file name of the timeline PNG next to the report, when drawn
+    check: str = ""
+    verifier: str = ""
+    l2: str = ""
+    notes: list[str] = field(default_factory=list)
+    versions: dict = field(default_factory=dict)
+    failures: dict = field(default_factory=dict)  # failure_class -> count (a quarter of a budget can go here)
+    pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
+
+    def markdown(self) -> str:
+        lines = [f"# reorder optimize: {self.kernel} ({self.arch})", "",
+                 f"- input: `{self.cubin}`", f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+                 f"- move space: {self.space}",
+                 (f"- trials: {self.trials} ({self.failed} failed; {sum(self.pruned.values())} pruned before scoring, "
+                  f"{self.duplicates} of them binaries already scored or the original's)"),
+                 f"- best candidate's moves: {self.best_moves}", ""]
+        for title, counts in (("failed trials by reason", self.failures),
+                              ("pruned before scoring (no GPU trial spent, not counted in --budget)", self.pruned)):
+            if counts:
+                lines[-1:-1] = [f"- {title}: " + "; ".join(f"{n} x {why}" for why, n in
+                                                           sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))]
+        lines += ["## Result", ""]
+        if self.result is None:
+            lines.append("No candidate completed; the original is kept.")
+        else:
+            r = self.result
+            kind = "measured on the GPU" if r.measured else "PREDICTED by the static model (no GPU), not measured"
+            lines.append(f"time(optimized)/time(original) = {r.value:.4f}, 95% CI [{r.low:.4f}, {r.high:.4f}], "
+                         f"{kind}" + (f", L2 {self.l2}" if r.measured else ""))
+            if r.measured:
+                d = r.detail
+                lines.append(f"original {d.get('a_us', float('nan')):.3f} us, optimized {d.get('b_us', float('nan')):.3f} "
+                             f"us per launch; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
+                             f"verdict: {d.get('verdict')}")
+        if self.finalists:
+            lines += ["", "## Finalists (the search's best binaries, scored again; the best final score wins)", "",
+                      "| moves | search score | final score |", "|---|---|---|"]
+            lines += [f"| {f['moves']} | {f['search']} | {f['final']} |" for f in self.finalists]
+        lines += ["", "## Each move's contribution (remove it, score again)", ""]
+        if self.contributions:
+            lines += ["| move | without it | ratio without / with |", "|---|---|---|"]
+            lines += [f"| {c['move']} | {c['without']} | {c['effect']} |" for c in self.contributions]
+        else:
+            lines.append("(no moves applied)")
+        if self.timeline:
+            lines += ["", "## Timeline (sliding probe, original vs optimized)", "", f"![timeline]({self.timeline})"]
+        lines += ["", "## Evidence", "", f"- byte check: {self.check}", f"- verifier: {self.verifier}"]
+        lines += [f"- note: {n}" for n in self.notes]
+        lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in sorted(self.versions.items())]
+        return "\n".join(lines) + "\n"
+
+
+def versions() -> dict:
+    from reorder.binary.tools import run_tool
+
+    out = {"reorder": __version__, "python": platform.python_version()}
+    try:
+        out["nvdisasm"] = run_tool("nvdisasm", "--version").strip().splitlines()[-1]
+    except Exception as exc:  # a version line must never stop the report
+        out["nvdisasm"] = f"unknown ({exc})"
+    try:
+        import optuna
+
+        out["optuna"] = optuna.__version__
+    except ImportError:
+        out["optuna"] = "missing"
+    return out
+
+
+def failure_class(reason: str) -> str:
+    """A failed trial's reason without its particulars (offsets, registers, cycles, values),
+    so that failures can be counted by kind: 'build: move rejected: swap' or 'outputs differ'."""
+    if not reason:
+        return "no reason recorded (the worker died, or the trial was stopped)"
+    head = reason.split(" @ ")[0]
+    for cut in (": verifier rejected", " at ", " (", ": buffer", ": grid"):
+        head = head.split(cut)[0]
+    return head.strip()[:80]
+
+
+def failures_by_class(study) -> dict[str, int]:
+    """failure_class -> number of FAIL trials of the study."""
+    import optuna
+
+    out: dict[str, int] = {}
+    for t in study.trials:
+        if t.state == optuna.trial.TrialState.FAIL:
+            key = failure_class(t.user_attrs.get("failure", ""))
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def pruned_by_class(study) -> dict[str, int]:
+    """failure_class of the reason -> number of trials pruned before scoring (a rejected
+    build, a duplicate binary, the original's bytes)."""
+    out: dict[str, int] = {}
+    for t in study.trials:
+        if "pruned" in t.user_attrs:
+            key = failure_class(t.user_attrs["pruned"])
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
+    """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    md = folder / "report.md"
+    md.write_text(report.markdown())
+    frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
+    for column, named in (("user_attrs_failure", "failure_class"), ("user_attrs_pruned", "pruned_class")):
+        if column in frame:
+            frame[named] = [failure_class(r) if isinstance(r, str) else "" for r in frame[column]]
+    csv = folder / "trials.csv"
+    frame.to_csv(csv, index=False)
+    return md, csv

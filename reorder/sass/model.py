@@ -1,0 +1,230 @@
+"""SASS instructions as immutable values, decoded from a cubin's `.text` and nvdisasm.
+
+The raw 128-bit word comes from the cubin bytes; opcode and operand text come from
+`nvdisasm -json` (one record per 16-byte slot). Read/write sets are derived from them
+(reorder.sass.operands). An opcode reorder does not know is kept with `known=False` and is
+treated by every later stage as a barrier.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from reorder.sass import opcodes as op
+from reorder.sass.control import ControlCode
+from reorder.binary.cubin import Cubin, Kernel
+from reorder.base.errors import InputError, ToolTimeout
+from reorder.sass.operands import Access, access, split_operands
+from reorder.binary.tools import run_tool, tool_version
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One SASS instruction: where it is, its exact bits, and what it does."""
+
+    offset: int
+    word: int  # 128-bit little-endian word: lo | hi << 64
+    opcode: str  # with modifiers, e.g. "LDG.E.128"
+    operands: tuple[str, ...]
+    guard: str  # "" or "@P0" / "@!P0" / "@UP0"
+    access: Access
+    known: bool
+    target: int | None  # branch / BSSY target offset
+    has_relocation: bool = False
+    indirect_targets: tuple[int, ...] = ()  # a BRX/JMX's jump-table targets (EIATTR_INDIRECT_BRANCH_TARGETS)
+
+    @property
+    def ctrl(self) -> ControlCode:
+        return ControlCode.from_word(self.word)
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".")[0]
+
+    @property
+    def modifiers(self) -> tuple[str, ...]:
+        return tuple(self.opcode.split(".")[1:])
+
+    @property
+    def text(self) -> str:
+        ops = ", ".join(self.operands)
+        guard = f"{self.guard} " if self.guard else ""
+        return f"{guard}{self.opcode} {ops}".rstrip()
+
+    @property
+    def is_barrier(self) -> bool:
+        """Never moved and nothing moves across it."""
+        return (not self.known or self.base in op.BARRIERS or self.has_relocation
+                or any(r in op.CLOCK_REGISTERS for r in self.access.reads))
+
+    @property
+    def is_variable_latency(self) -> bool:
+        return self.base in op.VARIABLE_LATENCY
+
+    @property
+    def is_load(self) -> bool:
+        return self.base in op.LOADS
+
+    @property
+    def bytes(self) -> bytes:
+        return self.word.to_bytes(16, "little")
+
+    def with_word(self, word: int) -> Instruction:
+        return replace(self, word=word)
+
+    def with_ctrl(self, ctrl: ControlCode) -> Instruction:
+        return replace(self, word=ctrl.apply(self.word))
+
+    def at(self, offset: int) -> Instruction:
+        return replace(self, offset=offset)
+
+
+@dataclass(frozen=True)
+class KernelCode:
+    """The decoded instructions of one kernel, in order, with the cubin it came from."""
+
+    cubin: Cubin
+    kernel: Kernel
+    instructions: tuple[Instruction, ...]
+
+    @property
+    def arch(self) -> int:
+        return self.cubin.arch
+
+    def registers_used(self) -> int:
+        """1 + the highest general register any instruction names (0 if none)."""
+        return highest_register(self.instructions) + 1
+
+
+def highest_register(instructions) -> int:
+    """The highest general register index read or written, or -1."""
+    return max((int(r[1:]) for i in instructions for r in i.access.reads | i.access.writes
+                if r[0] == "R" and r[1:].isdigit()), default=-1)
+
+
+def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
+    """Decode one kernel (the first entry kernel when name is None)."""
+    kernel = cubin.kernel(name)
+    listing = disassemble(cubin.data).get(kernel.name)
+    if listing is None:
+        raise InputError(f"{cubin.path}: nvdisasm listed no function {kernel.name!r}")
+    if len(listing) != kernel.instruction_count:
+        raise InputError(
+            f"{cubin.path}: nvdisasm gave {len(listing)} instructions for {kernel.name}, .text holds "
+            f"{kernel.instruction_count}"
+        )
+    reloc_offsets = {r.offset - r.offset % 16 for r in kernel.relocations}
+    jumps = _indirect_targets(kernel)
+    instructions = tuple(
+        make_instruction(i * 16, int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"), record,
+                         i * 16 in reloc_offsets)
+        for i, record in enumerate(listing)
+    )
+    if jumps:
+        instructions = tuple(replace(ins, indirect_targets=jumps[ins.offset]) if ins.offset in jumps else ins
+                             for ins in instructions)
+    return KernelCode(cubin, kernel, instructions)
+
+
+def _indirect_targets(kernel) -> dict[int, tuple[int, ...]]:
+    """Branch offset -> jump-table targets, from the kernel's EIATTR_INDIRECT_BRANCH_TARGETS.
+
+    A BRX's targets are not in its encoding; without them a block boundary at a switch
+    case is invisible, and a swap across it runs the wrong instruction on entry there
+    (switch_interpreter gave wrong bytes on an H200 before this)."""
+    from reorder.binary.nvinfo import ATTR_INDIRECT_BRANCH_TARGETS, decode_indirect_branches
+
+    out: dict[int, tuple[int, ...]] = {}
+    for record in kernel.attr(ATTR_INDIRECT_BRANCH_TARGETS):
+        for branch in decode_indirect_branches(record):
+            out[branch.branch] = tuple(sorted(set(out.get(branch.branch, ())) | set(branch.targets)))
+    return out
+
+
+def make_instruction(offset: int, word: int, record: dict, has_relocation: bool = False) -> Instruction:
+    """Build an Instruction from its word and its nvdisasm JSON record."""
+    opcode = record.get("opcode", "")
+    operands = split_operands(record.get("operands", ""))
+    guard = record.get("predicate", "")
+    if guard and not guard.startswith("@"):
+        # nvdisasm's JSON puts P2R's `PR` source in the predicate field ("P2R R80, PR, RZ, 0x2"
+        # in the text listing): it is an operand, the whole predicate file read, not a guard.
+        operands = operands[:1] + (guard,) + operands[1:]
+        guard = ""
+    base = opcode.split(".")[0]
+    known = base in op.KNOWN
+    acc = access(opcode, operands, guard) if known else Access(frozenset(), frozenset(), None, None)
+    return Instruction(
+        offset=offset, word=word, opcode=opcode, operands=operands, guard=guard, access=acc,
+        known=known, target=_target(base, operands), has_relocation=has_relocation,
+    )
+
+
+def _target(base: str, operands: tuple[str, ...]) -> int | None:
+    if base not in op.PC_RELATIVE:
+        return None
+    for operand in reversed(operands):
+        token = operand.split()[-1] if operand else ""
+        if token.startswith("0x"):
+            try:
+                return int(token, 16)
+            except ValueError:
+                return None
+    return None
+
+
+@lru_cache(maxsize=64)
+def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
+    from reorder.base.diskcache import cached_json, key_of
+
+    return cached_json("nvdisasm-cubin", key_of(data, tool_version("nvdisasm")), lambda: _listing(data))
+
+
+def _listing(data: bytes) -> dict[str, list[dict]]:
+    doc = nvdisasm_json(data, ".cubin")
+    functions = doc[1] if isinstance(doc, list) and len(doc) > 1 and isinstance(doc[1], list) else None
+    if functions is None or not all(isinstance(f, dict) and isinstance(f.get("function-name"), str)
+                                    and isinstance(f.get("sass-instructions"), list) for f in functions):
+        raise InputError(f"nvdisasm {tool_version('nvdisasm')}: its JSON listing does not have the expected "
+                         "[header, [functions]] shape")
+    return {f["function-name"]: f["sass-instructions"] for f in functions}
+
+
+# nvdisasm lists a few hundred KB per second and spins on some corrupt inputs (a mangled
+# .rela.debug_frame ran for over 11 minutes): its time is bounded by the input's size.
+NVDISASM_BASE_S = 15.0
+NVDISASM_S_PER_MIB = 15.0
+
+
+def nvdisasm_timeout(size: int) -> float:
+    """Seconds nvdisasm may take for `size` bytes of input."""
+    return NVDISASM_BASE_S + NVDISASM_S_PER_MIB * size / 2**20
+
+
+def nvdisasm_json(data: bytes, suffix: str, *options: str) -> list:
+    """nvdisasm's `-json` document for `data` (a cubin, or raw words with `-b SMxx`)."""
+    with tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as handle:
+        handle.write(data)
+        path = handle.name
+    timeout = nvdisasm_timeout(len(data))
+    try:
+        out = run_tool("nvdisasm", *options, "-json", path, timeout=timeout)
+    except ToolTimeout:
+        raise InputError(f"nvdisasm did not finish within {timeout:.0f} s on {len(data) // 1024} KB (its bound "
+                         "for this size): the input is corrupt in a way reorder's own checks do not see") from None
+    finally:
+        os.unlink(path)
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"nvdisasm produced unreadable JSON: {exc}") from None
+
+
+def disassemble(data: bytes) -> dict[str, list[dict]]:
+    """function name -> nvdisasm JSON instruction records (cached by content)."""
+    return _disassemble_cached(hashlib.sha256(data).hexdigest(), data)
