@@ -186,11 +186,14 @@ def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: in
            "--candidate-budget", "0.6", "--final-budget", "2", "--no-contributions"]
     cmd += [x for p in points for x in ("--check-launch", str(p))] + (["--assume-noalias"] if noalias else [])
     started = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    elapsed = round(time.monotonic() - started, 1)
-    print(done.stderr[-2500:], flush=True)
     dest = out / kernel
     dest.mkdir(parents=True, exist_ok=True)
+    log = dest / "optimize.log"  # streamed: a run cut by an outer timeout still shows how far it got
+    with log.open("w") as sink:
+        done = subprocess.run(cmd, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    elapsed = round(time.monotonic() - started, 1)
+    said = log.read_text(errors="replace")
+    print(said[-2500:], flush=True)
     for name in ("report.md", "trials.csv", "changes.diff"):
         src = fast.with_name("fast.reorder") / name
         if src.exists():
@@ -199,7 +202,7 @@ def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: in
             "optimize_s": elapsed, "changed": fast.exists() and fast.read_bytes() != cubin.read_bytes()}
     rows = []
     if not fast.exists():
-        return [{**meta, "point": "-", "status": "no output", "reason": done.stderr.strip().splitlines()[-1:]}]
+        return [{**meta, "point": "-", "status": "no output", "reason": said.strip().splitlines()[-1:]}]
     first = recheck_first_set()
     with WorkerPool(devices=[0]) as pool:
         for p in points or [tuned]:
