@@ -53,7 +53,8 @@ def _bisect_variants(out: Path) -> list[dict]:
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import apply_each, batch_loads
     from reorder.sass.model import decode_kernel
-    from reorder.sass.writer import patch_kernel, write_atomic
+    from reorder.base.files import write_atomic
+    from reorder.sass.writer import patch_kernel
 
     cubin = read_cubin(_suite_cubin(RMS))
     code = decode_kernel(cubin, RMS)
@@ -85,7 +86,8 @@ def prepare(out: Path) -> None:
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import cut_stalls
     from reorder.sass.model import decode_kernel
-    from reorder.sass.writer import patch_kernel, write_atomic
+    from reorder.base.files import write_atomic
+    from reorder.sass.writer import patch_kernel
 
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"bisect": _bisect_variants(out), "stallcut": []}

@@ -65,7 +65,7 @@ def _build_one(task: tuple[dict, str, str]) -> dict:
     """One (kernel, move) build in a worker process: the manifest record, the cubin written."""
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     e, which, folder = task
     name = f"{e['family']}_{e['kernel']}"
@@ -95,7 +95,7 @@ def prepare(folder: Path, jobs: int = 1) -> None:
 
     from benchmarks.gpu_session import _commit
     from benchmarks.stallcut_gpu import _entries
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     entries = _entries()

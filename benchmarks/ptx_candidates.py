@@ -36,7 +36,7 @@ from reorder.ptx.hoist import GlobalHoist
 from reorder.ptx.plans import plan
 from reorder.ptx.compile import compile_ptx
 from reorder.sass.model import decode_kernel
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 OUT_DIR = KERNEL_DIR / "ptx_candidates"
 NVCC_PTX_FLAGS = ("-ptx", "-O3", "-arch=sm_90")

@@ -44,7 +44,7 @@ def prepare(folder: Path) -> None:
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import cut_stalls
     from reorder.sass.model import decode_kernel
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []

@@ -73,7 +73,7 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import batch_loads, cut_stalls
     from reorder.sass.model import decode_kernel
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     t0 = time.time()
     if which == "search":

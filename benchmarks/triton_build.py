@@ -272,7 +272,7 @@ def build(out: Path, names: list[str], jobs: int, only: set[int] | None = None) 
 
     from benchmarks.triton_kernels import family
     from reorder.base import provenance
-    from reorder.triton.rewrite import code_digest
+    from reorder.triton.digest import code_digest
 
     out.mkdir(parents=True, exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = str((out / "triton_cache").resolve())

@@ -310,7 +310,7 @@ def _caches(build: Path) -> None:
 
 def readme_step(run: Run, dry: bool) -> None:
     """The README example, run and timed (benchmarks.triton_readme), in this process."""
-    from reorder.triton.rewrite import code_digest
+    from reorder.triton.digest import code_digest
 
     row = {"step": "readme", "digest_matches_build": code_digest() == run.stamps.get("built_digest")}
     if dry:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from legality.verify import Violation
+from legality.violation import Violation
 from reorder.sass.model import Instruction
 
 SCHEDULE_KINDS = frozenset({"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "scoreboard", "untracked", "barrier"})

@@ -17,45 +17,15 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from legality import barriers
+from legality.inherited import split
 from legality.latency import LatencyTable, latency_class, load_table
+from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.binary.cubin import RESERVED_REGISTERS
 from reorder.sass.model import Instruction, KernelCode, highest_register
 
 FRESH_SCOREBOARD_CYCLES = 2
 ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to this (states then compare equal)
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One broken dependency: who produced, who consumed too early, and by how much."""
-
-    kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, untracked, encoding, registers,
-    #            barrier (a memory access too soon after one), barrier_neighbour (legality.barriers)
-    resource: str
-    producer_offset: int
-    producer_opcode: str
-    consumer_offset: int
-    consumer_opcode: str
-    required: int | str
-    provided: int | str
-    detail: str = ""
-    elapsed: int | None = None  # cycles from producer to consumer, where `provided` is not a count
-
-    @property
-    def key(self) -> tuple[str, str, int, int]:
-        """Which dependency is broken (not by how much): the same pair on two paths is one."""
-        return self.kind, self.resource, self.producer_offset, self.consumer_offset
-
-    @property
-    def cycles(self) -> int | None:
-        """Cycles the schedule leaves between the two instructions (None: not known)."""
-        return self.provided if isinstance(self.provided, int) else self.elapsed
-
-    def line(self) -> str:
-        return (f"{self.kind:<10} {self.resource:<6} {self.producer_offset:#06x} {self.producer_opcode:<18} -> "
-                f"{self.consumer_offset:#06x} {self.consumer_opcode:<18} required {self.required}, "
-                f"provided {self.provided}{'; ' + self.detail if self.detail else ''}")
 
 
 UNTRACKED = -1  # a variable-latency op issued without a scoreboard
@@ -503,8 +473,6 @@ def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None
     found = register_budget(ins, code.kernel.regcount) + verify_instructions(ins, code.arch, table)
     inherited: tuple[Violation, ...] = ()
     if found and original is not None:
-        from legality.inherited import split
-
         found, inherited = split(ins, found, _compiler_made(original, code.arch))
     if original is not None:
         found += _neighbour_violations(ins, original, code.arch)

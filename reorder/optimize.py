@@ -24,7 +24,7 @@ from reorder.report.sassdiff import sass_diff
 from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
 from reorder.build.space import Choice, build_candidate, search_space
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 FINALISTS = 3
 
@@ -358,7 +358,7 @@ def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) ->
     from reorder.probe.run import run_probe
 
     winner = decode_kernel(read_cubin(args.output), code.kernel.name)
-    changed = [k for k, (a, b) in enumerate(zip(code.instructions, winner.instructions)) if a.raw != b.raw]
+    changed = [k for k, (a, b) in enumerate(zip(code.instructions, winner.instructions)) if a.word != b.word]
     if not changed:
         report.notes.append("timeline: not drawn (the output is the original)")
         return

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import reorder.cli.commands  # noqa: F401  (registers the subcommands)
-from reorder.cli.main import _COMMANDS, main
+from reorder.cli.main import main
+from reorder.cli.registry import COMMANDS
 
 
 def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -13,11 +14,11 @@ def test_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[str]) 
         main(["--help"])
     assert done.value.code == 0
     shown = capsys.readouterr().out
-    assert _COMMANDS and all(name in shown for name in _COMMANDS)
+    assert COMMANDS and all(name in shown for name in COMMANDS)
     assert "95% CI" in shown  # a literal percent sign survives argparse's formatting
 
 
-@pytest.mark.parametrize("name", sorted(_COMMANDS))
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_each_command_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main([name, "--help"])

@@ -17,7 +17,8 @@ import pytest
 
 from reorder.binary.cubin import read_cubin
 from timing.cli_support import validated_spec
-from timing.spec import BufferParam, draw_inputs, load_spec
+from timing.inputs import draw_inputs
+from timing.spec import BufferParam, load_spec
 
 CORPUS = Path(__file__).parent / "corpus"
 CUBIN_DIR = CORPUS / "cubin" / "sm_90"

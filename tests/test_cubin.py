@@ -18,7 +18,8 @@ from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.base.errors import InputError, ReorderError
 from reorder.binary.nvinfo import encode_nv_info, parse_nv_info
 from reorder.binary.tools import run_tool
-from reorder.sass.writer import patch_kernel, write_atomic
+from reorder.base.files import write_atomic
+from reorder.sass.writer import patch_kernel
 
 
 def test_corpus_is_large_enough(corpus):

@@ -71,7 +71,7 @@ def test_1_output_on_a_device_or_fifo_is_refused_and_left_alone(tmp_path: Path, 
 
 
 def test_1_outputs_keep_the_replaced_mode_and_follow_the_umask(tmp_path: Path, capsys) -> None:
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     old = os.umask(0o027)
     try:

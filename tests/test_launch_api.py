@@ -14,7 +14,8 @@ from timing.launch import Spec
 from tests import fake_device
 from timing.cli_support import checked_spec
 from timing.layout import Pointer
-from timing.spec import LaunchSpec, StructBuffer, StructParam, parse_spec
+from timing.params import StructBuffer
+from timing.spec import LaunchSpec, StructParam, parse_spec
 
 CUBINS = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "structs" / "cubin"
 TENSOR = np.dtype([("data", np.uint64), ("stride", np.int64, 2), ("size", np.int64, 2)], align=True)

@@ -25,7 +25,7 @@ from ptx_interp import Memory, Thread, Unmodelled
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.build.ptxcandidate import write_and_compile
-from reorder.ptx.counted import find_loop
+from reorder.ptx.loopfind import find_loop
 from reorder.ptx.loopload import loop_loads
 from reorder.ptx.model import Module, parse_module
 from reorder.ptx.prefetch import Prefetch

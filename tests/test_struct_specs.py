@@ -23,7 +23,8 @@ from timing import devicestructs
 from timing.cli_support import checked_spec, validated_spec
 from timing.gpu import DeviceSet
 from timing.layout import Pointer, describe_layout, placed_fields, size_align
-from timing.spec import check_against_params, draw_inputs, param_offsets, parse_spec
+from timing.inputs import draw_inputs
+from timing.spec import check_against_params, param_offsets, parse_spec
 from timing.spectoml import spec_toml
 
 HERE = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "structs"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from reorder.base.errors import SpecError
-from timing.spec import BufferParam, LaunchSpec, ScalarParam, check_against_params, draw_inputs, load_spec
+from timing.inputs import draw_inputs
+from timing.spec import BufferParam, LaunchSpec, ScalarParam, check_against_params, load_spec
 
 GOOD = """
 [kernel]

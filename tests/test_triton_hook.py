@@ -30,11 +30,11 @@ def test_a_request_reads_back_from_its_token(request_):
 
 
 def test_a_stamped_marker_changes_with_reorders_sources_but_not_what_is_built(monkeypatch):
-    from reorder.triton import rewrite
+    from reorder.triton import digest, rewrite
 
-    monkeypatch.setattr(rewrite, "code_digest", lambda: "aaaaaaaaaaaaaaaa")
+    monkeypatch.setattr(digest, "code_digest", lambda: "aaaaaaaaaaaaaaaa")
     old = Request(noalias=True).stamped()
-    monkeypatch.setattr(rewrite, "code_digest", lambda: "bbbbbbbbbbbbbbbb")
+    monkeypatch.setattr(digest, "code_digest", lambda: "bbbbbbbbbbbbbbbb")
     new = Request(noalias=True).stamped()
     assert old.token() == "--reorder=moves,noalias,rev:aaaaaaaaaaaa" and new.token() != old.token()  # a new cache key
     assert rewrite.static_path(b"cubin", new) == rewrite.static_path(b"cubin", Request(noalias=True))

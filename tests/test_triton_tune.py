@@ -24,7 +24,7 @@ def triton_env(tmp_path, monkeypatch):
 def test_with_reorder_adds_a_marked_twin_of_each_config_for_the_autotuner():
     configs = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048, "ptx_options": "-O3"},
                                                                            num_warps=8)]
-    from reorder.triton.rewrite import code_digest
+    from reorder.triton.digest import code_digest
 
     axis = with_reorder(configs, Request("search", budget=4))
     assert axis[:2] == configs and len(axis) == 4

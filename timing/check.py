@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from timing.inputs import POISON_BYTE, poisoned
-from timing.spec import LaunchSpec, draw_inputs
+from timing.inputs import draw_inputs
+from timing.spec import LaunchSpec
 
 POISON = POISON_BYTE
 

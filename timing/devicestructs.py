@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from timing.layout import Pointer, pack, pack_array, pointer_slots, pointers_in, size_align
-from timing.spec import LaunchSpec, StructBuffer, StructParam
+from timing.params import StructBuffer
+from timing.spec import LaunchSpec, StructParam
 from timing.structs import element_bytes
 
 SYMBOL_SHIFT = 40
@@ -138,9 +139,7 @@ class LaunchCopies:
 
 def launch_copies(cp: Any, spec: LaunchSpec, dev: Any, count: int) -> LaunchCopies:
     """Arguments for `count` launches that each see cleared counters (module docstring)."""
-    from timing.gpu import launch_args
-
-    base = launch_args(spec, dev)
+    base = _in_param_order(spec, dev)
     if not spec.zeros:
         return LaunchCopies((base,) * count, lambda stream: None)
     zeros = spec.zeros
@@ -156,7 +155,7 @@ def launch_copies(cp: Any, spec: LaunchSpec, dev: Any, count: int) -> LaunchCopi
             local[b.name] = block[at : at + b.nbytes].view(b.dtype).reshape(b.shape)
             at += -(-b.nbytes // COPY_ALIGN) * COPY_ALIGN
         _rebuild(cp, spec, local, names, keep)
-        args.append(launch_args(spec, local))
+        args.append(_in_param_order(spec, local))
 
     def clear(stream: Any) -> None:
         cp.cuda.runtime.memsetAsync(block.data.ptr, 0, block.nbytes, stream.ptr)
@@ -178,3 +177,9 @@ def _rebuild(cp: Any, spec: LaunchSpec, local: dict[str, Any], names: frozenset[
     for p in spec.params:
         if isinstance(p, StructParam) and p.name in names:
             local[p.name] = struct_param_value(spec, p, address)
+
+
+def _in_param_order(spec: LaunchSpec, dev: Any) -> tuple[Any, ...]:
+    """Launch arguments in kernel parameter order (what timing.gpu.launch_args gives; spelled
+    out here because timing.gpu builds on this module)."""
+    return tuple(dev[p.name] for p in spec.params)

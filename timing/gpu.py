@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from reorder.base.errors import GpuError
+from timing.devicestructs import build_structs, symbolic_bytes
 from timing.spec import LaunchSpec
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
@@ -84,8 +85,6 @@ def to_device(host: dict[str, np.ndarray | np.generic], spec: LaunchSpec | None 
     cp = cupy_module()
     dev = DeviceSet({k: cp.array(v) if isinstance(v, np.ndarray) else v for k, v in host.items()})
     if spec is not None and (spec.types or spec.extra):
-        from timing.devicestructs import build_structs
-
         build_structs(cp, spec, dev)
     return dev
 
@@ -142,7 +141,5 @@ def buffers_to_host(spec: LaunchSpec, dev: dict[str, Any]) -> dict[str, np.ndarr
     their symbolic form, so two runs at different addresses compare equal."""
     out = {p.name: dev[p.name].get() for p in spec.buffers}
     if spec.struct_buffers:
-        from timing.devicestructs import symbolic_bytes
-
         out.update({b.name: symbolic_bytes(dev, b.name) for b in spec.struct_buffers})
     return out

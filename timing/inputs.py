@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from reorder.base.errors import SpecError
-from timing.spec import BufferParam, LaunchSpec, ScalarParam, StructBuffer, StructParam
+from timing.params import BufferParam, LaunchSpec, ScalarParam, StructBuffer, StructParam
 
 POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 / max for ints
 

@@ -32,7 +32,8 @@ import numpy as np
 
 from reorder.base.errors import SpecError
 from timing.layout import POINTER, Field, FieldValue, Pointer, StructType, placed_fields, size_align
-from timing.spec import BufferParam, Extra, Init, LaunchSpec, Param, ScalarParam, StructBuffer, StructParam, parse_spec
+from timing.params import StructBuffer
+from timing.spec import BufferParam, Extra, Init, LaunchSpec, Param, ScalarParam, StructParam, parse_spec
 from timing.spectoml import spec_dict, spec_toml
 
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from reorder.base.errors import GpuError
 from timing.devicestructs import launch_copies
-from timing.spec import LaunchSpec, draw_inputs
+from timing.inputs import draw_inputs
+from timing.spec import LaunchSpec
 from timing.stats import RatioEstimate, ci_half_width_pct, paired_ratio_ci
 
 L2Mode = Literal["warm", "cold"]

@@ -48,155 +48,51 @@ shape exactly (no silent casts). Seeding is described in timing.inputs.
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Sequence
 
 import numpy as np
 
 from reorder.base.errors import SpecError
-from timing.layout import FieldValue, StructType, StructValue, size_align
+from timing import structs
+from timing.inputs import load_hook
+from timing.layout import StructType, size_align
+from timing.params import (
+    Extra,
+    BufferParam,
+    DISTS,
+    Init,
+    KINDS,
+    LaunchSpec,
+    MAX_BLOCK_DIMS,
+    MAX_BUFFER_BYTES,
+    MAX_DYNAMIC_SHARED,
+    MAX_GRID_DIMS,
+    MAX_THREADS_PER_BLOCK,
+    POINTER_BYTES,
+    Param,
+    ROLES,
+    ScalarParam,
+    StructParam,
+    TOP_LEVEL_KEYS,
+    _BUFFER_KEYS,
+    _HOOK_RE,
+    _KERNEL_KEYS,
+    _SCALAR_KEYS,
+    check_dims,
+    check_dtype,
+    check_fits,
+    check_shape,
+    finite,
+    int_in,
+    no_unknown,
+    required,
+)
 
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-
-POINTER_BYTES = 8
-MAX_THREADS_PER_BLOCK = 1024
-MAX_BLOCK_DIMS = (1024, 1024, 64)
-MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)
-MAX_DYNAMIC_SHARED = 227 * 1024  # sm_90 per-block opt-in maximum
-# All buffers of one spec together. Every input set is drawn on the host (normal and uniform
-# in float64 before the cast) and each kernel of a pair gets its own copy on the GPU, so a
-# spec near the GPU's memory could not be checked; the largest suite spec needs 192 MiB.
-MAX_BUFFER_BYTES = 16 * 2**30
-ROLES = ("in", "out", "inout", "zeros")  # zeros: a counter cleared before every launch (timing.gpu)
-KINDS = ("buffer", "scalar", "struct")
-DISTS: dict[str, dict[str, float | None]] = {
-    # name -> {argument: default (None = required)}
-    "uniform": {"low": 0.0, "high": 1.0},
-    "normal": {"mean": 0.0, "std": 1.0},
-    "integers": {"low": 0, "high": None},
-    "index": {"low": 0, "high": None},
-    "arange": {},
-    "permutation": {},
-    "const": {"value": None},
-}
-_KERNEL_KEYS = {"name", "grid", "block", "shared", "seed", "hook"}
-_BUFFER_KEYS = {"name", "kind", "dtype", "shape", "role", "init"}
-_SCALAR_KEYS = {"name", "kind", "dtype", "value"}
-TOP_LEVEL_KEYS = {"kernel", "param", "type", "buffer", "grid_sweep"}  # grid_sweep: read by benchmarks.kernels.sweep
-_HOOK_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-@dataclass(frozen=True, slots=True)
-class Init:
-    """How to fill one input buffer: a distribution name and its (name, value) arguments."""
-
-    dist: str
-    args: tuple[tuple[str, float], ...] = ()
-
-    def arg(self, name: str) -> float:
-        """The argument's value; the loader has already filled defaults in."""
-        return dict(self.args)[name]
-
-
-@dataclass(frozen=True, slots=True)
-class BufferParam:
-    """A pointer parameter backed by a device buffer the tool allocates."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    role: str
-    init: Init | None = None
-
-    @property
-    def size(self) -> int:
-        """Number of elements."""
-        return math.prod(self.shape)  # Python ints: a shape that overflows int64 cannot wrap
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
-
-
-@dataclass(frozen=True, slots=True)
-class ScalarParam:
-    """A by-value parameter; `value` is None only when the hook supplies it."""
-
-    name: str
-    dtype: str
-    value: int | float | bool | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StructParam:
-    """A struct passed by value (a `[[type]]` of the spec), its bytes built at launch time,
-    after the buffers its pointer fields name are allocated (timing.layout)."""
-
-    name: str
-    type: str
-    value: StructValue
-
-
-@dataclass(frozen=True, slots=True)
-class StructBuffer:
-    """Device memory holding an array of structs (or of pointers, type 'ptr'), such as a
-    descriptor array whose pointer fields point at other buffers of the spec. Filled after
-    every buffer is allocated; read back and compared with its pointers made symbolic."""
-
-    name: str
-    type: str
-    values: tuple[FieldValue, ...]
-
-
-Param = Union[BufferParam, ScalarParam, StructParam]
-Extra = Union[BufferParam, StructBuffer]  # a [[buffer]]: device memory that is not itself a parameter
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchSpec:
-    """Everything needed to launch one kernel on reproducible inputs."""
-
-    name: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    params: tuple[Param, ...]
-    shared: int = 0
-    seed: int = 0
-    hook: str | None = None
-    source: str = "<spec>"
-    types: tuple[StructType, ...] = ()  # [[type]] tables
-    extra: tuple[Extra, ...] = ()  # [[buffer]] tables
-
-    @property
-    def buffers(self) -> tuple[BufferParam, ...]:
-        """Every plain buffer, parameters first, then [[buffer]] ones."""
-        return tuple(p for p in self.params + self.extra if isinstance(p, BufferParam))
-
-    @property
-    def struct_buffers(self) -> tuple[StructBuffer, ...]:
-        return tuple(b for b in self.extra if isinstance(b, StructBuffer))
-
-    @property
-    def type_map(self) -> dict[str, StructType]:
-        return {t.name: t for t in self.types}
-
-    @property
-    def zeros(self) -> tuple[BufferParam, ...]:
-        """The counters cleared before every launch."""
-        return tuple(b for b in self.buffers if b.role == "zeros")
-
-    def param(self, name: str) -> Param | Extra:
-        """A parameter or a [[buffer]] by name."""
-        for p in self.params + self.extra:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
 
 # ---------------------------------------------------------------- loading
 
@@ -218,8 +114,6 @@ def load_spec(path: str | Path) -> LaunchSpec:
         raise SpecError(f"{src}: not valid TOML: nested too deeply") from None
     spec = parse_spec(raw, source=src)
     if spec.hook is not None:
-        from timing.inputs import load_hook
-
         try:
             load_hook(spec.hook)
         except SpecError as e:
@@ -235,28 +129,26 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
     extra = set(raw) - TOP_LEVEL_KEYS
     if extra:
         raise SpecError(f"{source}: unknown top-level key(s) {sorted(extra)}")
-    _no_unknown(kernel, _KERNEL_KEYS, f"{source}: [kernel]")
+    no_unknown(kernel, _KERNEL_KEYS, f"{source}: [kernel]")
     where = f"{source}: [kernel]"
-    name = _required(kernel, "name", str, where)
+    name = required(kernel, "name", str, where)
     if not name:
         raise SpecError(f"{where}: 'name' is empty")
-    grid = _dims(kernel.get("grid"), "grid", where, MAX_GRID_DIMS)
-    block = _dims(kernel.get("block"), "block", where, MAX_BLOCK_DIMS)
+    grid = check_dims(kernel.get("grid"), "grid", where, MAX_GRID_DIMS)
+    block = check_dims(kernel.get("block"), "block", where, MAX_BLOCK_DIMS)
     threads = block[0] * block[1] * block[2]
     if threads > MAX_THREADS_PER_BLOCK:
         raise SpecError(f"{where}: block {list(block)} has {threads} threads, more than {MAX_THREADS_PER_BLOCK}")
-    shared = _int_in(kernel.get("shared", 0), "shared", where, 0, MAX_DYNAMIC_SHARED)
-    seed = _int_in(kernel.get("seed", 0), "seed", where, 0, 2**63 - 1)
+    shared = int_in(kernel.get("shared", 0), "shared", where, 0, MAX_DYNAMIC_SHARED)
+    seed = int_in(kernel.get("seed", 0), "seed", where, 0, 2**63 - 1)
     hook = kernel.get("hook")
     if hook is not None and (not isinstance(hook, str) or not _HOOK_RE.match(hook)):
         raise SpecError(f"{where}: 'hook' must look like 'pkg.module:func', got {hook!r}")
-    from timing import structs  # the struct forms build on this module's field checks
-
     types = structs.parse_types(_tables(raw, "type", source), source)
     has_hook = hook is not None
     params = tuple(_parse_param(p, i, source, has_hook, types)
                    for i, p in enumerate(_tables(raw, "param", source)))
-    extra = tuple(structs.parse_extra(b, i, source, has_hook, types)
+    extra = tuple(_parse_extra(b, i, source, has_hook, types)
                   for i, b in enumerate(_tables(raw, "buffer", source)))
     seen: set[str] = set()
     for p in params + extra:
@@ -285,30 +177,43 @@ def _check_total_size(spec: LaunchSpec, source: str) -> None:
                         f"{MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)")
 
 
+def _parse_extra(raw: dict[str, Any], index: int, source: str, has_hook: bool,
+                 types: tuple[StructType, ...]) -> Extra:
+    """A [[buffer]]: plain (dtype/shape/role, read like a buffer parameter) or holding structs
+    (type/values, timing.structs)."""
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{source}: buffer #{index}: missing or empty 'name'")
+    where = f"{source}: buffer '{name}'"
+    if "type" in raw:
+        return structs.parse_struct_buffer(raw, where, types)
+    if "kind" in raw:
+        raise SpecError(f"{where}: a [[buffer]] takes no 'kind' (it is always a buffer)")
+    return _parse_param({**raw, "kind": "buffer"}, index, source, has_hook)  # type: ignore[return-value]
+
+
 def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool,
                  types: tuple[StructType, ...] = ()) -> Param:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{source}: param #{index}: missing or empty 'name'")
     where = f"{source}: param '{name}'"
-    kind = _required(raw, "kind", str, where)
+    kind = required(raw, "kind", str, where)
     if kind not in KINDS:
         raise SpecError(f"{where}: kind must be one of {list(KINDS)}, got {kind!r}")
     if kind == "struct":
-        from timing import structs
-
         return structs.parse_struct_param(raw, where, types)
-    _no_unknown(raw, _BUFFER_KEYS if kind == "buffer" else _SCALAR_KEYS, where)
-    dtype = _dtype(_required(raw, "dtype", str, where), where)
+    no_unknown(raw, _BUFFER_KEYS if kind == "buffer" else _SCALAR_KEYS, where)
+    dtype = check_dtype(required(raw, "dtype", str, where), where)
     if kind == "scalar":
         value = raw.get("value")
         if value is None and not has_hook:
             raise SpecError(f"{where}: scalar needs a 'value' (or a kernel hook that supplies it)")
         if value is not None:
-            _check_fits(value, dtype, where, "value")
+            check_fits(value, dtype, where, "value")
         return ScalarParam(name, dtype, value)
-    shape = _shape(raw.get("shape"), where)
-    role = _required(raw, "role", str, where)
+    shape = check_shape(raw.get("shape"), where)
+    role = required(raw, "role", str, where)
     if role not in ROLES:
         raise SpecError(f"{where}: role must be one of {list(ROLES)}, got {role!r}")
     init_raw = raw.get("init")
@@ -355,7 +260,7 @@ def _check_init_range(init: Init, dtype: str, size: int, where: str) -> None:
     kind = np.dtype(dtype).kind
     if init.dist not in ("const",):
         for key, value in init.args:
-            if not _finite(value):
+            if not finite(value):
                 raise SpecError(f"{where}: init '{init.dist}' {key} must be finite, got {value!r}")
     if init.dist in ("integers", "index"):
         low, high = init.arg("low"), init.arg("high")
@@ -363,13 +268,13 @@ def _check_init_range(init: Init, dtype: str, size: int, where: str) -> None:
             raise SpecError(f"{where}: init '{init.dist}' bounds must be integers")
         if high <= low:
             raise SpecError(f"{where}: init '{init.dist}' needs low < high, got [{low}, {high})")
-        _check_fits(low, dtype if kind in "iu" else "int64", where, "init low")
-        _check_fits(high - 1, dtype if kind in "iu" else "int64", where, "init high-1")
+        check_fits(low, dtype if kind in "iu" else "int64", where, "init low")
+        check_fits(high - 1, dtype if kind in "iu" else "int64", where, "init high-1")
     elif init.dist in ("uniform",):
         low, high = init.arg("low"), init.arg("high")
         if high <= low:
             raise SpecError(f"{where}: init 'uniform' needs low < high")
-        if not _finite(high - low):
+        if not finite(high - low):
             raise SpecError(f"{where}: init 'uniform' range [{low}, {high}) is wider than a float64 holds")
     elif init.dist == "normal":
         if init.arg("std") < 0:
@@ -378,100 +283,7 @@ def _check_init_range(init: Init, dtype: str, size: int, where: str) -> None:
         if kind in "iu" and size - 1 > np.iinfo(dtype).max:
             raise SpecError(f"{where}: {size} elements do not fit '{init.dist}' in {dtype}")
     elif init.dist == "const":
-        _check_fits(init.arg("value"), dtype, where, "init value")
-
-
-# ---------------------------------------------------------------- field helpers
-
-
-def _no_unknown(raw: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = set(raw) - allowed
-    if unknown:
-        raise SpecError(f"{where}: unknown key(s) {sorted(unknown)} (allowed: {sorted(allowed)})")
-
-
-def _required(raw: dict[str, Any], key: str, typ: type, where: str) -> Any:
-    if key not in raw:
-        raise SpecError(f"{where}: missing '{key}'")
-    value = raw[key]
-    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
-        raise SpecError(f"{where}: '{key}' must be a {typ.__name__}, got {value!r}")
-    return value
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _int_in(v: Any, key: str, where: str, lo: int, hi: int) -> int:
-    if not _is_int(v) or not lo <= v <= hi:
-        raise SpecError(f"{where}: '{key}' must be an integer in [{lo}, {hi}], got {v!r}")
-    return v
-
-
-def _dims(v: Any, key: str, where: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
-    if v is None:
-        raise SpecError(f"{where}: missing '{key}'")
-    if _is_int(v):
-        v = [v]
-    if not isinstance(v, list) or not 1 <= len(v) <= 3 or not all(_is_int(x) for x in v):
-        raise SpecError(f"{where}: '{key}' must be a list of 1 to 3 integers, got {v!r}")
-    dims = list(v) + [1] * (3 - len(v))
-    for axis, (d, lim) in enumerate(zip(dims, limits)):
-        if d <= 0:
-            raise SpecError(f"{where}: '{key}' dimension {'xyz'[axis]} must be positive, got {d}")
-        if d > lim:
-            raise SpecError(f"{where}: '{key}' dimension {'xyz'[axis]} = {d} exceeds the limit {lim}")
-    return (dims[0], dims[1], dims[2])
-
-
-def _shape(v: Any, where: str) -> tuple[int, ...]:
-    if _is_int(v):
-        v = [v]
-    if not isinstance(v, list) or not v or not all(_is_int(x) for x in v):
-        raise SpecError(f"{where}: 'shape' must be a non-empty list of integers, got {v!r}")
-    if any(x <= 0 for x in v):
-        raise SpecError(f"{where}: 'shape' dimensions must be positive, got {v}")
-    return tuple(v)
-
-
-def _dtype(name: str, where: str) -> str:
-    try:
-        dt = np.dtype(name)
-    except TypeError:
-        raise SpecError(f"{where}: unknown dtype {name!r}") from None
-    if dt.kind not in "biuf" or dt.byteorder == ">":
-        raise SpecError(f"{where}: dtype {name!r} is not a plain numeric type (bool, int, uint, float)")
-    return dt.name
-
-
-def _finite(value: float) -> bool:
-    """True for a number a float64 holds finitely (TOML integers may be of any size)."""
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:
-        return False
-
-
-def _check_fits(value: Any, dtype: str, where: str, what: str) -> None:
-    dt = np.dtype(dtype)
-    if isinstance(value, bool):
-        if dt.kind != "b":
-            raise SpecError(f"{where}: {what} is a boolean but dtype is {dtype}")
-        return
-    if not isinstance(value, (int, float)):
-        raise SpecError(f"{where}: {what} must be a number, got {value!r}")
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        whole = isinstance(value, int) or (math.isfinite(value) and value.is_integer())
-        if not whole or not info.min <= value <= info.max:
-            raise SpecError(f"{where}: {what} {value!r} does not fit {dtype} [{info.min}, {info.max}]")
-    elif dt.kind == "b" and value not in (0, 1):
-        raise SpecError(f"{where}: {what} {value!r} is not a boolean")
-    elif dt.kind == "f" and (not _finite(value) and isinstance(value, int) or
-                             _finite(value) and abs(float(value)) > np.finfo(dt).max):
-        raise SpecError(f"{where}: {what} {value!r} is beyond the range of {dtype} (inf and nan may be given "
-                        "as such)")
+        check_fits(init.arg("value"), dtype, where, "init value")
 
 
 # ---------------------------------------------------------------- cubin cross-check
@@ -543,10 +355,3 @@ def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int],
                 f"{spec.source}: param '{p.name}' (#{i}): spec's layout puts {_what(p, types)} at offset "
                 f"{wanted_offsets[i]}, kernel parameter is at offset {offsets[i]} ({size} bytes)"
             )
-
-
-def draw_inputs(spec: LaunchSpec, set_index: int) -> dict[str, np.ndarray | np.generic]:
-    """Host values for input set `set_index` (see timing.inputs; re-exported for one entry point)."""
-    from timing.inputs import draw_inputs as _draw
-
-    return _draw(spec, set_index)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from timing.layout import POINTER, FieldValue, Pointer
-from timing.spec import BufferParam, LaunchSpec, ScalarParam, StructBuffer, StructParam
+from timing.params import StructBuffer
+from timing.spec import BufferParam, LaunchSpec, ScalarParam, StructParam
 
 
 def pointer_value(ptr: Pointer) -> Any:

@@ -40,8 +40,8 @@ from typing import Any
 
 from reorder.base.errors import SpecError
 from timing.layout import POINTER, PRIMITIVES, Field, FieldValue, Pointer, StructType, pointers_in, size_align
-from timing.spec import (BufferParam, Extra, LaunchSpec, StructBuffer, StructParam, _check_fits, _dtype,
-                         _no_unknown, _parse_param, _required)
+from timing.params import (BufferParam, LaunchSpec, StructBuffer, StructParam, check_dtype, check_fits,
+                            no_unknown, required)
 
 _TYPE_KEYS = {"name", "fields"}
 _FIELD_KEYS = {"name", "type", "count"}
@@ -62,7 +62,7 @@ def parse_types(raw: list[dict[str, Any]], source: str) -> tuple[StructType, ...
             raise SpecError(f"{where}: a [[type]] needs a 'name' that is an identifier")
         if name in PRIMITIVES or names.count(name) > 1:
             raise SpecError(f"{where}: name is a primitive type or used twice")
-        _no_unknown(t, _TYPE_KEYS, where)
+        no_unknown(t, _TYPE_KEYS, where)
         fields = t.get("fields")
         if not isinstance(fields, list) or not fields or not all(isinstance(f, dict) for f in fields):
             raise SpecError(f"{where}: 'fields' must be a non-empty list of tables")
@@ -74,14 +74,14 @@ def parse_types(raw: list[dict[str, Any]], source: str) -> tuple[StructType, ...
 
 
 def _field(raw: dict[str, Any], where: str, type_names: list[Any]) -> Field:
-    _no_unknown(raw, _FIELD_KEYS, f"{where} field")
-    name = _required(raw, "name", str, f"{where} field")
+    no_unknown(raw, _FIELD_KEYS, f"{where} field")
+    name = required(raw, "name", str, f"{where} field")
     where = f"{where} field '{name}'"
     if not name.isidentifier():
         raise SpecError(f"{where}: a field name must be an identifier")
-    ty = _required(raw, "type", str, where)
+    ty = required(raw, "type", str, where)
     if ty not in type_names:
-        ty = POINTER if ty == POINTER else _dtype(ty, where)
+        ty = POINTER if ty == POINTER else check_dtype(ty, where)
     count = raw.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
         raise SpecError(f"{where}: 'count' must be an integer in [1, {MAX_COUNT}], got {count!r}")
@@ -116,7 +116,7 @@ def _type_known(ty: Any, types: tuple[StructType, ...], where: str, allow_pointe
 
 def parse_struct_param(raw: dict[str, Any], where: str, types: tuple[StructType, ...]) -> StructParam:
     """A `kind = "struct"` parameter: a [[type]] and its value."""
-    _no_unknown(raw, _STRUCT_PARAM_KEYS, where)
+    no_unknown(raw, _STRUCT_PARAM_KEYS, where)
     ty = _type_known(raw.get("type"), types, where, allow_pointer=False)
     if "value" not in raw:
         raise SpecError(f"{where}: a struct parameter needs a 'value' table")
@@ -124,25 +124,16 @@ def parse_struct_param(raw: dict[str, Any], where: str, types: tuple[StructType,
     return StructParam(raw["name"], ty, value)  # type: ignore[arg-type]
 
 
-def parse_extra(raw: dict[str, Any], index: int, source: str, has_hook: bool,
-                types: tuple[StructType, ...]) -> Extra:
-    """A [[buffer]]: plain (dtype/shape/role) or holding structs (type/values)."""
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise SpecError(f"{source}: buffer #{index}: missing or empty 'name'")
-    where = f"{source}: buffer '{name}'"
-    if "type" not in raw:
-        if "kind" in raw:
-            raise SpecError(f"{where}: a [[buffer]] takes no 'kind' (it is always a buffer)")
-        return _parse_param({**raw, "kind": "buffer"}, index, source, has_hook)  # type: ignore[return-value]
-    _no_unknown(raw, _STRUCT_BUFFER_KEYS, where)
+def parse_struct_buffer(raw: dict[str, Any], where: str, types: tuple[StructType, ...]) -> StructBuffer:
+    """A [[buffer]] holding structs (type/values); a plain one is read by timing.spec."""
+    no_unknown(raw, _STRUCT_BUFFER_KEYS, where)
     ty = _type_known(raw["type"], types, where, allow_pointer=True)
     values = raw.get("values")
     if not isinstance(values, list) or not values:
         raise SpecError(f"{where}: 'values' must be a non-empty list (one entry per element)")
     type_map = {t.name: t for t in types}
     parsed = tuple(parse_value(type_map, ty, v, f"{where} element {i}") for i, v in enumerate(values))
-    return StructBuffer(name, ty, parsed)
+    return StructBuffer(raw["name"], ty, parsed)
 
 
 def parse_value(types: dict[str, StructType], ty: str, raw: Any, where: str) -> FieldValue:
@@ -150,7 +141,7 @@ def parse_value(types: dict[str, StructType], ty: str, raw: Any, where: str) -> 
     if ty == POINTER:
         return _pointer(raw, where)
     if ty in PRIMITIVES:
-        _check_fits(raw, ty, where, "value")
+        check_fits(raw, ty, where, "value")
         return float(raw) if ty.startswith("float") else raw
     if not isinstance(raw, dict):
         raise SpecError(f"{where}: struct {ty} needs a table of its fields, got {raw!r}")

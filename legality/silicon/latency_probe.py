@@ -41,7 +41,7 @@ import numpy as np
 from legality.silicon.probe_chains import LINKS, OUT_WORDS, PAIR_BY_NAME, WORDS, make_inputs, read_manifest
 from reorder.base import provenance
 from reorder.base.errors import GpuError
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 SEEDS = (11, 22, 33, 44)
 LONE = (1, 32)  # grid, block: one warp alone on an SM

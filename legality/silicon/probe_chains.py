@@ -41,7 +41,8 @@ from reorder.binary.cubin import read_cubin
 from reorder.base.errors import InputError, ToolError
 from reorder.sass.model import Instruction, decode_kernel
 from reorder.binary.tools import find_tool
-from reorder.sass.writer import patch_kernel, write_atomic
+from reorder.base.files import write_atomic
+from reorder.sass.writer import patch_kernel
 
 LINKS = 32  # measured links per chain
 WORDS = 32  # u32 input words per thread

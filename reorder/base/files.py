@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -107,3 +108,26 @@ def umask() -> int:
     current = os.umask(0o022)
     os.umask(current)
     return current
+
+
+def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = ()) -> Path:
+    """Write `data` to `path` via a temporary file and rename. Refused in one line: an input
+    (`protect`), a folder, a device or FIFO (check_output). A replaced file keeps
+    its mode, a new one gets the umask's (not mkstemp's 0600)."""
+    target = check_output(path, protect)
+    mode = output_mode(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write there: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return target

@@ -26,7 +26,7 @@ from reorder.ptx.model import Module, parse_module
 from reorder.ptx.plans import Move, apply_moves
 from reorder.ptx.compile import compile_ptx
 from reorder.sass.model import decode_kernel
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import tomllib
 
 from reorder.base import provenance
 from reorder.base.errors import InputError
+from reorder.cli.registry import seconds
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,6 @@ def l2_states(values, where: str) -> tuple[str, ...]:
 def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     """One [[kernel]] entry, its files checked to exist and its launch spec to parse."""
     from benchmarks.kernels.sweep import sweep_points
-    from reorder.cli.commands import _seconds
     from reorder.ptx.compile import compile_ptx
 
     cubin, spec = suite.parent / entry["cubin"], suite.parent / entry["spec"]
@@ -95,7 +95,7 @@ def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     points = tuple(entry.get("points") or sweep_points(raw) or [{}])
     return BenchKernel(entry["name"], cubin, spec, bool(entry.get("noalias")),
                        int(entry.get("budget", defaults.get("budget", 100))),
-                       _seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
+                       seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
                        *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
                        bool(entry.get("contributions", defaults.get("contributions", True))),
                        str(raw.get("kernel", {}).get("name", "")))  # the spec names the kernel it launches

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reorder.cli.main import command
+from reorder.cli.registry import command, seconds
 from reorder.binary.cubin import read_cubin
 from reorder.base.files import check_output
 from reorder.sass.listing import render_json, render_text
@@ -116,7 +116,7 @@ def _latency_probe():
         p.add_argument("--arch", default="sm_90", help="target, e.g. sm_90 (default)")
         p.add_argument("--pairs", help="comma-separated pair names (default: all), e.g. FFMA,DFMA,ISETP->branch")
         p.add_argument("--out", help="folder for latency_probe_sm_XX.csv and measured_sm_XX.toml (default: "
-                                     "benchmarks/results/ and legality/tables/)")
+                                     "./latency_probe_sm_XX; copy the TOML into legality/tables/ to use it)")
         p.add_argument("--build-only", action="store_true",
                        help="CPU only: compile, locate the chains and write every stall variant, then report")
         p.add_argument("--build-dir", help="where variants are built (default: a temporary folder, or OUT/build)")
@@ -160,11 +160,8 @@ def _latency_probe():
         if not args.prebuilt:
             pc.build_all(folder, pairs, arch)
         rows = lp.run_pairs(folder, names, isolate=not args.in_process)
-        from legality.latency import TABLE_DIR
-
-        repo = TABLE_DIR.parents[1]
-        csv_path = (Path(args.out) if args.out else repo / "benchmarks" / "results") / f"latency_probe_sm_{arch}.csv"
-        toml_path = (Path(args.out) if args.out else TABLE_DIR) / f"measured_sm_{arch}.toml"
+        out = Path(args.out) if args.out else Path(f"latency_probe_sm_{arch}")  # never the installed package
+        csv_path, toml_path = out / f"latency_probe_sm_{arch}.csv", out / f"measured_sm_{arch}.toml"
         lp.write_outputs(rows, arch, lp.gpu_name(lp._cupy()), csv_path, toml_path)
         print(lp.table(rows))
         print(f"wrote {csv_path} and {toml_path}")
@@ -178,7 +175,7 @@ def _latency_probe():
 
 
 def _write_outcome(args, outcome) -> int:
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     for line in outcome.summary():
         print(line)
@@ -390,7 +387,7 @@ def _optimize():
             watch_parent(os.getppid())
         ptx = _optimize_ptx(args)
         optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
-                                     Path(args.launch) if args.launch else None, args.budget, _seconds(args.time),
+                                     Path(args.launch) if args.launch else None, args.budget, seconds(args.time),
                                      args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
                                      args.candidate_budget, args.workers, args.search_only, args.worker_index,
                                      final_budget_s=args.final_budget, timeline=args.timeline,
@@ -452,7 +449,7 @@ def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:
                   f"{'legal otherwise' if not v.other else 'also breaks: ' + v.other}")
         print(f"{len(variants)} variants")
         return 0
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
     from timing.cli_support import require_gpu
     from timing.worker import WorkerPool
 
@@ -471,19 +468,6 @@ def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:
             print(f"{kernel:<14} {side:<6} floor {bp.floor(rows, kernel, side)}")
     print(f"rows: {out}")
     return 0
-
-
-def _seconds(text: str) -> float:
-    from reorder.base.errors import InputError
-
-    units = {"s": 1, "m": 60, "h": 3600}
-    try:
-        value = float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
-    except (ValueError, IndexError):
-        raise InputError(f"--time: cannot read {text!r} (use e.g. 90s, 10m, 1h)") from None
-    if value <= 0:
-        raise InputError("--time must be positive")
-    return value
 
 
 @command("bench", "optimize every kernel of a suite over its parameter grid; CSV, heatmaps, medians")
@@ -568,7 +552,7 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
 
     from reorder.base.errors import InputError
     from reorder.probe.variants import build_stamps, check_build, stamp_positions
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
     from reorder.probe import run as tp
 
     try:

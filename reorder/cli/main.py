@@ -8,33 +8,18 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from reorder.base.errors import ReorderError
-
-Handler = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, tuple[Handler, Callable[[argparse.ArgumentParser], None], str]] = {}
-
-
-def command(name: str, help_text: str):
-    """Register a subcommand: the decorated function adds its arguments; it returns the handler."""
-
-    def wrap(setup):
-        handler, adder = setup()
-        _COMMANDS[name] = (handler, adder, help_text)
-        return setup
-
-    return wrap
-
+from reorder.cli import commands  # noqa: F401  (importing it registers the subcommands)
+from reorder.cli.registry import COMMANDS
 
 @functools.cache
 def build_parser() -> argparse.ArgumentParser:
     """The parser, built once per process (27 ms: the fuzzer and the tests call `main` often)."""
-    from reorder.cli import commands  # noqa: F401  (registers the subcommands)
-
     parser = argparse.ArgumentParser(prog="reorder", description="Search-based optimizer for NVIDIA SASS.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (handler, adder, help_text) in _COMMANDS.items():
+    for name, (handler, adder, help_text) in COMMANDS.items():
         # argparse %-formats help strings (not descriptions): "95% CI" must be escaped
         p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         adder(p)

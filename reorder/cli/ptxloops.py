@@ -16,7 +16,8 @@ from reorder.base.errors import InputError, NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.build.ptxcandidate import read_ptx, write_and_compile
 from reorder.cli.ptxhoist import _kernel, summary
-from reorder.ptx.counted import find_loop, loop_labels
+from reorder.ptx.counted import loop_labels
+from reorder.ptx.loopfind import find_loop
 from reorder.ptx.loopload import loop_loads
 from reorder.ptx.memory import Noalias
 from reorder.ptx.model import Module

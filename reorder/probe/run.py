@@ -41,7 +41,7 @@ def probe_spec(spec: LaunchSpec, record_bytes: int) -> LaunchSpec:
 def run_records(cubin: str, spec: LaunchSpec, launches: int = DEFAULT_LAUNCHES) -> np.ndarray:
     """Records of `launches` launches, shape (launches, warps, words per warp); run in a worker."""
     from timing import gpu
-    from timing.spec import draw_inputs
+    from timing.inputs import draw_inputs
 
     kernel = gpu.load_kernel(cubin, spec)
     host = draw_inputs(spec, 0)
@@ -81,7 +81,7 @@ def build_variants(code: KernelCode, positions: Sequence[int], layout: ProbeLayo
 def _build_variant(code: KernelCode, k: int, layout: ProbeLayout, folder: Path,
                    check: bool) -> tuple[int, Path, ProbeBuild]:
     from reorder.base.errors import LegalityError
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     build = build_slide(code, k, layout)
     if check:
@@ -141,7 +141,7 @@ def probed_outputs_job(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
     a probe must observe, never change, what the kernel computes. Runs in a worker."""
     from timing import gpu
     from timing.check import compare_outputs, run_once
-    from timing.spec import draw_inputs
+    from timing.inputs import draw_inputs
 
     a, b = gpu.load_kernel(a_cubin, spec), gpu.load_kernel(b_cubin, spec)
     for s in range(sets):
@@ -184,7 +184,7 @@ def run_stamps(cubin: str | Path, spec: LaunchSpec, offsets: Sequence[int], laun
 
     from reorder.base.errors import GpuError
     from reorder.probe.variants import build_stamps, stamp_positions
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
     from timing.cli_support import worker_device
     from timing.worker import Job, WorkerPool
 

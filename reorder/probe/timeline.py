@@ -30,7 +30,7 @@ import numpy as np
 from reorder.sass.control import NO_SCOREBOARD
 from reorder.base.errors import InputError
 from reorder.sass.model import Instruction
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 UNWRITTEN = 0xFFFFFFFF
 DEFAULT_JUMP_CYCLES = 20.0

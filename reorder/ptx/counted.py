@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.cfg import EXIT, Loop
 
@@ -82,26 +81,6 @@ class CountedLoop:
         return analysis.cfg.block_of[i] in self.loop.blocks and self.start <= i < self.end
 
 
-def find_loop(analysis: Analysis, label: str) -> CountedLoop:
-    """The loop headed by `label` in the supported shape (NotApplicable saying why not)."""
-    cfg = analysis.cfg
-    loop = next((lp for lp in cfg.loops if label in cfg.blocks[lp.header].labels), None)
-    if loop is None:
-        raise NotApplicable(f"{analysis.function.name}: no loop is headed by {label}")
-    refusal = shape_refusal(analysis, loop)
-    if refusal:
-        raise NotApplicable(f"{analysis.function.name}: loop {label}: {refusal}")
-    blocks = sorted(loop.blocks)
-    first, last = cfg.blocks[blocks[0]], cfg.blocks[blocks[-1]]
-    inductions = _inductions(analysis, loop)
-    partial = CountedLoop(label, loop, first.start, last.end, last.terminator, inductions, ())
-    from reorder.ptx.shift import bound_predicate  # shift reads CountedLoop: imported here, one way
-
-    exits = tuple(Exit(branch, taken, bound_predicate(analysis, partial, branch)) for branch, taken in
-                  _exit_branches(analysis, loop))
-    return CountedLoop(label, loop, first.start, last.end, last.terminator, inductions, exits)
-
-
 def loop_labels(analysis: Analysis) -> list[str]:
     """The header label of every loop, outermost first."""
     blocks = analysis.cfg.blocks
@@ -153,7 +132,7 @@ def _branches_to(analysis: Analysis, block: int, target: int) -> bool:
     return ins is not None and ins.base == "bra" and ins.operands[-1] in analysis.cfg.blocks[target].labels
 
 
-def _exit_branches(analysis: Analysis, loop: Loop) -> list[tuple[int, bool]]:
+def exit_branches(analysis: Analysis, loop: Loop) -> list[tuple[int, bool]]:
     """(branch statement, taken edge leaves) for every exit edge, in program order."""
     cfg, out = analysis.cfg, []
     for b in sorted(loop.blocks):
@@ -164,7 +143,7 @@ def _exit_branches(analysis: Analysis, loop: Loop) -> list[tuple[int, bool]]:
     return sorted(set(out))
 
 
-def _inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
+def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
     """Registers written once in the loop, by `add x, x, step` on a 32- or 64-bit integer
     (wrapping, so k steps are one add of k * step; not a float add, not `.cc` or `.sat`), in a
     block that runs on every iteration, unguarded, the step an immediate or a register the

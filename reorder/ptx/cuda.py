@@ -15,7 +15,7 @@ from pathlib import Path
 from reorder.base.diskcache import cache_root, key_of
 from reorder.base.errors import InputError
 from reorder.binary.tools import find_tool, run_binary, version_line
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 NVCC_TIMEOUT_S = 600.0
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
-from reorder.ptx.counted import CountedLoop, find_loop, loop_labels, shape_refusal
+from reorder.ptx.counted import CountedLoop, loop_labels, shape_refusal
+from reorder.ptx.loopfind import find_loop
 from reorder.ptx.expand import Layout, expand
 from reorder.ptx.fresh import Fresh
 from reorder.ptx.loopload import destinations, loop_loads

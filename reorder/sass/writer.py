@@ -9,16 +9,12 @@ The input file is never overwritten and files are written atomically.
 
 from __future__ import annotations
 
-import os
 import struct
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 from reorder.binary import branches
 from reorder.binary.cubin import Cubin, Kernel, parse_cubin
-from reorder.base.errors import EncodingError, InputError
-from reorder.base.files import check_output, output_mode
+from reorder.base.errors import EncodingError
 from reorder.binary.nvinfo import ATTR_REGCOUNT, encode_nv_info, remap_record
 from reorder.sass.model import Instruction
 
@@ -91,26 +87,3 @@ def _patch_regcount(data: bytearray, cubin: Cubin, kernel: Kernel, regcount: int
         text = cubin.sections[kernel.text_section]
         info = (text.info & 0xFFFFFF) | (regcount << 24)
         struct.pack_into("<I", data, text.header_offset + 44, info)  # sh_info in Elf64_Shdr
-
-
-def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = ()) -> Path:
-    """Write `data` to `path` via a temporary file and rename. Refused in one line: an input
-    (`protect`), a folder, a device or FIFO (reorder.base.files.check_output). A replaced file keeps
-    its mode, a new one gets the umask's (not mkstemp's 0600)."""
-    target = check_output(path, protect)
-    mode = output_mode(target)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write there: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target

@@ -91,7 +91,7 @@ def output_path(argv: Sequence[str]) -> Path | None:
 
 def version_text(real: Path) -> str:
     """What `--version` prints: reorder's line first, then the real ptxas' (with `release X.Y`)."""
-    from reorder.triton.rewrite import code_digest
+    from reorder.triton.digest import code_digest
 
     done = subprocess.run([str(real), "--version"], capture_output=True, text=True, check=False, timeout=60)
     return f"reorder-ptxas {code_digest()} (mode {mode()}): reorder's moves after NVIDIA ptxas\n{done.stdout}"
@@ -107,7 +107,7 @@ def chosen(request: Request | None, how: str) -> Request | None:
 def rewrite_output(path: Path, request: Request) -> None:
     """Replace ptxas' cubin at `path` by reorder's binary (atomically); kept on any failure."""
     from reorder.triton.rewrite import rewrite_or_keep
-    from reorder.sass.writer import write_atomic
+    from reorder.base.files import write_atomic
 
     cubin = path.read_bytes()
     result = rewrite_or_keep(cubin, request, say=_say)

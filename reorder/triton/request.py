@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reorder.base.errors import InputError
+from reorder.triton import digest
 
 PREFIX = "--reorder"
 MODES = ("moves", "search", "tuned")
@@ -62,9 +63,7 @@ class Request:
         """This request naming the current reorder (`rev`), unless its binary is named by content."""
         if self.mode == "tuned":
             return self
-        from reorder.triton.rewrite import code_digest
-
-        return Request(self.mode, self.budget, self.key, self.noalias, code_digest()[:REV_LENGTH])
+        return Request(self.mode, self.budget, self.key, self.noalias, digest.code_digest()[:REV_LENGTH])
 
 
 def is_marker(token: str) -> bool:

@@ -16,7 +16,6 @@ compiler's own cubin is returned with one line saying why.
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import os
@@ -27,8 +26,9 @@ from pathlib import Path
 
 from reorder.base.diskcache import cache_root, key_of
 from reorder.base.errors import LegalityError, ReorderError
+from reorder.triton import digest
 from reorder.triton.request import Request
-from reorder.sass.writer import write_atomic
+from reorder.base.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH_SECONDS_PER_TRIAL = 120.0
@@ -43,18 +43,6 @@ class Rewritten:
     note: str
 
 
-@functools.cache
-def code_digest() -> str:
-    """A digest of reorder's moves and verifier (sources and latency tables): part of every
-    cache key, so a result is never served by an older or newer reorder than made it."""
-    parts: list[bytes] = []
-    for package in ("reorder", "legality"):
-        for path in sorted((ROOT / package).rglob("*")):
-            if path.suffix in (".py", ".toml") and path.is_file() and "__pycache__" not in path.parts:
-                parts += [str(path.relative_to(ROOT)).encode(), path.read_bytes()]
-    return key_of(*parts)[:16]
-
-
 def store_dir(kind: str, root: Path | None = None) -> Path:
     return (root if root is not None else cache_root()) / "triton" / kind
 
@@ -63,7 +51,7 @@ def static_path(cubin: bytes, request: Request, root: Path | None = None) -> Pat
     """Where the `moves`/`search` answer for `cubin` is kept: named by the cubin, the request
     and reorder's sources (a build may fill another root, carried to where Triton compiles)."""
     built = Request(request.mode, request.budget, request.key, request.noalias)  # `rev` builds nothing
-    return store_dir("static", root) / f"{key_of(cubin, built.token(), code_digest())[:40]}.cubin"
+    return store_dir("static", root) / f"{key_of(cubin, built.token(), digest.code_digest())[:40]}.cubin"
 
 
 # ---------------------------------------------------------------- tuned binaries

@@ -19,7 +19,7 @@ from timing import gpu  # noqa: E402
 from timing.check import check_pair, run_once  # noqa: E402
 from timing.cli_support import checked_spec, validated_spec  # noqa: E402
 from timing.paired import time_pair  # noqa: E402
-from timing.spec import draw_inputs  # noqa: E402
+from timing.inputs import draw_inputs
 
 HERE = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "kernels" / "structs"
 CASES = {"warp_select_tensor_k32": "kselect_tensor", "warp_select_tensor_k100": "kselect_tensor",
