@@ -152,6 +152,10 @@ def merge(a: State, b: State) -> State:
     return out
 
 
+def _sb_of(sb: int) -> int | None:
+    return sb if sb != UNTRACKED else None
+
+
 def _sb_name(sb: int) -> str:
     return f"wait on SB{sb}" if sb != UNTRACKED else "a scoreboard (producer set none)"
 
@@ -267,7 +271,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                                        need.cycles, p.elapsed, "variable-latency result with no scoreboard"))
                 continue
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "RAW on a variable-latency result", p.elapsed))
+                                   _sb_name(p.sb), "no wait", "RAW on a variable-latency result", p.elapsed, _sb_of(p.sb)))
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
@@ -286,12 +290,12 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                                            need.cycles, p.elapsed, "WAW on a variable-latency result with no scoreboard"))
                 continue
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "WAW on a variable-latency result", p.elapsed))
+                                   _sb_name(p.sb), "no wait", "WAW on a variable-latency result", p.elapsed, _sb_of(p.sb)))
         for p in s.reads.get(res, ()):
             if ins.is_variable_latency and table.unwaited_war_ok(p.opcode, ins.opcode, p.elapsed):
                 continue
             found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read", p.elapsed))
+                                   _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read", p.elapsed, _sb_of(p.sb)))
         for r in s.read_by.get(res, {}).values():
             if r.offset == ins.offset or _exclusive(r.guard, ins.guard):
                 continue

@@ -21,6 +21,7 @@ class Violation:
     provided: int | str
     detail: str = ""
     elapsed: int | None = None  # cycles from producer to consumer, where `provided` is not a count
+    scoreboard: int | None = None  # kind 'scoreboard': the scoreboard the consumer must wait on
 
     @property
     def key(self) -> tuple[str, str, int, int]:

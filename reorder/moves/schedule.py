@@ -173,8 +173,8 @@ def _repair(order: list[Instruction], j: int, found: list[Violation], state: Sta
         if v.kind == "encoding":
             order[j] = ins.with_ctrl(_legal(ins.ctrl))
             changed = True
-        elif v.kind in ("scoreboard",) and isinstance(v.required, str) and v.required.startswith("wait on SB"):
-            sb = int(v.required[len("wait on SB"):])
+        elif v.kind == "scoreboard" and v.scoreboard is not None:
+            sb = v.scoreboard
             order[j] = order[j].with_ctrl(order[j].ctrl.with_(wait=order[j].ctrl.wait | 1 << sb))
             elapsed = _elapsed(state, v.resource, sb)
             if elapsed is not None and elapsed < FRESH_SCOREBOARD_CYCLES and j > 0:

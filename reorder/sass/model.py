@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from reorder.sass import opcodes as op
@@ -37,14 +37,14 @@ class Instruction:
     target: int | None  # branch / BSSY target offset
     has_relocation: bool = False
     indirect_targets: tuple[int, ...] = ()  # a BRX/JMX's jump-table targets (EIATTR_INDIRECT_BRANCH_TARGETS)
+    # Derived once, when the value is made (the verifier and the scheduler read them millions
+    # of times a search); not compared, so two instructions are equal exactly as before.
+    ctrl: ControlCode = field(init=False, repr=False, compare=False)
+    base: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def ctrl(self) -> ControlCode:
-        return ControlCode.from_word(self.word)
-
-    @property
-    def base(self) -> str:
-        return self.opcode.split(".")[0]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ctrl", ControlCode.from_word(self.word))
+        object.__setattr__(self, "base", self.opcode.split(".")[0])
 
     @property
     def modifiers(self) -> tuple[str, ...]:
