@@ -1,7 +1,10 @@
-"""Seeded fuzzer: mutated cubins, PTX files and launch specs through every command that reads
-them, counting exit codes, tracebacks, hangs and signals (issue 20).
+"""Seeded fuzzer: mutated cubins, PTX files and launch specs (flat, and struct: [[type]],
+struct parameters, descriptor [[buffer]]s, zeros counters) and kernel names (C++ signatures,
+parts of them, symbols) through every command that reads them, counting exit codes,
+tracebacks, hangs and signals (issue 20).
 
-    python -m benchmarks.fuzz --cases 2000 --seed 0 [--workers 2] [--json out.json] [--markdown out.md]
+    python -m benchmarks.fuzz --cases 2000 --seed 0 [--workers 2] [--out benchmarks/results]
+    python -m benchmarks.fuzz --minutes 60 --seed 5 --workers 32 --out benchmarks/results
 
 A *mutant* (one mutated input, reproduced from `seed/index` alone) is run through each command
 that reads that kind of input: a case is one (mutant, command). Cases run in worker processes
@@ -10,8 +13,10 @@ the command costs: a few milliseconds when the input is refused, nvdisasm's half
 it is not. The supervisor reads one line per case from each worker: a worker silent for
 `--timeout` seconds is killed and its case counted as a hang; a worker that dies counts its
 case as a signal. Without a GPU, `check`, `time` and `probe` stop at the GPU probe (stubbed to
-answer "no GPU" at once); a spec they accept is also drawn (`timing.inputs.draw_inputs`) to
-find specs that validate but cannot be drawn.
+answer "no GPU" at once); a spec they accept is also drawn (`timing.inputs.draw_inputs`) and
+its structs built on a host-memory stand-in for cupy, to find specs that validate but cannot
+be drawn or built. Without ptxas the PTX cases are skipped and the result says so; without
+nvdisasm the fuzzer refuses to start.
 
 Outcomes: ok (exit 0 with output), verdict (exit 1 with a report), refused (exit 2, one error
 line), and the failures: empty (exit 0 with nothing), messy (exit 2 without exactly one error
@@ -25,6 +30,7 @@ import collections
 import contextlib
 import io
 import json
+import math
 import os
 import random
 import select
@@ -45,11 +51,21 @@ CUBINS = (("cubin/gather_histogram.cubin", "specs/gather_histogram.toml"),
           ("cubin/particlefilter.cubin", "specs/normalize_weights.toml"),
           ("../../tests/corpus/cubin/sm_80/elementwise.cubin", None),
           ("../../tests/corpus/cubin/sm_90/calls.cubin", None),
-          ("../../tests/corpus/cubin/sm_90/control.cubin", None))
+          ("../../tests/corpus/cubin/sm_90/control.cubin", None),
+          ("structs/cubin/kselect_tensor.cubin", "structs/specs/warp_select_tensor_k32.toml"),
+          ("structs/cubin/cfo_ta_descr.cubin", "structs/specs/cfo_ta_descr.toml"),
+          ("structs/cubin/last_block.cubin", "structs/specs/last_block_sum_zeros.toml"))
+# struct-parameter kernels (C++ names, [[type]], descriptor [[buffer]]s, zeros counters)
+STRUCTS = tuple((c, s) for c, s in CUBINS if c.startswith("structs/"))
 PTX = ("../../tests/corpus/ptx/sm_90/elementwise.ptx", "../../tests/corpus/triton/sm_90/rmsnorm.ptx")
-FAMILY_WEIGHTS = (("cubin", 0.62), ("spec", 0.28), ("ptx", 0.10))
+FAMILY_WEIGHTS = (("cubin", 0.52), ("spec", 0.20), ("struct", 0.12), ("name", 0.08), ("ptx", 0.08))
 BAD = ("empty", "messy", "traceback", "hang", "signal", "undrawable")
-DRAW_LIMIT_BYTES = 64 * 2**20  # specs that validate are drawn when no larger than this
+# Commands that transform a kernel (stalls, batch-loads, optimize) run only on bases whose kernels
+# have at most this many instructions: on the 5,696 of warpSelect<..., 128, 4, 128> an unmutated
+# `reorder stalls` takes 80 s of CPU (each block's schedule re-verifies the whole kernel), past the
+# hang bound for reasons no mutation causes.
+MAX_TRANSFORMED = 1000
+DRAW_LIMIT_BYTES = 96 * 2**20  # specs that validate are drawn (and their structs built) when no larger than this
 
 
 @dataclass(frozen=True)
@@ -117,18 +133,21 @@ def _reason(stderr: str) -> str:
 class Planner:
     """Turns (seed, mutant index) into the mutant's bytes and its cases; the same everywhere."""
 
-    def __init__(self, seed: int, work: Path) -> None:
+    def __init__(self, seed: int, work: Path, families: tuple[str, ...] = tuple(f for f, _ in FAMILY_WEIGHTS)) -> None:
         from benchmarks.fuzz_inputs import Base, cubin_base
 
         self.seed, self.work = seed, work
+        self.weights = [(f, w) for f, w in FAMILY_WEIGHTS if f in families]
         self.cubins = [(cubin_base(c, (KERNELS / c).read_bytes()), (KERNELS / s) if s else None) for c, s in CUBINS]
         self.specs = [(KERNELS / c, Base(s, (KERNELS / s).read_bytes())) for c, s in CUBINS if s]
+        self.structs = [(KERNELS / c, Base(s, (KERNELS / s).read_bytes())) for c, s in STRUCTS]
         self.ptx = [Base(p, (KERNELS / p).read_bytes()) for p in PTX]
+        self._names: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def cases(self, index: int) -> tuple[Path, list[Case]]:
         """Write mutant `index` into its folder; its cases."""
         rng = random.Random(f"{self.seed}/{index}")
-        family = rng.choices([f for f, _ in FAMILY_WEIGHTS], [w for _, w in FAMILY_WEIGHTS])[0]
+        family = rng.choices([f for f, _ in self.weights], [w for _, w in self.weights])[0]
         folder = self.work / f"m{index}"
         folder.mkdir(parents=True, exist_ok=True)
         return folder, getattr(self, f"_{family}")(index, rng, folder)
@@ -145,11 +164,12 @@ class Planner:
         runs = [("disasm", m), ("disasm", m, "--json"), ("verify", m), ("verify", m, "--against", original),
                 ("diff", original, m)]
         runs += [("check", original, m, "--launch", str(spec))] if spec else []
-        runs += [("stalls", m, "-o", out)] if rng.random() < 0.12 else []
-        runs += [("batch-loads", m, "-o", out, "--no-slices")] if rng.random() < 0.04 else []
-        runs += [("batch-loads", "--assume-noalias", m, "-o", out)] if rng.random() < 0.01 else []
+        small = _small(base)
+        runs += [("stalls", m, "-o", out)] if small and rng.random() < 0.12 else []
+        runs += [("batch-loads", m, "-o", out, "--no-slices")] if small and rng.random() < 0.04 else []
+        runs += [("batch-loads", "--assume-noalias", m, "-o", out)] if small and rng.random() < 0.01 else []
         runs += [("optimize", m, "-o", out, "--device", "cpu", "--budget", "1", "--jobs", "1",
-                  "--time", "20s")] if rng.random() < 0.003 else []
+                  "--time", "20s")] if small and rng.random() < 0.003 else []
         return [Case(index, "cubin", kind, base.name, r[0], r) for r in runs]
 
     def _spec(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -166,6 +186,47 @@ class Planner:
         runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, "--device", "cpu", "--budget", "1",
                   "--jobs", "1", "--time", "20s")] if rng.random() < 0.005 else []
         return [Case(index, "spec", kind, base.name, r[0], r) for r in runs]
+
+    def _struct(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
+        from benchmarks.fuzz_inputs import struct_spec_mutation
+
+        cubin, base = rng.choice(self.structs)
+        kind, text = struct_spec_mutation(base, rng)
+        path = folder / "spec.toml"
+        path.write_bytes(text)
+        c, s = str(cubin), str(path)
+        runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
+        runs += [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")] \
+            if rng.random() < 0.03 else []
+        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, "--device", "cpu", "--budget", "1",
+                  "--jobs", "1", "--time", "20s")] if rng.random() < 0.01 else []
+        return [Case(index, "struct", kind, base.name, r[0], r) for r in runs]
+
+    def _name(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
+        """Unmutated cubins, C++ (struct kernels, twice as often) or plain, named every way."""
+        from benchmarks.fuzz_inputs import name_query
+
+        base, spec = rng.choice(self.cubins + [x for x in self.cubins if x[0].name.startswith("structs/")])
+        kind, query = name_query(*self._symbols(base), rng)
+        flag = ("--kernel", query) if rng.random() < 0.7 else (f"--kernel={query}",)
+        c, out = str(KERNELS / base.name), str(folder / "out.cubin")
+        runs = [("disasm", c, *flag), ("verify", c, *flag), ("diff", c, c, *flag)]
+        runs += [("check", c, c, "--launch", str(spec), *flag), ("time", c, c, "--launch", str(spec), *flag)] \
+            if spec else []
+        small = _small(base)
+        runs += [("stalls", c, "-o", out, *flag)] if small and rng.random() < 0.1 else []
+        runs += [("optimize", c, "-o", out, "--device", "cpu", "--budget", "1", "--jobs", "1", "--time", "20s",
+                  *flag)] if small and rng.random() < 0.01 else []
+        return [Case(index, "name", kind, base.name, r[0], r) for r in runs]
+
+    def _symbols(self, base) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(symbols, demangled) of a base cubin's kernels, asked once."""
+        from reorder.binary.names import demangle
+
+        if base.name not in self._names:
+            symbols = tuple(k.name for k in base.cubin.kernels)
+            self._names[base.name] = (symbols, demangle(symbols))
+        return self._names[base.name]
 
     def _ptx(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
         from benchmarks.fuzz_inputs import ptx_mutation
@@ -200,7 +261,7 @@ def run_case(case: Case) -> dict:
 
         code, detail = None, "".join(traceback.format_exception(exc))[-2000:]
     outcome = classify(case, code, out.getvalue(), err.getvalue()) if code is not None else "traceback"
-    if outcome in ("refused", "verdict") and case.family == "spec" and case.command == "check":
+    if outcome in ("refused", "verdict") and case.family in ("spec", "struct", "name") and case.command == "check":
         outcome = _drawn(case) or outcome
     stderr = err.getvalue()
     return {**asdict(case), "exit": code, "outcome": outcome, "seconds": round(time.monotonic() - start, 3),
@@ -222,25 +283,53 @@ def classify(case: Case, code: int, stdout: str, stderr: str) -> str:
 
 
 def _drawn(case: Case) -> str:
-    """'' when the spec is refused or its inputs can be drawn; 'undrawable' when a spec the
-    CLI accepted raises anything but SpecError while its inputs are drawn."""
+    """'' when the spec is refused or its inputs can be drawn (and its structs built);
+    'undrawable' when a spec the CLI accepted raises anything but a ReorderError while its
+    inputs are drawn, its struct buffers and parameters packed or its zeros copies made."""
     from reorder.base.errors import ReorderError
     from timing.cli_support import validated_spec
     from timing.inputs import draw_inputs
 
+    kernel = next((a.split("=", 1)[1] for a in case.argv if a.startswith("--kernel=")), None)
+    if "--kernel" in case.argv:
+        kernel = case.argv[case.argv.index("--kernel") + 1]
     try:
-        spec = validated_spec(case.argv[4], [case.argv[1]])
+        spec = validated_spec(case.argv[4], [case.argv[1]], kernel)
     except ReorderError:
         return ""
     if sum(p.nbytes for p in spec.buffers) > DRAW_LIMIT_BYTES:
         return ""
     try:
-        draw_inputs(spec, 0)
+        _materialize(spec, draw_inputs(spec, 0))
     except ReorderError:
         return ""
     except Exception:  # noqa: BLE001
         return "undrawable"
     return ""
+
+
+def _materialize(spec, host: dict) -> None:
+    """What the GPU worker does with drawn inputs before a launch, on a host-memory stand-in
+    for cupy (tests/fake_device.py): struct buffers filled, struct parameters packed with
+    the buffers' addresses, per-launch copies of zeros counters."""
+    if not (spec.types or spec.extra):
+        return
+    import numpy as np
+
+    from tests import fake_device
+    from timing.devicestructs import build_structs, launch_copies
+    from timing.gpu import DeviceSet
+
+    try:
+        dev = DeviceSet({k: fake_device.array(v) if isinstance(v, np.ndarray) else v for k, v in host.items()})
+        build_structs(fake_device, spec, dev)
+        launch_copies(fake_device, spec, dev, 3)
+    finally:
+        fake_device.ALLOCATIONS.clear()
+
+
+def _small(base) -> bool:
+    return max(len(k.text) for k in base.cubin.kernels) <= 16 * MAX_TRANSFORMED
 
 
 class _OneListingPerMutant:
@@ -275,7 +364,7 @@ class _OneListingPerMutant:
         self.memo.clear()
 
 
-def worker(seed: int, work: Path) -> None:
+def worker(seed: int, work: Path, families: tuple[str, ...]) -> None:
     """Read mutant indices on stdin; for each case print a 'start' line and a result line."""
     import timing.cli_support as cs
 
@@ -285,7 +374,7 @@ def worker(seed: int, work: Path) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # nothing but the protocol reaches the supervisor
-    planner = Planner(seed, work)
+    planner = Planner(seed, work, families)
     for line in sys.stdin:
         index = int(line)
         folder, cases = planner.cases(index)
@@ -314,8 +403,8 @@ def worker_env(work: Path, environ) -> dict:
 class _Worker:
     """One worker process, the mutant it is on and the case in flight."""
 
-    def __init__(self, seed: int, work: Path, timeout: float) -> None:
-        self.seed, self.work, self.timeout = seed, work, timeout
+    def __init__(self, seed: int, work: Path, timeout: float, families: tuple[str, ...]) -> None:
+        self.seed, self.work, self.timeout, self.families = seed, work, timeout, families
         self.mutant: int | None = None
         self.flight: dict | None = None
         self.since = time.monotonic()
@@ -325,7 +414,8 @@ class _Worker:
     def _start(self) -> subprocess.Popen:
         with open(self.stderr_path, "ab") as stderr:
             return subprocess.Popen([sys.executable, "-m", "benchmarks.fuzz", "--worker", "--seed", str(self.seed),
-                                     "--work", str(self.work)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     "--work", str(self.work), "--families", ",".join(self.families)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=stderr, env=worker_env(self.work, os.environ), cwd=self.work, bufsize=0)
 
     @property
@@ -364,18 +454,37 @@ class _Worker:
         self.proc.wait()
 
 
+def families_here() -> tuple[tuple[str, ...], list[str]]:
+    """The input families this machine can run, and a line for each one it cannot: PTX
+    needs a ptxas (nvcc's, the CUDA wheel's or Triton's); without one the PTX cases are
+    skipped, and said to be. Without nvdisasm nothing meaningful runs: an InputError."""
+    from reorder.base.errors import InputError
+    from reorder.binary.tools import have_tool
+
+    if not have_tool("nvdisasm"):
+        raise InputError("no nvdisasm: pip install 'nvidia-cuda-nvdisasm>=13.5.37' (every cubin case needs it)")
+    families, notes = tuple(f for f, _ in FAMILY_WEIGHTS), []
+    if not have_tool("ptxas"):
+        families = tuple(f for f in families if f != "ptx")
+        notes.append("PTX cases skipped: no ptxas here (install the CUDA toolkit, the nvidia-cuda-nvcc wheel or Triton)")
+    return families, notes
+
+
 def run(cases: int, seed: int = 0, workers: int = 1, timeout: float = 30.0, work: Path | None = None,
-        progress=None, seconds: float = float("inf")) -> Tally:
-    """Run mutants 0, 1, 2 ... until at least `cases` cases are done (or `seconds` have
-    passed: no mutant is started after that); the tally."""
+        progress=None, seconds: float = float("inf"), first: int = 0,
+        families: tuple[str, ...] | None = None) -> Tally:
+    """Run mutants first, first + 1, ... until at least `cases` cases are done (or `seconds`
+    have passed: no mutant is started after that); the tally. `families` defaults to what
+    this machine can run (families_here)."""
+    families = families or families_here()[0]
     own = work is None
     work = Path(tempfile.mkdtemp(prefix="reorder-fuzz-")) if own else work
-    tally, start, next_index = Tally(), time.monotonic(), 0
+    tally, start, next_index = Tally(), time.monotonic(), first
     pool: list[_Worker] = []
     try:
         for k in range(workers):
             (work / f"w{k}").mkdir(parents=True, exist_ok=True)
-            pool.append(_Worker(seed, work / f"w{k}", timeout))
+            pool.append(_Worker(seed, work / f"w{k}", timeout, families))
         for w in pool:
             w.give(next_index)
             next_index += 1
@@ -473,30 +582,94 @@ def _progress(tally: Tally, elapsed: float) -> None:
               file=sys.stderr, flush=True)
 
 
+def commit_here() -> str:
+    """The repository's commit (with '+dirty' when tracked files differ), or '' without git."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head + ("+dirty" if dirty else "")
+
+
+def machine() -> dict:
+    """Where the run ran: python, cores, and the tools the cases reach."""
+    import platform
+
+    from reorder.binary.names import find_demangler
+    from reorder.binary.tools import find_tool, have_tool, tool_version
+
+    tools = {name: (tool_version(name) if have_tool(name) else "absent") for name in ("nvdisasm", "ptxas")}
+    tools["ptxas_path"] = str(find_tool("ptxas")) if have_tool("ptxas") else ""
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "tools": tools, "demangler": find_demangler() or "absent (C++ names match by symbol only)"}
+
+
+def result(tally: Tally, args: argparse.Namespace, commit: str, notes: list[str], started: str) -> dict:
+    """The result file's content: what ran where, at which commit, and what it found."""
+    return {"commit": commit, "date": args.date, "started": started, "seed": args.seed, "first_mutant": args.first,
+            "workers": args.workers, "timeout_s": args.timeout,
+            "requested": {"cases": args.cases, "minutes": None if math.isinf(args.minutes) else args.minutes},
+            "wall_s": tally.seconds, "failures": tally.failures, "notes": notes, "machine": machine(),
+            **tally.as_dict()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds a case may take (a hang past it)")
+    parser.add_argument("--cases", type=int, help="run until this many cases are done (default 2000, or no "
+                        "bound with --minutes)")
     parser.add_argument("--minutes", type=float, default=float("inf"), help="start no mutant after this long")
-    parser.add_argument("--json", help="write the tally here")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--first", type=int, default=0, help="the first mutant index (disjoint slices of one seed)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (one per core)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds a case may take (a hang past it)")
+    parser.add_argument("--out", help="folder for the result files: <date>_fuzz_seed<S>.json and .md")
+    parser.add_argument("--json", help="write the result (JSON) here")
     parser.add_argument("--markdown", help="write a results page here")
-    parser.add_argument("--commit", default="", help="commit named in the results page")
+    parser.add_argument("--commit", default="", help="commit named in the results (default: git's, when there)")
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d"))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
+    parser.add_argument("--families", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.seed, Path(args.work))
+        worker(args.seed, Path(args.work), tuple(args.families.split(",")))
         return 0
-    tally = run(args.cases, args.seed, args.workers, args.timeout, progress=_progress, seconds=args.minutes * 60)
-    if args.json:
-        Path(args.json).write_text(json.dumps(tally.as_dict(), indent=1))
-    if args.markdown:
-        Path(args.markdown).write_text(markdown(tally, args.seed, args.commit, args.date))
-    print(json.dumps({"cases": tally.cases, "mutants": tally.mutants, "seconds": tally.seconds,
-                      "outcomes": dict(tally.outcomes)}))
+    from reorder.base.errors import ReorderError
+
+    if args.workers < 1 or args.timeout <= 0 or (args.cases is not None and args.cases < 1) or args.minutes <= 0:
+        parser.error("--workers, --cases, --minutes and --timeout must be positive")
+    args.cases = args.cases or (2000 if math.isinf(args.minutes) else sys.maxsize)
+    try:
+        families, notes = families_here()
+    except ReorderError as exc:
+        print(f"benchmarks.fuzz: error: {exc}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(note, file=sys.stderr)
+    commit, started = args.commit or commit_here() or "unknown", time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    tally = run(args.cases, args.seed, args.workers, args.timeout, progress=_progress, seconds=args.minutes * 60,
+                first=args.first, families=families)
+    out = result(tally, args, commit, notes, started)
+    paths = [Path(args.json)] if args.json else []
+    pages = [Path(args.markdown)] if args.markdown else []
+    if args.out:
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths.append(folder / f"{args.date}_fuzz_seed{args.seed}.json")
+        pages.append(folder / f"{args.date}_fuzz_seed{args.seed}.md")
+    for path in paths:
+        path.write_text(json.dumps(out, indent=1))
+    note = (f"{args.workers} worker(s), case timeout {args.timeout:g} s, mutants from {args.first}; python "
+            f"{out['machine']['python']} on {out['machine']['cpus']} CPUs; nvdisasm {out['machine']['tools']['nvdisasm']}; "
+            f"ptxas {out['machine']['tools']['ptxas']}. " + " ".join(notes))
+    for page in pages:
+        page.write_text(markdown(tally, args.seed, commit, args.date, note))
+    print(json.dumps({"commit": commit, "cases": tally.cases, "mutants": tally.mutants, "seconds": tally.seconds,
+                      "outcomes": dict(tally.outcomes), "failures": tally.failures,
+                      "written": [str(p) for p in paths + pages]}))
     return 1 if tally.failures else 0
 
 

@@ -302,3 +302,237 @@ def spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
         text = "\n".join(lines)
         return kind, text[: rng.randrange(len(text) + 1)].encode()
     return kind, "\n".join(lines).encode()
+
+
+# ---------------------------------------------------------------- struct-spec mutations
+
+FIELD_TYPES = ("ptr", "int8", "uint16", "int32", "int64", "float32", "float64", "bool", "float16", "nope", "",
+               "int128", "void", 7, ["ptr"], {"name": "x"})
+COUNTS = (0, -1, 1, 2, 3, 1.5, "2", 2**31, 2**40, 10**6, True)
+POINTERS = (0, 1, 4096, -1, "no_such_buffer", "", {"buffer": "BUF"}, {"buffer": "BUF", "index": -1},
+            {"buffer": "BUF", "index": 2**40}, {"buffer": "BUF", "index": 1.5}, {"index": 3}, {"buffer": 7},
+            {"buffer": "BUF", "index": 0, "extra": 1}, ["BUF"], True, 1e300, "SELF", "SCALAR")
+FIELD_VALUES = (0, -1, 2**63, 2**64, -(2**63) - 1, 65536, 256, 1.5, float("nan"), float("inf"), 1e308, "x", [],
+                [1, 2, 3, 4, 5], [[1]], {}, {"a": 1}, True)
+
+
+def _toml_document(raw: dict) -> bytes:
+    """A parsed spec written back: [kernel] first, then arrays of tables; any other top-level
+    key as a plain value (a mutation may have put anything anywhere)."""
+    from timing.spectoml import toml_value
+
+    def entry(key: str, value) -> str:
+        try:
+            return f"{key} = {toml_value(value)}"
+        except TypeError:
+            return f"{key} = {toml_value(repr(value))}"
+
+    lines = [entry(k, v) for k, v in raw.items() if not isinstance(v, (dict, list)) or
+             (isinstance(v, list) and not all(isinstance(x, dict) for x in v))]
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            lines += ["", f"[{key}]", *(entry(k, v) for k, v in value.items())]
+        elif isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            for table in value:
+                lines += ["", f"[[{key}]]", *(entry(k, v) for k, v in table.items())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _named(raw: dict, key: str) -> list[dict]:
+    tables = raw.get(key)
+    return [t for t in tables if isinstance(t, dict)] if isinstance(tables, list) else []
+
+
+def _buffers(raw: dict) -> list[str]:
+    return [t.get("name", "") for t in _named(raw, "buffer") + _named(raw, "param") if t.get("kind", "buffer") == "buffer"]
+
+
+def _pointer(raw: dict, rng: random.Random, here: str):
+    """A pointer value: a real buffer (whole or at an index), or one of the odd forms."""
+    names = _buffers(raw) or ["x"]
+    pick = rng.choice(POINTERS) if rng.random() < 0.7 else rng.choice(names)
+    if pick == "SELF":
+        return here
+    if pick == "SCALAR":
+        scalars = [t.get("name") for t in _named(raw, "param") if t.get("kind") == "scalar"]
+        return rng.choice(scalars) if scalars else "k"
+    if isinstance(pick, dict) and pick.get("buffer") == "BUF":
+        return {**pick, "buffer": rng.choice(names)}
+    if isinstance(pick, list):
+        return [rng.choice(names)]
+    return pick
+
+
+def _mutate_value(value, raw: dict, rng: random.Random, here: str):
+    """One field of a struct value (recursing into nested structs and arrays) made odd."""
+    if isinstance(value, dict) and value:
+        key = rng.choice(sorted(value))
+        out = dict(value)
+        roll = rng.random()
+        if roll < 0.15:
+            del out[key]
+        elif roll < 0.25:
+            out[f"{key}_extra"] = 1
+        elif roll < 0.6 and isinstance(value[key], (dict, list)):
+            out[key] = _mutate_value(value[key], raw, rng, here)
+        elif roll < 0.8:
+            out[key] = _pointer(raw, rng, here)
+        else:
+            out[key] = rng.choice(FIELD_VALUES)
+        return out
+    if isinstance(value, list) and value:
+        out = list(value)
+        i = rng.randrange(len(out))
+        roll = rng.random()
+        if roll < 0.2:
+            del out[i]
+        elif roll < 0.35:
+            out.append(out[i])
+        else:
+            out[i] = _mutate_value(out[i], raw, rng, here)
+        return out
+    return rng.choice((_pointer(raw, rng, here), rng.choice(FIELD_VALUES)))
+
+
+def _struct_types(raw: dict, rng: random.Random) -> str:
+    types = _named(raw, "type")
+    if not types:
+        return "none"
+    ty = rng.choice(types)
+    fields = ty.get("fields") if isinstance(ty.get("fields"), list) else []
+    roll = rng.random()
+    if roll < 0.1:
+        raw["type"] = [t for t in raw["type"] if t is not ty]
+        return "type_drop"
+    if roll < 0.2 and len(types) >= 1:
+        other = rng.choice(types)
+        fields.append({"name": "loop", "type": ty.get("name")})
+        if other is not ty and isinstance(other.get("fields"), list):
+            other["fields"].append({"name": "back", "type": ty.get("name")})
+        return "type_cycle"
+    if roll < 0.3:
+        raw["type"].append(dict(ty))  # the same name twice
+        return "type_twice"
+    if not fields:
+        return "none"
+    field_ = rng.choice(fields)
+    if not isinstance(field_, dict):
+        return "none"
+    if roll < 0.55:
+        names = [t.get("name") for t in types]
+        field_["type"] = rng.choice((*FIELD_TYPES, *names))
+        return "field_type"
+    if roll < 0.75:
+        field_["count"] = rng.choice(COUNTS)
+        return "field_count"
+    if roll < 0.85:
+        fields.remove(field_)
+        return "field_drop"
+    if roll < 0.92:
+        fields.append(dict(field_))
+        return "field_twice"
+    field_["name"] = rng.choice(("", "x y", 7, "a" * 300, "__proto__"))
+    return "field_name"
+
+
+def _struct_values(raw: dict, rng: random.Random) -> str:
+    holders = [t for t in _named(raw, "param") if t.get("kind") == "struct"]
+    holders += [t for t in _named(raw, "buffer") if "values" in t]
+    if not holders:
+        return "none"
+    table = rng.choice(holders)
+    here = table.get("name", "")
+    if "values" in table and rng.random() < 0.3:
+        values = table["values"] if isinstance(table["values"], list) else []
+        table["values"] = rng.choice(([], values * 3, values[:1], "x", [1], values + [values[0]] if values else [0]))
+        return "values_count"
+    key = "value" if "value" in table else "values"
+    table[key] = _mutate_value(table.get(key), raw, rng, here)
+    return "value"
+
+
+def _struct_roles(raw: dict, rng: random.Random) -> str:
+    tables = _named(raw, "buffer") + _named(raw, "param")
+    if not tables:
+        return "none"
+    table = rng.choice(tables)
+    roll = rng.random()
+    if roll < 0.4:
+        table["role"] = rng.choice(("zeros", "zeros", "in", "out", "inout", "zero", ""))
+        return "role"
+    if roll < 0.7:
+        table["kind"] = rng.choice(("struct", "buffer", "scalar", "descr"))
+        if rng.random() < 0.5:
+            table["type"] = rng.choice([t.get("name") for t in _named(raw, "type")] + ["ptr", "int32", "nope"])
+        return "kind"
+    if roll < 0.85:
+        others = [t.get("name") for t in tables]
+        table["name"] = rng.choice(others)  # two tables, one name
+        return "name_twice"
+    table["dtype" if "type" in table else "type"] = rng.choice(("float32", "ptr", "int64", "Tensor2", "SumArgs"))
+    return "type_and_dtype"
+
+
+KERNEL_NAMES = ("warpSelect", "void", "<", "float", "Kernel", "faiss::gpu::warpSelect", "warpSelect<float",
+                "lastBlockSum<256>", "lastBlockSum<128>", "cfoTaEstDescrKernel", "pusch::", "_ZN", " ", "",
+                "(", "*", ".*", "warpSelect<float, long, false, 32, 2, 128>",
+                ("void faiss::gpu::warpSelect<float, long, false, 128, 4, 128>(faiss::gpu::Tensor<float, 2, true, long, "
+                 "faiss::gpu::traits::DefaultPtrTraits>, faiss::gpu::Tensor<float, 2, true, long, "
+                 "faiss::gpu::traits::DefaultPtrTraits>, faiss::gpu::Tensor<long, 2, true, long, "
+                 "faiss::gpu::traits::DefaultPtrTraits>, float, long, int)"), "x" * 5000, "é", "\t")
+
+
+def struct_spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
+    """(kind, mutated TOML) of a spec with [[type]], struct parameters, descriptor buffers or
+    zeros counters: types (fields' types and counts, cycles, names twice), values (pointers
+    to nothing, to themselves, past a buffer; fields missing, extra, of the wrong type),
+    roles and kinds, the kernel's name; one to three of them, or a text mutation."""
+    import copy
+
+    import tomllib
+
+    if rng.random() < 0.15:
+        return spec_mutation(base, rng)
+    raw = copy.deepcopy(tomllib.loads(base.data.decode()))
+    kinds = []
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        roll = rng.random()
+        if roll < 0.3:
+            kinds.append(_struct_types(raw, rng))
+        elif roll < 0.65:
+            kinds.append(_struct_values(raw, rng))
+        elif roll < 0.85:
+            kinds.append(_struct_roles(raw, rng))
+        else:
+            raw["kernel"]["name"] = rng.choice(KERNEL_NAMES)
+            kinds.append("kernel_name")
+    return "+".join(sorted(set(kinds))), _toml_document(raw)
+
+
+# ---------------------------------------------------------------- kernel names
+
+
+def name_query(symbols: tuple[str, ...], readable: tuple[str, ...], rng: random.Random) -> tuple[str, str]:
+    """(kind, a --kernel value) for a cubin whose kernels are `symbols` (demangled: `readable`):
+    exact, reformatted, partial, ambiguous, absent, odd."""
+    i = rng.randrange(len(symbols))
+    sym, sig = symbols[i], readable[i]
+    roll = rng.random()
+    if roll < 0.1:
+        return "symbol", sym
+    if roll < 0.2:
+        return "signature", sig
+    if roll < 0.3:
+        return "spacing", rng.choice((sig.replace(" ", ""), sig.replace(",", " , "), f"  {sig}  ", sig.replace(" ", "\t")))
+    if roll < 0.5:
+        start = rng.randrange(len(sig))
+        return "substring", sig[start : start + rng.randrange(1, 40)]
+    if roll < 0.6:
+        start = rng.randrange(len(sym))
+        return "symbol_part", sym[start : start + rng.randrange(1, 30)]
+    if roll < 0.7:
+        return "case", rng.choice((sig.upper(), sig.lower(), sym.upper()))
+    if roll < 0.8:
+        cut = rng.randrange(len(sig))
+        return "edited", sig[:cut] + rng.choice(("x", "", " ", "<", ">", "::", "0")) + sig[cut + 1 :]
+    return "odd", rng.choice(KERNEL_NAMES)

@@ -500,3 +500,13 @@ def test_fuzz_ptx_declaring_billions_of_registers_is_refused_before_ptxas(tmp_pa
     start = time.monotonic()
     line = _one_line_refusal(*_run(capsys, "disasm", str(mutant))[::2], "disasm")
     assert "virtual registers" in line and time.monotonic() - start < 10
+
+
+def test_an_empty_kernel_name_is_refused_not_read_as_every_kernel(capsys) -> None:
+    """`--kernel "$K"` with K unset disassembled, verified or stalled every kernel (exit 0)."""
+    for command in (("disasm", str(SMALL)), ("verify", str(SMALL)), ("diff", str(SMALL), str(SMALL)),
+                    ("stalls", str(SMALL), "-o", "/nonexistent/o.cubin")):
+        with pytest.raises(SystemExit) as done:
+            main([*command, "--kernel", " "])
+        assert done.value.code == 2
+        assert "an empty name names no kernel" in capsys.readouterr().err

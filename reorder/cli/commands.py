@@ -12,11 +12,19 @@ from reorder.sass.listing import render_json, render_text
 from reorder.sass.model import decode_kernel
 
 
+def kernel_name(text: str) -> str:
+    """--kernel's value: an empty name would read as no --kernel at all (every kernel), which
+    is what `--kernel "$K"` with K unset should not silently do."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name names no kernel (leave --kernel out for every kernel)")
+    return text
+
+
 @command("disasm", "annotated SASS: control codes, read/write sets")
 def _disasm():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
-        p.add_argument("--kernel", help="kernel name (default: every kernel)")
+        p.add_argument("--kernel", type=kernel_name, help="kernel name (default: every kernel)")
         p.add_argument("--json", action="store_true", help="records with offset, opcode, text and control fields")
 
     def run(args: argparse.Namespace) -> int:
@@ -33,7 +41,7 @@ def _disasm():
 def _verify():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
-        p.add_argument("--kernel", help="kernel name (default: every kernel)")
+        p.add_argument("--kernel", type=kernel_name, help="kernel name (default: every kernel)")
         p.add_argument("--against", metavar="ORIGINAL", help="the compiler's cubin this one was made from: a "
                        "violation the original has itself, at no fewer cycles, is reported as inherited")
         p.add_argument("--tables-only", action="store_true", help="without --against: judge by the latency tables "
@@ -90,7 +98,7 @@ def _diff():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("a", metavar="A.cubin", help="the original")
         p.add_argument("b", metavar="B.cubin", help="the candidate (a reorder output)")
-        p.add_argument("--kernel", help="kernel name (default: every kernel both have)")
+        p.add_argument("--kernel", type=kernel_name, help="kernel name (default: every kernel both have)")
         p.add_argument("--context", type=int, default=3, help="unchanged lines around each change (default 3)")
 
     def run(args: argparse.Namespace) -> int:
@@ -190,7 +198,7 @@ def _stalls():
         p.add_argument("cubin")
         p.add_argument("-o", "--output")
         p.add_argument("--config", help="sections and hex ranges to process (.text.K c0-d40)")
-        p.add_argument("--kernel")
+        p.add_argument("--kernel", type=kernel_name)
         p.add_argument("--skeleton", action="store_true", help="print a config covering every kernel and exit")
 
     def run(args: argparse.Namespace) -> int:
@@ -220,7 +228,7 @@ def _batch_loads():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli.main)
         p.add_argument("-o", "--output", required=True)
-        p.add_argument("--kernel")
+        p.add_argument("--kernel", type=kernel_name)
         p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
                        help="assume pointer parameters do not alias (all, or a comma list of indices)")
         p.add_argument("--no-slices", action="store_true",
@@ -248,7 +256,7 @@ def _launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", metavar="A.cubin", help="reference cubin")
     p.add_argument("b", metavar="B.cubin", help="candidate cubin (may be A itself: an A/A run)")
     p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid, block, parameters)")
-    p.add_argument("--kernel", help="kernel name (default: the spec's)")
+    p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
 
 
 @command("check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 2 bad input/no GPU, "
@@ -333,7 +341,7 @@ def _optimize():
         p.add_argument("cubin", metavar="INPUT", help="a cubin, PTX (nvcc's or Triton's) or CUDA source (.cu); "
                        "with PTX at hand the search spans PTX moves, the producer's ptxas and SASS moves")
         p.add_argument("-o", "--output", required=True)
-        p.add_argument("--kernel")
+        p.add_argument("--kernel", type=kernel_name)
         p.add_argument("--ptx", metavar="FILE", help="the PTX a cubin input was compiled from (its kernels' names "
                        "as in the cubin): PTX candidates are compiled from it and timed against the cubin")
         p.add_argument("--nvcc-flags", default="-O3 -arch=sm_90", metavar="FLAGS",
@@ -491,7 +499,7 @@ def _probe():
         p.add_argument("cubin")
         p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid and block shape the "
                                                                              "record addresses)")
-        p.add_argument("--kernel", help="kernel name (default: the spec's)")
+        p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
         p.add_argument("--range", metavar="C0-D40", help="hex byte offsets of the instructions to probe after")
         p.add_argument("--build-only", metavar="DIR", help="CPU only: write and check every variant into DIR")
         p.add_argument("-o", "--output", default="timeline.csv", help="timeline CSV (default timeline.csv)")
