@@ -396,8 +396,44 @@ def _advance(s: State, stall: int) -> None:
                                    for p in table[res])
 
 
-def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State], dict[tuple, Violation]]:
-    """Fixed point over the CFG: the worst-case state at each block entry, and every violation."""
+def _exact_key(state: State) -> tuple:
+    """The state with its iteration orders (dicts and sets): two states with one exact key
+    step through any block alike, violations found in the same order included."""
+    def nested(table: dict[str, dict[str, Recent]]) -> tuple:
+        return tuple((res, tuple(by_cls.items())) for res, by_cls in table.items())
+
+    return (state.clock, nested(state.recent), tuple((r, tuple(p)) for r, p in state.writes.items()),
+            tuple((r, tuple(p)) for r, p in state.reads.items()), nested(state.read_by))
+
+
+BLOCK_MEMO_SIZE = 50_000
+
+
+def _through_block(instructions: tuple[Instruction, ...], entry: State, table, horizon: int,
+                   memo: dict | None) -> tuple[State, tuple[Violation, ...]]:
+    """A block's normalized exit state and the violations found inside it. With `memo`, a block
+    already walked from an exactly equal entry state is not walked again: scheduling changes
+    one block at a time, and the verifier's walks after it meet the same blocks in the same
+    states everywhere the change did not reach (the incremental part of a whole-kernel check)."""
+    key = (instructions, _exact_key(entry)) if memo is not None else None
+    if key is not None and key in memo:
+        return memo[key]
+    state, local = entry, []
+    for ins in instructions:
+        state = step(state, ins, table, local)
+    done = (state.normalized(horizon), tuple(local))
+    if key is not None:
+        if len(memo) >= BLOCK_MEMO_SIZE:
+            memo.clear()
+        memo[key] = done
+    return done
+
+
+def _walk(instructions: tuple[Instruction, ...], table,
+          memo: dict | None = None) -> tuple[dict[int, State], dict[tuple, Violation]]:
+    """Fixed point over the CFG: the worst-case state at each block entry, and every violation.
+    `memo` (block instructions, exact entry state) -> what `_through_block` found, shared by
+    the walks of one table."""
     blocks = {b.start: b for b in basic_blocks(instructions)}
     cfg = control_flow_graph(instructions)
     entry: dict[int, State] = {start: State() for start in blocks}
@@ -407,11 +443,8 @@ def _walk(instructions: tuple[Instruction, ...], table) -> tuple[dict[int, State
     horizon = table.max_cycles()
     while work:
         start = work.pop(0)
-        state = entry[start]
-        local: list[Violation] = []
-        for i in blocks[start].indices():
-            state = step(state, instructions[i], table, local)
-        state = state.normalized(horizon)
+        block = tuple(instructions[i] for i in blocks[start].indices())
+        state, local = _through_block(block, entry[start], table, horizon, memo)
         for v in local:  # a pair reached along several paths: keep its worst (fewest cycles)
             if v.key not in found or _fewer_cycles(v, found[v.key]):
                 found[v.key] = v
@@ -437,7 +470,28 @@ def _walk_with_arch_table(instructions: tuple[Instruction, ...], arch: int) -> t
     tail check for that kernel's violations; both are the walk the previous block's tail
     check just did (one whole-kernel walk per block instead of three). Callers only read
     the result."""
-    return _walk(instructions, load_table(arch))
+    table = load_table(arch)
+    return _walk(instructions, table, _memo_for(table, barriers.load_rules(arch)))
+
+
+_BLOCK_MEMOS: dict[int, tuple] = {}  # arch -> (table, barrier rules, the memo of walks with them)
+
+
+def clear_caches() -> None:
+    """Forget every walk and block memo (for a caller that patched the tables' behaviour)."""
+    original_violations.cache_clear()
+    _compiler_made.cache_clear()
+    _walk_with_arch_table.cache_clear()
+    _BLOCK_MEMOS.clear()
+
+
+def _memo_for(table: LatencyTable, rules) -> dict:
+    """The block memo of this exact table and these barrier rules (a new one when either was
+    loaded again: a memo never outlives the facts it was computed from)."""
+    held = _BLOCK_MEMOS.get(table.arch)
+    if held is None or held[0] is not table or held[1] is not rules:
+        held = _BLOCK_MEMOS[table.arch] = (table, rules, {})
+    return held[2]
 
 
 def block_entry_states(instructions: tuple[Instruction, ...], arch: int) -> dict[int, State]:

@@ -33,16 +33,11 @@ def matmul():
 @pytest.fixture
 def unlearned(monkeypatch):
     """The tables without the store -> shared-load pairs they learned from this cubin."""
-    def clear():
-        verify.original_violations.cache_clear()
-        verify._compiler_made.cache_clear()
-        verify._walk_with_arch_table.cache_clear()  # walks made with the unpatched table
-
-    clear()
+    verify.clear_caches()  # walks made with the unpatched table
     monkeypatch.setattr(LatencyTable, "unwaited_war_ok", lambda self, reader, writer, elapsed: False)
     yield
     monkeypatch.undo()
-    clear()
+    verify.clear_caches()
 
 
 def test_triton_cubins_are_legal_with_the_calibrated_table(matmul):
