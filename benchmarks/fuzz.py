@@ -65,6 +65,10 @@ BAD = ("empty", "messy", "traceback", "hang", "signal", "undrawable")
 # `reorder stalls` takes 80 s of CPU (each block's schedule re-verifies the whole kernel), past the
 # hang bound for reasons no mutation causes.
 MAX_TRANSFORMED = 1000
+# optimize's options in every case: one trial, a short search, and no pruning rounds (on
+# cfo_ta_descr's 688 instructions they took 34 s after a 4 s search: past the hang bound for
+# reasons no mutation causes; the rounds read no input)
+OPTIMIZE = ("--device", "cpu", "--budget", "1", "--jobs", "1", "--time", "10s", "--no-contributions")
 DRAW_LIMIT_BYTES = 96 * 2**20  # specs that validate are drawn (and their structs built) when no larger than this
 
 
@@ -168,8 +172,7 @@ class Planner:
         runs += [("stalls", m, "-o", out)] if small and rng.random() < 0.12 else []
         runs += [("batch-loads", m, "-o", out, "--no-slices")] if small and rng.random() < 0.04 else []
         runs += [("batch-loads", "--assume-noalias", m, "-o", out)] if small and rng.random() < 0.01 else []
-        runs += [("optimize", m, "-o", out, "--device", "cpu", "--budget", "1", "--jobs", "1",
-                  "--time", "20s")] if small and rng.random() < 0.003 else []
+        runs += [("optimize", m, "-o", out, *OPTIMIZE)] if small and rng.random() < 0.003 else []
         return [Case(index, "cubin", kind, base.name, r[0], r) for r in runs]
 
     def _spec(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -183,8 +186,8 @@ class Planner:
         runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
         runs += [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")] \
             if rng.random() < 0.05 else []
-        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, "--device", "cpu", "--budget", "1",
-                  "--jobs", "1", "--time", "20s")] if rng.random() < 0.005 else []
+        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)] \
+            if rng.random() < 0.005 else []
         return [Case(index, "spec", kind, base.name, r[0], r) for r in runs]
 
     def _struct(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -198,8 +201,8 @@ class Planner:
         runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
         runs += [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")] \
             if rng.random() < 0.03 else []
-        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, "--device", "cpu", "--budget", "1",
-                  "--jobs", "1", "--time", "20s")] if rng.random() < 0.01 else []
+        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)] \
+            if rng.random() < 0.01 else []
         return [Case(index, "struct", kind, base.name, r[0], r) for r in runs]
 
     def _name(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -215,8 +218,7 @@ class Planner:
             if spec else []
         small = _small(base)
         runs += [("stalls", c, "-o", out, *flag)] if small and rng.random() < 0.1 else []
-        runs += [("optimize", c, "-o", out, "--device", "cpu", "--budget", "1", "--jobs", "1", "--time", "20s",
-                  *flag)] if small and rng.random() < 0.01 else []
+        runs += [("optimize", c, "-o", out, *OPTIMIZE, *flag)] if small and rng.random() < 0.01 else []
         return [Case(index, "name", kind, base.name, r[0], r) for r in runs]
 
     def _symbols(self, base) -> tuple[tuple[str, ...], tuple[str, ...]]:

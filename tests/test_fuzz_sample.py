@@ -122,3 +122,15 @@ def test_a_run_writes_its_result_file(tmp_path, capsys) -> None:
     assert result["machine"]["tools"]["nvdisasm"] != "absent"
     page = (tmp_path / "2000-01-01_fuzz_seed2.md").read_text()
     assert "at commit abc1234" in page and "| Command, outcome | cases |" in page
+
+
+def test_transforming_cases_stay_within_the_hang_bound(tmp_path) -> None:
+    """Seed 4 mutant 78: optimize --budget 1 on cfo_ta_descr spent 34 s pruning its winner
+    after a 4 s search, a 'hang' no mutation caused. Optimize cases skip the pruning rounds,
+    and stalls/batch-loads/optimize run only on kernels the hang bound fits."""
+    planner = Planner(4, tmp_path)
+    cases = [c for i in range(400) for c in planner.cases(i)[1]]
+    optimize = [c for c in cases if c.command == "optimize"]
+    assert optimize and all("--no-contributions" in c.argv for c in optimize)
+    transformed = {c.base for c in cases if c.command in ("stalls", "batch-loads", "optimize") and c.family != "spec"}
+    assert transformed and "structs/cubin/kselect_tensor.cubin" not in transformed
