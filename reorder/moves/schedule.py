@@ -111,13 +111,14 @@ def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, 
              for k, i in enumerate(new_order)]
     entry = block_entry_states(instructions, arch)[start]
     state = entry
+    states, stepped = [entry], []  # states[k]: before position k, having stepped stepped[:k]
     for j in range(len(order)):
         short = _fresh_wait_shortfall(state, order[j])
         if short and j == 0:
             raise _EntryShortfall(short)
         if short:
             _bump(order, j - 1, short, 0)
-            state = _replay(entry, order[:j], table)
+            state = _replayed(states, stepped, order, j, table)
         for _ in range(64):
             found: list[Violation] = []
             step(state, order[j], table, found)
@@ -127,8 +128,10 @@ def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, 
                 raise _EntryShortfall(max(v.required - v.provided for v in found))
             if not _repair(order, j, found, state):
                 raise LegalityError(f"cannot schedule instruction at {order[j].offset:#x}", tuple(found))
-            state = _replay(entry, order[:j], table)  # stalls or scoreboards before j may have changed
+            state = _replayed(states, stepped, order, j, table)  # stalls or scoreboards before j may have changed
         state = step(state, order[j], table, [])
+        states.append(state)
+        stepped.append(order[j])
     kernel = list(instructions)
     kernel[start:end] = order
     return _fix_tail(tuple(kernel), start, end, arch, instructions)
@@ -159,11 +162,17 @@ def _fresh_wait_shortfall(state: State, ins: Instruction) -> int:
     return max([FRESH_SCOREBOARD_CYCLES - e for e in elapsed if e < FRESH_SCOREBOARD_CYCLES], default=0)
 
 
-def _replay(entry: State, prefix: list[Instruction], table: LatencyTable) -> State:
-    state = entry
-    for ins in prefix:
-        state = step(state, ins, table, [])
-    return state
+def _replayed(states: list[State], stepped: list[Instruction], order: list[Instruction], j: int,
+              table: LatencyTable) -> State:
+    """The state before position j of `order`, stepped again only from the first position
+    whose instruction a repair replaced (the states before it are still those of `order`)."""
+    k = next((i for i in range(j) if stepped[i] is not order[i]), j)
+    del states[k + 1:]
+    del stepped[k:]
+    for i in range(k, j):
+        states.append(step(states[i], order[i], table, []))
+        stepped.append(order[i])
+    return states[j]
 
 
 def _repair(order: list[Instruction], j: int, found: list[Violation], state: State) -> bool:
