@@ -29,15 +29,13 @@ from benchmarks.rows import write_rows
 
 def _splice(original: tuple, candidate: tuple, upto: int, reverted: frozenset[int]) -> tuple:
     """The candidate's instructions before `upto` (except the reverted ones), the original's after."""
-    return tuple(c if k < upto and k not in reverted else o
-                 for k, (o, c) in enumerate(zip(original, candidate)))
+    return tuple(c if k < upto and k not in reverted else o for k, (o, c) in enumerate(zip(original, candidate)))
 
 
 class _Checker:
     """Writes a variant, checks it on the GPU against the original, records a row."""
 
-    def __init__(self, pool, kernel: str, work: Path, rows: list[dict], cubin: Path | None = None,
-                 spec=None) -> None:
+    def __init__(self, pool, kernel: str, work: Path, rows: list[dict], cubin: Path | None = None, spec=None) -> None:
         """`cubin` and `spec` default to the suite's kernel of that name."""
         from reorder.binary.cubin import read_cubin
         from reorder.sass.model import decode_kernel
@@ -61,11 +59,19 @@ class _Checker:
         path = self.work / f"{self.kernel}_{self.count}.cubin"
         path.write_bytes(patch_kernel(self.cubin, self.code.kernel, instructions))
         res = self.pool.run(Job.of(check_job, str(self.path), str(path), self.spec, timeout_s=60))
-        row = {"kernel": self.kernel, "variant": label, "verifier_violations": len(verify_instructions(
-            instructions, self.code.arch)), **describe_status(res)}
+        row = {
+            "kernel": self.kernel,
+            "variant": label,
+            "verifier_violations": len(verify_instructions(instructions, self.code.arch)),
+            **describe_status(res),
+        }
         self.rows.append(row)
-        print(json.dumps({k: row.get(k) for k in ("kernel", "variant", "verifier_violations", "status", "check",
-                                                  "reason")}), flush=True)
+        print(
+            json.dumps(
+                {k: row.get(k) for k in ("kernel", "variant", "verifier_violations", "status", "check", "reason")}
+            ),
+            flush=True,
+        )
         return not (row.get("status") == "ok" and row.get("check") == "identical")
 
 
@@ -91,11 +97,19 @@ def bisect_stall_cut(checker: _Checker, candidate: tuple, max_culprits: int) -> 
                 lo = mid
         k = live[hi - 1]
         o, c = original[k], candidate[k]
-        alone = checker.bad(_splice(original, candidate, len(original), frozenset(set(changed) - {k})),
-                            f"{o.offset:#06x} alone")
-        culprits.append({"kernel": checker.kernel, "offset": f"{o.offset:#06x}", "text": o.text,
-                         "ctrl": f"{o.ctrl.notation()} -> {c.ctrl.notation()}", "wrong_alone": alone,
-                         "next": [f"{n.offset:#06x} {n.ctrl.notation()} {n.text}" for n in original[k + 1:k + 4]]})
+        alone = checker.bad(
+            _splice(original, candidate, len(original), frozenset(set(changed) - {k})), f"{o.offset:#06x} alone"
+        )
+        culprits.append(
+            {
+                "kernel": checker.kernel,
+                "offset": f"{o.offset:#06x}",
+                "text": o.text,
+                "ctrl": f"{o.ctrl.notation()} -> {c.ctrl.notation()}",
+                "wrong_alone": alone,
+                "next": [f"{n.offset:#06x} {n.ctrl.notation()} {n.text}" for n in original[k + 1 : k + 4]],
+            }
+        )
         print("CULPRIT", json.dumps(culprits[-1]), flush=True)
         reverted = reverted | {k}
     return culprits

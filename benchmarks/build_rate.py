@@ -33,9 +33,15 @@ def _choices(kernel: str, count: int, seed: int = 3):
     def some(n: int) -> tuple[int, ...]:
         return tuple(sorted(i for i in range(n) if rng.random() < 0.5))
 
-    return [Choice(some(len(space.load_batches)), some(len(space.stall_cuts)),
-                   tuple(sorted(rng.sample(range(len(space.swaps)), min(2, len(space.swaps))))),
-                   some(len(space.slice_batches))) for _ in range(count)]
+    return [
+        Choice(
+            some(len(space.load_batches)),
+            some(len(space.stall_cuts)),
+            tuple(sorted(rng.sample(range(len(space.swaps)), min(2, len(space.swaps))))),
+            some(len(space.slice_batches)),
+        )
+        for _ in range(count)
+    ]
 
 
 def one_level(kernel: str, jobs: int, count: int) -> dict:
@@ -49,8 +55,15 @@ def one_level(kernel: str, jobs: int, count: int) -> dict:
     started = time.monotonic()
     built = Parallel(n_jobs=jobs, backend="loky")(delayed(build_candidate)(cubin, kernel, True, c) for c in choices)
     wall = time.monotonic() - started
-    return {"kernel": kernel, "jobs": jobs, "count": count, "built": sum(b.data is not None for b in built),
-            "wall_s": round(wall, 2), "builds_per_s": round(count / wall, 2), "cpus": os.cpu_count()}
+    return {
+        "kernel": kernel,
+        "jobs": jobs,
+        "count": count,
+        "built": sum(b.data is not None for b in built),
+        "wall_s": round(wall, 2),
+        "builds_per_s": round(count / wall, 2),
+        "cpus": os.cpu_count(),
+    }
 
 
 def main() -> int:
@@ -65,9 +78,21 @@ def main() -> int:
         return 0
     for jobs in (int(j) for j in args.jobs.split(",")):
         with tempfile.TemporaryDirectory() as cache:
-            subprocess.run([sys.executable, "-m", "benchmarks.build_rate", "--kernel", args.kernel, "--count",
-                            str(args.count), "--level", str(jobs)], env={**os.environ, "REORDER_CACHE": cache},
-                           check=False)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.build_rate",
+                    "--kernel",
+                    args.kernel,
+                    "--count",
+                    str(args.count),
+                    "--level",
+                    str(jobs),
+                ],
+                env={**os.environ, "REORDER_CACHE": cache},
+                check=False,
+            )
     return 0
 
 

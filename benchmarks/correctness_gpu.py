@@ -54,8 +54,19 @@ def prepare(folder: Path) -> None:
     for v in build_variants(PROBES_CUBIN):
         name = f"probe_{v.kernel}_{v.name}.cubin"
         (folder / name).write_bytes(v.data)
-        manifest.append({"kind": "probe", "kernel": v.kernel, "variant": v.name, "side": v.side, "cycles": v.cycles,
-                         "barrier": v.barrier, "access": v.access, "other": v.other, "file": name})
+        manifest.append(
+            {
+                "kind": "probe",
+                "kernel": v.kernel,
+                "variant": v.name,
+                "side": v.side,
+                "cycles": v.cycles,
+                "barrier": v.barrier,
+                "access": v.access,
+                "other": v.other,
+                "file": name,
+            }
+        )
     manifest += _reproduction(folder)
     for spec in sorted((SUITE / "specs").glob("*.toml")):
         _write_point_specs(spec, folder / "specs" / spec.stem)
@@ -80,8 +91,16 @@ def _reproduction(folder: Path) -> list[dict]:
         verdict = verify_kernel(code, tuple(ins), original=code.instructions).verdict()
         name = f"repro_bar_s{stall}.cubin"
         (folder / name).write_bytes(patch_kernel(code.cubin, code.kernel, tuple(ins), code.kernel.regcount))
-        out.append({"kind": "repro", "kernel": "rmsnorm_triton_style", "variant": f"bar_stall_{stall}",
-                    "cycles": stall, "verifier": verdict, "file": name})
+        out.append(
+            {
+                "kind": "repro",
+                "kernel": "rmsnorm_triton_style",
+                "variant": f"bar_stall_{stall}",
+                "cycles": stall,
+                "verifier": verdict,
+                "file": name,
+            }
+        )
     shutil.copy(cubin, folder / "repro_orig.cubin")
     return out
 
@@ -121,15 +140,31 @@ def barrier(folder: Path, out: Path) -> None:
     with WorkerPool(devices=[0]) as pool:
         for e in manifest["entries"]:
             for launch, spec, poison in _launches(folder, e):
-                res = describe_status(pool.run(Job.of(check_job, str(folder / ("probe_orig.cubin" if e["kind"] ==
-                                                                               "probe" else "repro_orig.cubin")),
-                                                      str(folder / e["file"]), spec, sets=PROBE_SETS,
-                                                      poison_shared=poison, timeout_s=120)))
-                row = {**meta, **{k: v for k, v in e.items() if k != "file"}, "launch": launch,
-                       "poisoned": poison, **res}
+                res = describe_status(
+                    pool.run(
+                        Job.of(
+                            check_job,
+                            str(folder / ("probe_orig.cubin" if e["kind"] == "probe" else "repro_orig.cubin")),
+                            str(folder / e["file"]),
+                            spec,
+                            sets=PROBE_SETS,
+                            poison_shared=poison,
+                            timeout_s=120,
+                        )
+                    )
+                )
+                row = {
+                    **meta,
+                    **{k: v for k, v in e.items() if k != "file"},
+                    "launch": launch,
+                    "poisoned": poison,
+                    **res,
+                }
                 rows.append(row)
-                print(json.dumps({k: row.get(k) for k in ("kernel", "variant", "launch", "poisoned", "status",
-                                                            "check")}), flush=True)
+                print(
+                    json.dumps({k: row.get(k) for k in ("kernel", "variant", "launch", "poisoned", "status", "check")}),
+                    flush=True,
+                )
             write_rows(out / "barrier_sweep.csv", rows)
 
 
@@ -181,9 +216,32 @@ def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: in
     points = sorted(p for p in specs.glob("*.toml") if p.name != "default.toml")
     fast = Path("/tmp/correctness_gpu") / kernel / "fast.cubin"
     fast.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "reorder", "optimize", str(cubin), "--kernel", kernel, "--launch", str(tuned),
-           "-o", str(fast), "--budget", str(budget), "--time", f"{seconds}s", "--jobs", str(jobs), "--device", "gpu",
-           "--candidate-budget", "0.6", "--final-budget", "2", "--no-contributions"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reorder",
+        "optimize",
+        str(cubin),
+        "--kernel",
+        kernel,
+        "--launch",
+        str(tuned),
+        "-o",
+        str(fast),
+        "--budget",
+        str(budget),
+        "--time",
+        f"{seconds}s",
+        "--jobs",
+        str(jobs),
+        "--device",
+        "gpu",
+        "--candidate-budget",
+        "0.6",
+        "--final-budget",
+        "2",
+        "--no-contributions",
+    ]
     cmd += [x for p in points for x in ("--check-launch", str(p))] + (["--assume-noalias"] if noalias else [])
     started = time.monotonic()
     dest = out / kernel
@@ -198,8 +256,15 @@ def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: in
         src = fast.with_name("fast.reorder") / name
         if src.exists():
             shutil.copy(src, dest / name)
-    meta = {**_meta(commit), "l2": "warm", "kernel": kernel, "tuned_at": tuned.stem, "optimize_rc": done.returncode,
-            "optimize_s": elapsed, "changed": fast.exists() and fast.read_bytes() != cubin.read_bytes()}
+    meta = {
+        **_meta(commit),
+        "l2": "warm",
+        "kernel": kernel,
+        "tuned_at": tuned.stem,
+        "optimize_rc": done.returncode,
+        "optimize_s": elapsed,
+        "changed": fast.exists() and fast.read_bytes() != cubin.read_bytes(),
+    }
     rows = []
     if not fast.exists():
         return [{**meta, "point": "-", "status": "no output", "reason": said.strip().splitlines()[-1:]}]
@@ -207,8 +272,11 @@ def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: in
     with WorkerPool(devices=[0]) as pool:
         for p in points or [tuned]:
             spec = validated_spec(p, [cubin], kernel)
-            res = describe_status(pool.run(Job.of(check_job, str(cubin), str(fast), spec, sets=RECHECK_SETS,
-                                                  first_set=first, timeout_s=600)))
+            res = describe_status(
+                pool.run(
+                    Job.of(check_job, str(cubin), str(fast), spec, sets=RECHECK_SETS, first_set=first, timeout_s=600)
+                )
+            )
             rows.append({**meta, "point": p.stem, "grid": math.prod(spec.grid), **res})
             print(json.dumps({k: rows[-1].get(k) for k in ("kernel", "point", "status", "check")}), flush=True)
     return rows
@@ -230,8 +298,7 @@ def main() -> int:
     elif args.part == "barrier":
         barrier(args.folder, args.out)
     else:
-        optimize(args.folder, args.out, [k for k in args.kernels.split(",") if k], args.budget, args.seconds,
-                 args.jobs)
+        optimize(args.folder, args.out, [k for k in args.kernels.split(",") if k], args.budget, args.seconds, args.jobs)
     return 0
 
 

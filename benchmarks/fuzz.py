@@ -45,16 +45,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "benchmarks" / "kernels"
 # (cubin, launch spec of one of its kernels or None): small and large, sm_80 and sm_90, with CALLs
-CUBINS = (("cubin/gather_histogram.cubin", "specs/gather_histogram.toml"),
-          ("cubin/rmsnorm.cubin", "specs/rmsnorm_triton_style.toml"),
-          ("cubin/spmv_csr.cubin", "specs/spmv_csr_vector.toml"),
-          ("cubin/particlefilter.cubin", "specs/normalize_weights.toml"),
-          ("../../tests/corpus/cubin/sm_80/elementwise.cubin", None),
-          ("../../tests/corpus/cubin/sm_90/calls.cubin", None),
-          ("../../tests/corpus/cubin/sm_90/control.cubin", None),
-          ("structs/cubin/kselect_tensor.cubin", "structs/specs/warp_select_tensor_k32.toml"),
-          ("structs/cubin/cfo_ta_descr.cubin", "structs/specs/cfo_ta_descr.toml"),
-          ("structs/cubin/last_block.cubin", "structs/specs/last_block_sum_zeros.toml"))
+CUBINS = (
+    ("cubin/gather_histogram.cubin", "specs/gather_histogram.toml"),
+    ("cubin/rmsnorm.cubin", "specs/rmsnorm_triton_style.toml"),
+    ("cubin/spmv_csr.cubin", "specs/spmv_csr_vector.toml"),
+    ("cubin/particlefilter.cubin", "specs/normalize_weights.toml"),
+    ("../../tests/corpus/cubin/sm_80/elementwise.cubin", None),
+    ("../../tests/corpus/cubin/sm_90/calls.cubin", None),
+    ("../../tests/corpus/cubin/sm_90/control.cubin", None),
+    ("structs/cubin/kselect_tensor.cubin", "structs/specs/warp_select_tensor_k32.toml"),
+    ("structs/cubin/cfo_ta_descr.cubin", "structs/specs/cfo_ta_descr.toml"),
+    ("structs/cubin/last_block.cubin", "structs/specs/last_block_sum_zeros.toml"),
+)
 # struct-parameter kernels (C++ names, [[type]], descriptor [[buffer]]s, zeros counters)
 STRUCTS = tuple((c, s) for c, s in CUBINS if c.startswith("structs/"))
 PTX = ("../../tests/corpus/ptx/sm_90/elementwise.ptx", "../../tests/corpus/triton/sm_90/rmsnorm.ptx")
@@ -165,8 +167,13 @@ class Planner:
         path.write_bytes(CUBIN_MUTATIONS[kind](base, rng))
         original = str(KERNELS / base.name)
         m, out = str(path), str(folder / "out.cubin")
-        runs = [("disasm", m), ("disasm", m, "--json"), ("verify", m), ("verify", m, "--against", original),
-                ("diff", original, m)]
+        runs = [
+            ("disasm", m),
+            ("disasm", m, "--json"),
+            ("verify", m),
+            ("verify", m, "--against", original),
+            ("diff", original, m),
+        ]
         runs += [("check", original, m, "--launch", str(spec))] if spec else []
         small = _small(base)
         runs += [("stalls", m, "-o", out)] if small and rng.random() < 0.12 else []
@@ -184,10 +191,14 @@ class Planner:
         path.write_bytes(text)
         c, s = str(cubin), str(path)
         runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
-        runs += [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")] \
-            if rng.random() < 0.05 else []
-        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)] \
-            if rng.random() < 0.005 else []
+        runs += (
+            [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")]
+            if rng.random() < 0.05
+            else []
+        )
+        runs += (
+            [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)] if rng.random() < 0.005 else []
+        )
         return [Case(index, "spec", kind, base.name, r[0], r) for r in runs]
 
     def _struct(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -199,10 +210,14 @@ class Planner:
         path.write_bytes(text)
         c, s = str(cubin), str(path)
         runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
-        runs += [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")] \
-            if rng.random() < 0.03 else []
-        runs += [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)] \
-            if rng.random() < 0.01 else []
+        runs += (
+            [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")]
+            if rng.random() < 0.03
+            else []
+        )
+        runs += (
+            [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)] if rng.random() < 0.01 else []
+        )
         return [Case(index, "struct", kind, base.name, r[0], r) for r in runs]
 
     def _name(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -214,8 +229,11 @@ class Planner:
         flag = ("--kernel", query) if rng.random() < 0.7 else (f"--kernel={query}",)
         c, out = str(KERNELS / base.name), str(folder / "out.cubin")
         runs = [("disasm", c, *flag), ("verify", c, *flag), ("diff", c, c, *flag)]
-        runs += [("check", c, c, "--launch", str(spec), *flag), ("time", c, c, "--launch", str(spec), *flag)] \
-            if spec else []
+        runs += (
+            [("check", c, c, "--launch", str(spec), *flag), ("time", c, c, "--launch", str(spec), *flag)]
+            if spec
+            else []
+        )
         small = _small(base)
         runs += [("stalls", c, "-o", out, *flag)] if small and rng.random() < 0.1 else []
         runs += [("optimize", c, "-o", out, *OPTIMIZE, *flag)] if small and rng.random() < 0.01 else []
@@ -266,8 +284,13 @@ def run_case(case: Case) -> dict:
     if outcome in ("refused", "verdict") and case.family in ("spec", "struct", "name") and case.command == "check":
         outcome = _drawn(case) or outcome
     stderr = err.getvalue()
-    return {**asdict(case), "exit": code, "outcome": outcome, "seconds": round(time.monotonic() - start, 3),
-            "stderr": (detail or stderr)[-600:]}
+    return {
+        **asdict(case),
+        "exit": code,
+        "outcome": outcome,
+        "seconds": round(time.monotonic() - start, 3),
+        "stderr": (detail or stderr)[-600:],
+    }
 
 
 def classify(case: Case, code: int, stdout: str, stderr: str) -> str:
@@ -381,8 +404,20 @@ def worker(seed: int, work: Path, families: tuple[str, ...]) -> None:
         index = int(line)
         folder, cases = planner.cases(index)
         for n, case in enumerate(cases):
-            protocol.write(json.dumps({"start": index, "n": n, "family": case.family, "kind": case.kind,
-                                       "base": case.base, "command": case.command, "argv": case.argv}) + "\n")
+            protocol.write(
+                json.dumps(
+                    {
+                        "start": index,
+                        "n": n,
+                        "family": case.family,
+                        "kind": case.kind,
+                        "base": case.base,
+                        "command": case.command,
+                        "argv": case.argv,
+                    }
+                )
+                + "\n"
+            )
             protocol.write(json.dumps(run_case(case)) + "\n")
         protocol.write(json.dumps({"done": index}) + "\n")
         listings.forget()
@@ -415,10 +450,26 @@ class _Worker:
 
     def _start(self) -> subprocess.Popen:
         with open(self.stderr_path, "ab") as stderr:
-            return subprocess.Popen([sys.executable, "-m", "benchmarks.fuzz", "--worker", "--seed", str(self.seed),
-                                     "--work", str(self.work), "--families", ",".join(self.families)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=stderr, env=worker_env(self.work, os.environ), cwd=self.work, bufsize=0)
+            return subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.fuzz",
+                    "--worker",
+                    "--seed",
+                    str(self.seed),
+                    "--work",
+                    str(self.work),
+                    "--families",
+                    ",".join(self.families),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=worker_env(self.work, os.environ),
+                cwd=self.work,
+                bufsize=0,
+            )
 
     @property
     def stderr_path(self) -> Path:
@@ -468,13 +519,23 @@ def families_here() -> tuple[tuple[str, ...], list[str]]:
     families, notes = tuple(f for f, _ in FAMILY_WEIGHTS), []
     if not have_tool("ptxas"):
         families = tuple(f for f in families if f != "ptx")
-        notes.append("PTX cases skipped: no ptxas here (install the CUDA toolkit, the nvidia-cuda-nvcc wheel or Triton)")
+        notes.append(
+            "PTX cases skipped: no ptxas here (install the CUDA toolkit, the nvidia-cuda-nvcc wheel or Triton)"
+        )
     return families, notes
 
 
-def run(cases: int, seed: int = 0, workers: int = 1, timeout: float = 30.0, work: Path | None = None,
-        progress=None, seconds: float = float("inf"), first: int = 0,
-        families: tuple[str, ...] | None = None) -> Tally:
+def run(
+    cases: int,
+    seed: int = 0,
+    workers: int = 1,
+    timeout: float = 30.0,
+    work: Path | None = None,
+    progress=None,
+    seconds: float = float("inf"),
+    first: int = 0,
+    families: tuple[str, ...] | None = None,
+) -> Tally:
     """Run mutants first, first + 1, ... until at least `cases` cases are done (or `seconds`
     have passed: no mutant is started after that); the tally. `families` defaults to what
     this machine can run (families_here)."""
@@ -518,8 +579,12 @@ def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
         if lines is None:
             code = w.proc.wait()
             words = w.last_words()
-            _lost(w, tally, "signal" if code < 0 else f"exit-worker{code}",
-                  f"worker exited with {code}" + (f": {words}" if words else ""))
+            _lost(
+                w,
+                tally,
+                "signal" if code < 0 else f"exit-worker{code}",
+                f"worker exited with {code}" + (f": {words}" if words else ""),
+            )
             finished.append(w)
             continue
         w.since = time.monotonic()
@@ -543,8 +608,16 @@ def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
 def _lost(w: _Worker, tally: Tally, outcome: str, why: str) -> None:
     """Count the case in flight as `outcome` and give the slot a fresh worker process."""
     flight = w.flight or {"family": "?", "kind": "?", "base": "?", "command": "(between cases)", "argv": []}
-    tally.add({"mutant": w.mutant, **{k: flight[k] for k in ("family", "kind", "base", "command", "argv")},
-               "exit": None, "outcome": outcome, "seconds": None, "stderr": why})
+    tally.add(
+        {
+            "mutant": w.mutant,
+            **{k: flight[k] for k in ("family", "kind", "base", "command", "argv")},
+            "exit": None,
+            "outcome": outcome,
+            "seconds": None,
+            "stderr": why,
+        }
+    )
     w.restart()
 
 
@@ -554,22 +627,31 @@ def _lost(w: _Worker, tally: Tally, outcome: str, why: str) -> None:
 def markdown(tally: Tally, seed: int, commit: str, date: str, note: str = "") -> str:
     """A results page: what ran, the counts by outcome, by input family, command and mutation."""
     bad = sum(tally.outcomes[o] for o in tally.outcomes if o in BAD or o.startswith("exit"))
-    summary = (f"`python -m benchmarks.fuzz --seed {seed}` at commit {commit}: {tally.cases} cases "
-               f"({tally.mutants} mutated inputs, each through every command that reads it) in "
-               f"{tally.seconds / 60:.1f} min. **Failures: {bad}** (tracebacks, hangs past the timeout, signals, "
-               "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable).")
+    summary = (
+        f"`python -m benchmarks.fuzz --seed {seed}` at commit {commit}: {tally.cases} cases "
+        f"({tally.mutants} mutated inputs, each through every command that reads it) in "
+        f"{tally.seconds / 60:.1f} min. **Failures: {bad}** (tracebacks, hangs past the timeout, signals, "
+        "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable)."
+    )
     lines = [f"# Fuzzing reorder's commands ({date})", "", summary, ""]
     lines += [note, ""] if note else []
     lines += _table("Outcome", "cases", tally.outcomes)
     lines += _table("Input family, outcome", "cases", tally.by_family)
     lines += _table("Command, outcome", "cases", tally.by_command)
     lines += _table("Mutation, outcome", "cases", tally.by_kind)
-    lines += _table("Refusal (paths, names and numbers elided)", "cases",
-                    collections.Counter(dict(tally.reasons.most_common(40))))
+    lines += _table(
+        "Refusal (paths, names and numbers elided)", "cases", collections.Counter(dict(tally.reasons.most_common(40)))
+    )
     if tally.bad:
-        lines += ["## Failures", ""] + [f"- mutant {b['mutant']} {b['command']} ({b['family']}:{b['kind']}): "
-                                        f"{b['outcome']}: {b['stderr'].strip().splitlines()[-1] if b['stderr'] else ''}"
-                                        for b in tally.bad[:50]] + [""]
+        lines += (
+            ["## Failures", ""]
+            + [
+                f"- mutant {b['mutant']} {b['command']} ({b['family']}:{b['kind']}): "
+                f"{b['outcome']}: {b['stderr'].strip().splitlines()[-1] if b['stderr'] else ''}"
+                for b in tally.bad[:50]
+            ]
+            + [""]
+        )
     return "\n".join(lines)
 
 
@@ -580,17 +662,30 @@ def _table(title: str, unit: str, counts: collections.Counter) -> list[str]:
 
 def _progress(tally: Tally, elapsed: float) -> None:
     if tally.cases and tally.cases % 500 < 8:
-        print(f"{tally.cases} cases, {tally.mutants} mutants, {elapsed:.0f} s, {dict(tally.outcomes)}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{tally.cases} cases, {tally.mutants} mutants, {elapsed:.0f} s, {dict(tally.outcomes)}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def commit_here() -> str:
     """The repository's commit (with '+dirty' when tracked files differ), or '' without git."""
     try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
     return head + ("+dirty" if dirty else "")
@@ -605,23 +700,39 @@ def machine() -> dict:
 
     tools = {name: (tool_version(name) if have_tool(name) else "absent") for name in ("nvdisasm", "ptxas")}
     tools["ptxas_path"] = str(find_tool("ptxas")) if have_tool("ptxas") else ""
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "tools": tools, "demangler": find_demangler() or "absent (C++ names match by symbol only)"}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "tools": tools,
+        "demangler": find_demangler() or "absent (C++ names match by symbol only)",
+    }
 
 
 def result(tally: Tally, args: argparse.Namespace, commit: str, notes: list[str], started: str) -> dict:
     """The result file's content: what ran where, at which commit, and what it found."""
-    return {"commit": commit, "date": args.date, "started": started, "seed": args.seed, "first_mutant": args.first,
-            "workers": args.workers, "timeout_s": args.timeout,
-            "requested": {"cases": args.cases, "minutes": None if math.isinf(args.minutes) else args.minutes},
-            "wall_s": tally.seconds, "failures": tally.failures, "notes": notes, "machine": machine(),
-            **tally.as_dict()}
+    return {
+        "commit": commit,
+        "date": args.date,
+        "started": started,
+        "seed": args.seed,
+        "first_mutant": args.first,
+        "workers": args.workers,
+        "timeout_s": args.timeout,
+        "requested": {"cases": args.cases, "minutes": None if math.isinf(args.minutes) else args.minutes},
+        "wall_s": tally.seconds,
+        "failures": tally.failures,
+        "notes": notes,
+        "machine": machine(),
+        **tally.as_dict(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fuzz", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, help="run until this many cases are done (default 2000, or no "
-                        "bound with --minutes)")
+    parser.add_argument(
+        "--cases", type=int, help="run until this many cases are done (default 2000, or no bound with --minutes)"
+    )
     parser.add_argument("--minutes", type=float, default=float("inf"), help="start no mutant after this long")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--first", type=int, default=0, help="the first mutant index (disjoint slices of one seed)")
@@ -652,8 +763,16 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(note, file=sys.stderr)
     commit, started = args.commit or commit_here() or "unknown", time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    tally = run(args.cases, args.seed, args.workers, args.timeout, progress=_progress, seconds=args.minutes * 60,
-                first=args.first, families=families)
+    tally = run(
+        args.cases,
+        args.seed,
+        args.workers,
+        args.timeout,
+        progress=_progress,
+        seconds=args.minutes * 60,
+        first=args.first,
+        families=families,
+    )
     out = result(tally, args, commit, notes, started)
     paths = [Path(args.json)] if args.json else []
     pages = [Path(args.markdown)] if args.markdown else []
@@ -664,14 +783,26 @@ def main(argv: list[str] | None = None) -> int:
         pages.append(folder / f"{args.date}_fuzz_seed{args.seed}.md")
     for path in paths:
         path.write_text(json.dumps(out, indent=1))
-    note = (f"{args.workers} worker(s), case timeout {args.timeout:g} s, mutants from {args.first}; python "
-            f"{out['machine']['python']} on {out['machine']['cpus']} CPUs; nvdisasm {out['machine']['tools']['nvdisasm']}; "
-            f"ptxas {out['machine']['tools']['ptxas']}. " + " ".join(notes))
+    note = (
+        f"{args.workers} worker(s), case timeout {args.timeout:g} s, mutants from {args.first}; python "
+        f"{out['machine']['python']} on {out['machine']['cpus']} CPUs; nvdisasm {out['machine']['tools']['nvdisasm']}; "
+        f"ptxas {out['machine']['tools']['ptxas']}. " + " ".join(notes)
+    )
     for page in pages:
         page.write_text(markdown(tally, args.seed, commit, args.date, note))
-    print(json.dumps({"commit": commit, "cases": tally.cases, "mutants": tally.mutants, "seconds": tally.seconds,
-                      "outcomes": dict(tally.outcomes), "failures": tally.failures,
-                      "written": [str(p) for p in paths + pages]}))
+    print(
+        json.dumps(
+            {
+                "commit": commit,
+                "cases": tally.cases,
+                "mutants": tally.mutants,
+                "seconds": tally.seconds,
+                "outcomes": dict(tally.outcomes),
+                "failures": tally.failures,
+                "written": [str(p) for p in paths + pages],
+            }
+        )
+    )
     return 1 if tally.failures else 0
 
 

@@ -18,18 +18,69 @@ from dataclasses import dataclass
 from reorder.binary.cubin import Cubin, parse_cubin
 
 # Values that find edges: zero, one, off-by-one at the boundaries of each field width, huge.
-SPECIAL = (0, 1, 2, 3, 7, 8, 15, 16, 63, 64, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000,
-           0xFFFFFFFF, 0x100000000, 0x7FFFFFFFFFFFFFFF, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF)
+SPECIAL = (
+    0,
+    1,
+    2,
+    3,
+    7,
+    8,
+    15,
+    16,
+    63,
+    64,
+    255,
+    256,
+    0x7FFF,
+    0x8000,
+    0xFFFF,
+    0x10000,
+    0x7FFFFFFF,
+    0x80000000,
+    0xFFFFFFFF,
+    0x100000000,
+    0x7FFFFFFFFFFFFFFF,
+    0x8000000000000000,
+    0xFFFFFFFFFFFFFFFF,
+)
 # (offset, struct format) of the ELF64 header fields and of Elf64_Shdr / Elf64_Sym / Elf64_Rela fields
-ELF_FIELDS = {"ei_class": (4, "B"), "ei_data": (5, "B"), "ei_abiversion": (8, "B"), "e_type": (16, "H"),
-              "e_machine": (18, "H"), "e_entry": (24, "Q"), "e_phoff": (32, "Q"), "e_shoff": (40, "Q"),
-              "e_flags": (48, "I"), "e_ehsize": (52, "H"), "e_phentsize": (54, "H"), "e_phnum": (56, "H"),
-              "e_shentsize": (58, "H"), "e_shnum": (60, "H"), "e_shstrndx": (62, "H")}
-SHDR_FIELDS = {"sh_name": (0, "I"), "sh_type": (4, "I"), "sh_flags": (8, "Q"), "sh_addr": (16, "Q"),
-               "sh_offset": (24, "Q"), "sh_size": (32, "Q"), "sh_link": (40, "I"), "sh_info": (44, "I"),
-               "sh_addralign": (48, "Q"), "sh_entsize": (56, "Q")}
-SYM_FIELDS = {"st_name": (0, "I"), "st_info": (4, "B"), "st_other": (5, "B"), "st_shndx": (6, "H"),
-              "st_value": (8, "Q"), "st_size": (16, "Q")}
+ELF_FIELDS = {
+    "ei_class": (4, "B"),
+    "ei_data": (5, "B"),
+    "ei_abiversion": (8, "B"),
+    "e_type": (16, "H"),
+    "e_machine": (18, "H"),
+    "e_entry": (24, "Q"),
+    "e_phoff": (32, "Q"),
+    "e_shoff": (40, "Q"),
+    "e_flags": (48, "I"),
+    "e_ehsize": (52, "H"),
+    "e_phentsize": (54, "H"),
+    "e_phnum": (56, "H"),
+    "e_shentsize": (58, "H"),
+    "e_shnum": (60, "H"),
+    "e_shstrndx": (62, "H"),
+}
+SHDR_FIELDS = {
+    "sh_name": (0, "I"),
+    "sh_type": (4, "I"),
+    "sh_flags": (8, "Q"),
+    "sh_addr": (16, "Q"),
+    "sh_offset": (24, "Q"),
+    "sh_size": (32, "Q"),
+    "sh_link": (40, "I"),
+    "sh_info": (44, "I"),
+    "sh_addralign": (48, "Q"),
+    "sh_entsize": (56, "Q"),
+}
+SYM_FIELDS = {
+    "st_name": (0, "I"),
+    "st_info": (4, "B"),
+    "st_other": (5, "B"),
+    "st_shndx": (6, "H"),
+    "st_value": (8, "Q"),
+    "st_size": (16, "Q"),
+}
 RELA_FIELDS = {"r_offset": (0, "Q"), "r_type": (8, "I"), "r_sym": (12, "I"), "r_addend": (16, "q")}
 
 
@@ -205,9 +256,17 @@ def appended(base: Base, rng: random.Random) -> bytes:
 
 
 CUBIN_MUTATIONS: dict[str, Callable[[Base, random.Random], bytes]] = {
-    "bit_flips": bit_flips, "byte_runs": byte_runs, "truncation": truncation, "elf_header": elf_header,
-    "section_header": section_header, "inflated_size": inflated_size, "nv_info": nv_info_record,
-    "relocation": relocation, "symbol": symbol, "text_words": text_words, "appended": appended,
+    "bit_flips": bit_flips,
+    "byte_runs": byte_runs,
+    "truncation": truncation,
+    "elf_header": elf_header,
+    "section_header": section_header,
+    "inflated_size": inflated_size,
+    "nv_info": nv_info_record,
+    "relocation": relocation,
+    "symbol": symbol,
+    "text_words": text_words,
+    "appended": appended,
 }
 
 
@@ -222,12 +281,17 @@ def ptx_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
     """(kind, mutated PTX): directives, deleted/duplicated/swapped lines, tokens, numbers, bytes."""
     text = base.data.decode("utf-8", errors="replace")
     lines = _lines(text)
-    kind = rng.choice(("target", "version", "delete", "duplicate", "swap", "token", "number", "truncate",
-                       "bit_flips", "register"))
+    kind = rng.choice(
+        ("target", "version", "delete", "duplicate", "swap", "token", "number", "truncate", "bit_flips", "register")
+    )
     i = rng.randrange(len(lines))
     if kind == "target":
-        text = re.sub(r"\.target\s+\S+", ".target " + rng.choice(("sm_90", "sm_80", "sm_52", "sm_100a", "sm_9",
-                                                                   "sm_90a", "compute_90", "sm_", "sm_99999")), text)
+        text = re.sub(
+            r"\.target\s+\S+",
+            ".target "
+            + rng.choice(("sm_90", "sm_80", "sm_52", "sm_100a", "sm_9", "sm_90a", "compute_90", "sm_", "sm_99999")),
+            text,
+        )
     elif kind == "version":
         text = re.sub(r"\.version\s+\S+", ".version " + rng.choice(("1.0", "9.9", "99.0", "8.0", "x", "7.8")), text)
     elif kind == "delete":
@@ -245,11 +309,17 @@ def ptx_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
         old, new = rng.choice(words), rng.choice(words)
         text = text.replace(old, new, rng.choice((1, 5, -1)))
     elif kind == "number":
-        text = re.sub(r"\b\d+\b", lambda m: str(rng.choice((0, 1, 2**31, 2**32, 2**64, 10**40)))
-                      if rng.random() < 0.05 else m.group(0), text)
+        text = re.sub(
+            r"\b\d+\b",
+            lambda m: str(rng.choice((0, 1, 2**31, 2**32, 2**64, 10**40))) if rng.random() < 0.05 else m.group(0),
+            text,
+        )
     elif kind == "register":
-        text = re.sub(r"%r(\d+)", lambda m: f"%r{int(m.group(1)) * rng.choice((1, 7, 1000))}"
-                      if rng.random() < 0.1 else m.group(0), text)
+        text = re.sub(
+            r"%r(\d+)",
+            lambda m: f"%r{int(m.group(1)) * rng.choice((1, 7, 1000))}" if rng.random() < 0.1 else m.group(0),
+            text,
+        )
     elif kind == "truncate":
         text = text[: rng.randrange(len(text))]
     else:
@@ -259,15 +329,50 @@ def ptx_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
 
 # ---------------------------------------------------------------- launch-spec mutations
 
-WEIRD_VALUES = ("0", "-1", "1e400", "-inf", "inf", "nan", "9223372036854775808", "99999999999999999999999",
-                "4294967296", "[]", "[0]", "[-1]", "[1, 2, 3, 4]", "[1000000, 1000000]", "[4611686018427387904, 4]",
-                '"x"', '""', "true", "{}", "1.5", "[1.5]", "[[1]]", '"float128"', '"complex64"', '">f4"',
-                "[" * 50 + "1" + "]" * 50, "[" * 3000 + "]" * 3000)
-INITS = ('{ dist = "uniform", low = -inf, high = inf }', '{ dist = "uniform", low = -1e308, high = 1e308 }',
-         '{ dist = "normal", std = nan }', '{ dist = "normal", mean = inf }', '{ dist = "integers", high = 0 }',
-         '{ dist = "integers", low = -5, high = 99999999999999999999 }', '{ dist = "const", value = nan }',
-         '{ dist = "const", value = 1e300 }', '{ dist = "permutation" }', '{ dist = "arange" }',
-         '{ dist = "index", high = 2.5 }', '{ dist = "zipf" }', '{ dist = "uniform", low = 1, high = 1 }')
+WEIRD_VALUES = (
+    "0",
+    "-1",
+    "1e400",
+    "-inf",
+    "inf",
+    "nan",
+    "9223372036854775808",
+    "99999999999999999999999",
+    "4294967296",
+    "[]",
+    "[0]",
+    "[-1]",
+    "[1, 2, 3, 4]",
+    "[1000000, 1000000]",
+    "[4611686018427387904, 4]",
+    '"x"',
+    '""',
+    "true",
+    "{}",
+    "1.5",
+    "[1.5]",
+    "[[1]]",
+    '"float128"',
+    '"complex64"',
+    '">f4"',
+    "[" * 50 + "1" + "]" * 50,
+    "[" * 3000 + "]" * 3000,
+)
+INITS = (
+    '{ dist = "uniform", low = -inf, high = inf }',
+    '{ dist = "uniform", low = -1e308, high = 1e308 }',
+    '{ dist = "normal", std = nan }',
+    '{ dist = "normal", mean = inf }',
+    '{ dist = "integers", high = 0 }',
+    '{ dist = "integers", low = -5, high = 99999999999999999999 }',
+    '{ dist = "const", value = nan }',
+    '{ dist = "const", value = 1e300 }',
+    '{ dist = "permutation" }',
+    '{ dist = "arange" }',
+    '{ dist = "index", high = 2.5 }',
+    '{ dist = "zipf" }',
+    '{ dist = "uniform", low = 1, high = 1 }',
+)
 
 
 def spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
@@ -291,8 +396,20 @@ def spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
             lines[rng.choice(inits)] = f"init = {rng.choice(INITS)}"
     elif kind == "hook":
         at = next((i for i, line in enumerate(lines) if line.strip() == "[kernel]"), 0)
-        lines.insert(at + 1, "hook = " + rng.choice(('"no_such_module_zz:f"', '"os:getcwd"', '"math:nope"',
-                                                     '"reorder.base.errors:ReorderError"', '"json:loads"', '"bad hook"')))
+        lines.insert(
+            at + 1,
+            "hook = "
+            + rng.choice(
+                (
+                    '"no_such_module_zz:f"',
+                    '"os:getcwd"',
+                    '"math:nope"',
+                    '"reorder.base.errors:ReorderError"',
+                    '"json:loads"',
+                    '"bad hook"',
+                )
+            ),
+        )
     elif kind == "table":
         lines.insert(rng.randrange(len(lines) + 1), rng.choice(("[[param]]", "[kernel]", "[grid_sweep]", "[x]")))
     elif kind == "bit_flips":
@@ -306,14 +423,65 @@ def spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
 
 # ---------------------------------------------------------------- struct-spec mutations
 
-FIELD_TYPES = ("ptr", "int8", "uint16", "int32", "int64", "float32", "float64", "bool", "float16", "nope", "",
-               "int128", "void", 7, ["ptr"], {"name": "x"})
+FIELD_TYPES = (
+    "ptr",
+    "int8",
+    "uint16",
+    "int32",
+    "int64",
+    "float32",
+    "float64",
+    "bool",
+    "float16",
+    "nope",
+    "",
+    "int128",
+    "void",
+    7,
+    ["ptr"],
+    {"name": "x"},
+)
 COUNTS = (0, -1, 1, 2, 3, 1.5, "2", 2**31, 2**40, 10**6, True)
-POINTERS = (0, 1, 4096, -1, "no_such_buffer", "", {"buffer": "BUF"}, {"buffer": "BUF", "index": -1},
-            {"buffer": "BUF", "index": 2**40}, {"buffer": "BUF", "index": 1.5}, {"index": 3}, {"buffer": 7},
-            {"buffer": "BUF", "index": 0, "extra": 1}, ["BUF"], True, 1e300, "SELF", "SCALAR")
-FIELD_VALUES = (0, -1, 2**63, 2**64, -(2**63) - 1, 65536, 256, 1.5, float("nan"), float("inf"), 1e308, "x", [],
-                [1, 2, 3, 4, 5], [[1]], {}, {"a": 1}, True)
+POINTERS = (
+    0,
+    1,
+    4096,
+    -1,
+    "no_such_buffer",
+    "",
+    {"buffer": "BUF"},
+    {"buffer": "BUF", "index": -1},
+    {"buffer": "BUF", "index": 2**40},
+    {"buffer": "BUF", "index": 1.5},
+    {"index": 3},
+    {"buffer": 7},
+    {"buffer": "BUF", "index": 0, "extra": 1},
+    ["BUF"],
+    True,
+    1e300,
+    "SELF",
+    "SCALAR",
+)
+FIELD_VALUES = (
+    0,
+    -1,
+    2**63,
+    2**64,
+    -(2**63) - 1,
+    65536,
+    256,
+    1.5,
+    float("nan"),
+    float("inf"),
+    1e308,
+    "x",
+    [],
+    [1, 2, 3, 4, 5],
+    [[1]],
+    {},
+    {"a": 1},
+    True,
+)
 
 
 def _toml_document(raw: dict) -> bytes:
@@ -327,8 +495,11 @@ def _toml_document(raw: dict) -> bytes:
         except TypeError:
             return f"{key} = {toml_value(repr(value))}"
 
-    lines = [entry(k, v) for k, v in raw.items() if not isinstance(v, (dict, list)) or
-             (isinstance(v, list) and not all(isinstance(x, dict) for x in v))]
+    lines = [
+        entry(k, v)
+        for k, v in raw.items()
+        if not isinstance(v, (dict, list)) or (isinstance(v, list) and not all(isinstance(x, dict) for x in v))
+    ]
     for key, value in raw.items():
         if isinstance(value, dict):
             lines += ["", f"[{key}]", *(entry(k, v) for k, v in value.items())]
@@ -344,7 +515,9 @@ def _named(raw: dict, key: str) -> list[dict]:
 
 
 def _buffers(raw: dict) -> list[str]:
-    return [t.get("name", "") for t in _named(raw, "buffer") + _named(raw, "param") if t.get("kind", "buffer") == "buffer"]
+    return [
+        t.get("name", "") for t in _named(raw, "buffer") + _named(raw, "param") if t.get("kind", "buffer") == "buffer"
+    ]
 
 
 def _pointer(raw: dict, rng: random.Random, here: str):
@@ -473,13 +646,35 @@ def _struct_roles(raw: dict, rng: random.Random) -> str:
     return "type_and_dtype"
 
 
-KERNEL_NAMES = ("warpSelect", "void", "<", "float", "Kernel", "faiss::gpu::warpSelect", "warpSelect<float",
-                "lastBlockSum<256>", "lastBlockSum<128>", "cfoTaEstDescrKernel", "pusch::", "_ZN", " ", "",
-                "(", "*", ".*", "warpSelect<float, long, false, 32, 2, 128>",
-                ("void faiss::gpu::warpSelect<float, long, false, 128, 4, 128>(faiss::gpu::Tensor<float, 2, true, long, "
-                 "faiss::gpu::traits::DefaultPtrTraits>, faiss::gpu::Tensor<float, 2, true, long, "
-                 "faiss::gpu::traits::DefaultPtrTraits>, faiss::gpu::Tensor<long, 2, true, long, "
-                 "faiss::gpu::traits::DefaultPtrTraits>, float, long, int)"), "x" * 5000, "é", "\t")
+KERNEL_NAMES = (
+    "warpSelect",
+    "void",
+    "<",
+    "float",
+    "Kernel",
+    "faiss::gpu::warpSelect",
+    "warpSelect<float",
+    "lastBlockSum<256>",
+    "lastBlockSum<128>",
+    "cfoTaEstDescrKernel",
+    "pusch::",
+    "_ZN",
+    " ",
+    "",
+    "(",
+    "*",
+    ".*",
+    "warpSelect<float, long, false, 32, 2, 128>",
+    (
+        "void faiss::gpu::warpSelect<float, long, false, 128, 4, 128>(faiss::gpu::Tensor<float, 2, true, long, "
+        "faiss::gpu::traits::DefaultPtrTraits>, faiss::gpu::Tensor<float, 2, true, long, "
+        "faiss::gpu::traits::DefaultPtrTraits>, faiss::gpu::Tensor<long, 2, true, long, "
+        "faiss::gpu::traits::DefaultPtrTraits>, float, long, int)"
+    ),
+    "x" * 5000,
+    "é",
+    "\t",
+)
 
 
 def struct_spec_mutation(base: Base, rng: random.Random) -> tuple[str, bytes]:
@@ -523,7 +718,9 @@ def name_query(symbols: tuple[str, ...], readable: tuple[str, ...], rng: random.
     if roll < 0.2:
         return "signature", sig
     if roll < 0.3:
-        return "spacing", rng.choice((sig.replace(" ", ""), sig.replace(",", " , "), f"  {sig}  ", sig.replace(" ", "\t")))
+        return "spacing", rng.choice(
+            (sig.replace(" ", ""), sig.replace(",", " , "), f"  {sig}  ", sig.replace(" ", "\t"))
+        )
     if roll < 0.5:
         start = rng.randrange(len(sig))
         return "substring", sig[start : start + rng.randrange(1, 40)]

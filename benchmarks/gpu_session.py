@@ -44,7 +44,9 @@ def load_suite_spec(kernel: str, point: dict | None = None):
 def _suite_cubin(kernel: str) -> Path:
     from reorder.binary.cubin import read_cubin
 
-    return next(p for p in sorted((SUITE / "cubin").glob("*.cubin")) if kernel in {k.name for k in read_cubin(p).kernels})
+    return next(
+        p for p in sorted((SUITE / "cubin").glob("*.cubin")) if kernel in {k.name for k in read_cubin(p).kernels}
+    )
 
 
 def _bisect_variants(out: Path) -> list[dict]:
@@ -66,8 +68,11 @@ def _bisect_variants(out: Path) -> list[dict]:
 
     full = batch_loads(code, noalias=True)
     add("batch_all", full.data, "; ".join(full.summary()[:5]))
-    add("regcount_only", patch_kernel(cubin, code.kernel, code.instructions, full.after.kernel.regcount),
-        f"original code, REGCOUNT {code.kernel.regcount} -> {full.after.kernel.regcount}")
+    add(
+        "regcount_only",
+        patch_kernel(cubin, code.kernel, code.instructions, full.after.kernel.regcount),
+        f"original code, REGCOUNT {code.kernel.regcount} -> {full.after.kernel.regcount}",
+    )
     for move in moves.LoadBatch.instances(code, noalias=True):
         one = apply_each(code, [move])
         if one.applied:
@@ -98,8 +103,13 @@ def prepare(out: Path) -> None:
         cut = cut_stalls(code)
         write_atomic(out / f"{kernel}_orig.cubin", path.read_bytes())
         write_atomic(out / f"{kernel}_stallcut.cubin", cut.data)
-        manifest["stallcut"].append({"kernel": kernel, "stall_before": sum(i.ctrl.stall for i in code.instructions),
-                                     "stall_after": sum(i.ctrl.stall for i in cut.after.instructions)})
+        manifest["stallcut"].append(
+            {
+                "kernel": kernel,
+                "stall_before": sum(i.ctrl.stall for i in code.instructions),
+                "stall_after": sum(i.ctrl.stall for i in cut.after.instructions),
+            }
+        )
     cubin = read_cubin(_suite_cubin(RMS))
     code = decode_kernel(cubin, RMS)
     mutant = next(m for m in scoreboard_mutants(code.instructions) if m.kind == "drop_wait")
@@ -121,12 +131,17 @@ def run(folder: Path, out: Path, only: tuple[str, ...] = EXPERIMENTS) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((folder / "manifest.json").read_text())
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "driver": cupy.cuda.runtime.driverGetVersion(), "commit": manifest.get("commit", "unknown")}
+    meta = {
+        "gpu": props["name"].decode(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "driver": cupy.cuda.runtime.driverGetVersion(),
+        "commit": manifest.get("commit", "unknown"),
+    }
     rows: list[dict] = []
     orig = str(folder / f"{RMS}_orig.cubin")
 
     with WorkerPool(devices=[0]) as pool:
+
         def evaluate(job_fn, a, b, spec, **fields):
             res = pool.run(Job.of(job_fn, str(a), str(b), spec, timeout_s=120, **fields.pop("kw", {})))
             row = {**meta, **fields, **describe_status(res)}
@@ -138,23 +153,51 @@ def run(folder: Path, out: Path, only: tuple[str, ...] = EXPERIMENTS) -> None:
         for v in manifest["bisect"] if "bisect" in only else []:
             evaluate(check_job, orig, folder / f"{v['variant']}.cubin", small, experiment="bisect", **v)
         if "isolation" in only:
-            evaluate(check_job, orig, folder / "rmsnorm_dropwait.cubin", small, experiment="isolation",
-                     variant="drop_wait (verifier rejects it)")
+            evaluate(
+                check_job,
+                orig,
+                folder / "rmsnorm_dropwait.cubin",
+                small,
+                experiment="isolation",
+                variant="drop_wait (verifier rejects it)",
+            )
             evaluate(check_job, orig, orig, small, experiment="isolation", variant="next job after the fault")
         for n in ROWS if "batch_loads" in only else ():
-            evaluate(check_and_time_job, orig, folder / "batch_all.cubin", load_suite_spec(RMS, {"rows": n}),
-                     experiment="batch_loads", kernel=RMS, rows=n)
+            evaluate(
+                check_and_time_job,
+                orig,
+                folder / "batch_all.cubin",
+                load_suite_spec(RMS, {"rows": n}),
+                experiment="batch_loads",
+                kernel=RMS,
+                rows=n,
+            )
         for item in manifest["stallcut"] if "stall_cut" in only else []:
             k = item["kernel"]
-            evaluate(check_and_time_job, folder / f"{k}_orig.cubin", folder / f"{k}_stallcut.cubin",
-                     load_suite_spec(k), experiment="stall_cut", **item)
+            evaluate(
+                check_and_time_job,
+                folder / f"{k}_orig.cubin",
+                folder / f"{k}_stallcut.cubin",
+                load_suite_spec(k),
+                experiment="stall_cut",
+                **item,
+            )
         aa = (("short", RMS, {"rows": 16}), ("long", "warp_select_k32", None)) if "aa" in only else ()
         for size, kernel, point in aa:
             a = folder / f"{kernel}_orig.cubin"
             for method in ("graph", "backtoback"):
                 for rep in range(AA_REPEATS):
-                    evaluate(check_and_time_job, a, a, load_suite_spec(kernel, point), experiment="aa", size=size,
-                             kernel=kernel, rep=rep, kw={"method": method, "budget_s": 4.0})
+                    evaluate(
+                        check_and_time_job,
+                        a,
+                        a,
+                        load_suite_spec(kernel, point),
+                        experiment="aa",
+                        size=size,
+                        kernel=kernel,
+                        rep=rep,
+                        kw={"method": method, "budget_s": 4.0},
+                    )
 
 
 def _write(out: Path, rows: list[dict]) -> None:
@@ -162,10 +205,15 @@ def _write(out: Path, rows: list[dict]) -> None:
 
 
 def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).parent)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=Path(__file__).parent).stdout.strip()
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
     return done.stdout.strip() + ("+dirty" if dirty else "")
 
 

@@ -51,16 +51,20 @@ def _main(args: argparse.Namespace) -> int:
             loc = b.located
             accepted = [s for s, ok in b.verifier_ok.items() if ok]
             verdict = f"verifier accepts stall >= {min(accepted)}" if accepted else "verifier accepts none"
-            what = (f"{loc.producer_opcode}->{loc.consumer_opcode} ({loc.producer_class}->{loc.consumer_class}), "
-                    f"{loc.edges} edges, ptxas {sorted(set(loc.ptxas_stalls))}, {len(b.variants)} variants, {verdict}"
-                    if loc.ok else (b.error or loc.reason))
+            what = (
+                f"{loc.producer_opcode}->{loc.consumer_opcode} ({loc.producer_class}->{loc.consumer_class}), "
+                f"{loc.edges} edges, ptxas {sorted(set(loc.ptxas_stalls))}, {len(b.variants)} variants, {verdict}"
+                if loc.ok
+                else (b.error or loc.reason)
+            )
             print(f"{b.pair:<16} {what}")
-        print(f"{sum(b.located.ok for b in built)}/{len(built)} pairs located in {time.time() - t0:.0f}s; "
-              f"variants in {args.prebuild}")
+        print(
+            f"{sum(b.located.ok for b in built)}/{len(built)} pairs located in {time.time() - t0:.0f}s; "
+            f"variants in {args.prebuild}"
+        )
         return 0
     if not args.out:
-        print("latency_probe_gpu: error: --out OUTDIR is required with --run (or without --prebuild)",
-              file=sys.stderr)
+        print("latency_probe_gpu: error: --out OUTDIR is required with --run (or without --prebuild)", file=sys.stderr)
         return 2
     cp = lp._cupy()
     folder = Path(args.run) if args.run else Path(args.out) / "build"
@@ -75,8 +79,10 @@ def _main(args: argparse.Namespace) -> int:
     print(f"probed {len(rows)} pairs in {time.time() - t0:.0f}s on {lp.gpu_name(cp)}; wrote {csv_path}, {toml_path}")
     unsafe = lp.unsafe_rows(rows)
     for r in unsafe:
-        print(f"!!! UNSAFE: the verifier accepts {r.pair} at stalls {r.verifier_unsafe}, WRONG on silicon !!!",
-              file=sys.stderr)
+        print(
+            f"!!! UNSAFE: the verifier accepts {r.pair} at stalls {r.verifier_unsafe}, WRONG on silicon !!!",
+            file=sys.stderr,
+        )
     return 1 if unsafe else 0
 
 

@@ -39,12 +39,14 @@ ROOT = Path(__file__).resolve().parent.parent
 BLOCKS, WARPS, NS, ROWS = (512, 1024), (4, 8), (4096, 8192), (16, 1024)
 KERNEL_STAGES, LOOP_STAGES = (1, 2, 3, 4), (2, 3, 4)
 MOVES = tuple(f"prefetch{d}" for d in (1, 2, 3, 4)) + ("unroll2", "unroll4", "prefetch1+hoist", "prefetch2+hoist")
-SUITE_LOOPS = {"find_index": ("particlefilter.ptx", False, True),
-               "normalize_weights": ("particlefilter.ptx", True, False),  # as DESIGN.md's measured batch
-               "embedding_bag_sum": ("embedding_bag.ptx", False, False),
-               "embedding_bag_mean": ("embedding_bag.ptx", False, False),
-               "spmv_csr_vector": ("spmv_csr.ptx", False, False),
-               "rms_norm_f32": ("rmsnorm.ptx", True, False)}  # kernel: (source PTX, noalias, speculate)
+SUITE_LOOPS = {
+    "find_index": ("particlefilter.ptx", False, True),
+    "normalize_weights": ("particlefilter.ptx", True, False),  # as DESIGN.md's measured batch
+    "embedding_bag_sum": ("embedding_bag.ptx", False, False),
+    "embedding_bag_mean": ("embedding_bag.ptx", False, False),
+    "spmv_csr_vector": ("spmv_csr.ptx", False, False),
+    "rms_norm_f32": ("rmsnorm.ptx", True, False),
+}  # kernel: (source PTX, noalias, speculate)
 
 
 def _sha(data: bytes) -> str:
@@ -64,8 +66,15 @@ def _compile(block: int, warps: int, rows: int, n: int, kernel_stages: int, loop
     from reorder.triton.compile import compile_call
 
     case = _case(block, rows, n)
-    return case, compile_call(case.kernel, *stand_in_args(case), arch=90, BLOCK=block, LOOP_STAGES=loop_stages,
-                              num_warps=warps, num_stages=kernel_stages)
+    return case, compile_call(
+        case.kernel,
+        *stand_in_args(case),
+        arch=90,
+        BLOCK=block,
+        LOOP_STAGES=loop_stages,
+        num_warps=warps,
+        num_stages=kernel_stages,
+    )
 
 
 def _spec_file(path: Path, block: int, warps: int, rows: int, n: int, kernel_stages: int, loop_stages: int) -> int:
@@ -85,8 +94,15 @@ def triton_configs(out: Path, block: int, warps: int) -> list[dict]:
         _, call = _compile(block, warps, 16, NS[0], ks, ls)
         name = f"b{block}_w{warps}_ns{ks}_ls{ls}"
         digest = _sha(call.cubin)
-        row = {"name": name, "kind": "triton", "num_stages": ks, "loop_stages": ls, "sha256": digest,
-               "shared": int(call.kernel.metadata.shared), "same_as": seen.get(digest)}
+        row = {
+            "name": name,
+            "kind": "triton",
+            "num_stages": ks,
+            "loop_stages": ls,
+            "sha256": digest,
+            "shared": int(call.kernel.metadata.shared),
+            "same_as": seen.get(digest),
+        }
         if row["same_as"] is None:
             seen[digest] = name
             (out / f"{name}.cubin").write_bytes(call.cubin)
@@ -124,9 +140,16 @@ def reorder_candidates(out: Path, block: int, warps: int, original: dict) -> lis
         try:
             done = walk(module, options, decide)
             built = write_and_compile(source, kernel, done.module, list(done.applied), out / f"{name}.ptx")
-            row.update({"cubin": built.cubin.name, "sha256": built.sha256, "moves": list(done.applied),
-                        "verify": "legal" if built.verdict.ok else f"{len(built.verdict.violations)} violations",
-                        "build_s": round(built.seconds, 2), "recipe": built.recipe})
+            row.update(
+                {
+                    "cubin": built.cubin.name,
+                    "sha256": built.sha256,
+                    "moves": list(done.applied),
+                    "verify": "legal" if built.verdict.ok else f"{len(built.verdict.violations)} violations",
+                    "build_s": round(built.seconds, 2),
+                    "recipe": built.recipe,
+                }
+            )
             if not built.verdict.ok:
                 row["cubin"] = None
         except ReorderError as exc:
@@ -144,8 +167,17 @@ def cells(out: Path, block: int, warps: int, shared_by_loop_stages: dict[int, in
             stem = f"b{block}_w{warps}_n{n}_r{rows}"
             _spec_file(out / f"{stem}.toml", block, warps, rows, n, 1, 1)
             _spec_file(out / f"{stem}.second.toml", block, warps, 3, second, 1, 1)
-            found.append({"block": block, "warps": warps, "n": n, "rows": rows, "spec": f"{stem}.toml",
-                          "second": f"{stem}.second.toml", "second_shape": [3, second]})
+            found.append(
+                {
+                    "block": block,
+                    "warps": warps,
+                    "n": n,
+                    "rows": rows,
+                    "spec": f"{stem}.toml",
+                    "second": f"{stem}.second.toml",
+                    "second_shape": [3, second],
+                }
+            )
     return found
 
 
@@ -157,12 +189,22 @@ def build_triton(out: Path) -> dict:
             triton_rows = triton_configs(out, block, warps)
             original = triton_rows[0]
             reorder_rows = reorder_candidates(out, block, warps, original)
-            configs.append({"block": block, "warps": warps, "original": original["cubin"],
-                            "variants": triton_rows + reorder_rows, "seconds": round(time.monotonic() - started, 1)})
+            configs.append(
+                {
+                    "block": block,
+                    "warps": warps,
+                    "original": original["cubin"],
+                    "variants": triton_rows + reorder_rows,
+                    "seconds": round(time.monotonic() - started, 1),
+                }
+            )
             all_cells += cells(out, block, warps, {})
-            print(f"BLOCK {block} warps {warps}: {sum(r.get('cubin') is not None for r in triton_rows)} distinct "
-                  f"Triton cubins, {sum(r.get('cubin') is not None for r in reorder_rows)} reorder candidates "
-                  f"({time.monotonic() - started:.0f} s)", flush=True)
+            print(
+                f"BLOCK {block} warps {warps}: {sum(r.get('cubin') is not None for r in triton_rows)} distinct "
+                f"Triton cubins, {sum(r.get('cubin') is not None for r in reorder_rows)} reorder candidates "
+                f"({time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
     return {"configs": configs, "cells": all_cells}
 
 
@@ -183,17 +225,36 @@ def build_suite(out: Path) -> list[dict]:
         if not original.is_file():  # the source PTX compiled alone, with the candidates' recipe
             original.write_bytes(compile_ptx(source_dir / source).cubin.read_bytes())
         for label in movable_loops(module.function(kernel), noalias, speculate):
-            for move in (Prefetch(kernel, label, 1, noalias, speculate), Prefetch(kernel, label, 2, noalias, speculate),
-                         UnrollBatch(kernel, label, 2, noalias, speculate),
-                         UnrollBatch(kernel, label, 4, noalias, speculate)):
+            for move in (
+                Prefetch(kernel, label, 1, noalias, speculate),
+                Prefetch(kernel, label, 2, noalias, speculate),
+                UnrollBatch(kernel, label, 2, noalias, speculate),
+                UnrollBatch(kernel, label, 4, noalias, speculate),
+            ):
                 name = f"{kernel}_{move.describe().replace(':', '_').replace('@', '_').replace('$', '')}"
-                row = {"kernel": kernel, "source": source, "move": move.describe(), "noalias": noalias,
-                       "speculate": speculate, "original": f"suite/{original.name}"}
+                row = {
+                    "kernel": kernel,
+                    "source": source,
+                    "move": move.describe(),
+                    "noalias": noalias,
+                    "speculate": speculate,
+                    "original": f"suite/{original.name}",
+                }
                 try:
-                    built = write_and_compile(source_dir / source, kernel, move.apply(module), [move.describe()],
-                                              out / "suite" / f"{name}.ptx")
-                    row.update({"cubin": f"suite/{built.cubin.name}", "sha256": built.sha256,
-                                "verify": "legal" if built.verdict.ok else "violations"})
+                    built = write_and_compile(
+                        source_dir / source,
+                        kernel,
+                        move.apply(module),
+                        [move.describe()],
+                        out / "suite" / f"{name}.ptx",
+                    )
+                    row.update(
+                        {
+                            "cubin": f"suite/{built.cubin.name}",
+                            "sha256": built.sha256,
+                            "verify": "legal" if built.verdict.ok else "violations",
+                        }
+                    )
                     if not built.verdict.ok:
                         row["cubin"] = None
                 except ReorderError as exc:
@@ -204,15 +265,25 @@ def build_suite(out: Path) -> list[dict]:
 
 
 def summary_md(manifest: dict) -> str:
-    built = (f"Triton {manifest['triton']}; built {manifest['date']} in {manifest['seconds']:.0f} s; "
-             f"commit {manifest['commit']}")
-    lines = ["# Loop-move candidates built on the CPU (benchmarks/loops_build.py)", "", built, "",
-             "| BLOCK | warps | variant | kind | sha256 | shared | verify / note |", "|---|---|---|---|---|---|---|"]
+    built = (
+        f"Triton {manifest['triton']}; built {manifest['date']} in {manifest['seconds']:.0f} s; "
+        f"commit {manifest['commit']}"
+    )
+    lines = [
+        "# Loop-move candidates built on the CPU (benchmarks/loops_build.py)",
+        "",
+        built,
+        "",
+        "| BLOCK | warps | variant | kind | sha256 | shared | verify / note |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c in manifest["configs"]:
         for v in c["variants"]:
             note = v.get("verify") or (f"same cubin as {v['same_as']}" if v.get("same_as") else v.get("refused", ""))
-            lines.append(f"| {c['block']} | {c['warps']} | {v['name']} | {v['kind']} | {str(v.get('sha256'))[:12]} | "
-                         f"{v['shared']} | {note} |")
+            lines.append(
+                f"| {c['block']} | {c['warps']} | {v['name']} | {v['kind']} | {str(v.get('sha256'))[:12]} | "
+                f"{v['shared']} | {note} |"
+            )
     lines += ["", f"{len(manifest['cells'])} cells (launch specs at the cell's shape and a second shape).", ""]
     if manifest.get("suite"):
         lines += ["| suite kernel | move | verify / refused |", "|---|---|---|"]
@@ -233,8 +304,12 @@ def main(argv=None) -> int:
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "suite").mkdir(exist_ok=True)
-    manifest = {"triton": triton.__version__, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                "commit": provenance.commit(), **build_triton(args.out)}
+    manifest = {
+        "triton": triton.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "commit": provenance.commit(),
+        **build_triton(args.out),
+    }
     manifest["suite"] = build_suite(args.out) if args.suite else []
     manifest["seconds"] = time.monotonic() - started
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))

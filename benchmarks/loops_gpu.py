@@ -55,8 +55,9 @@ SWEEP_SHARE = 0.35  # the share of the deadline kept for the sweep phase when th
 CHECK_SETS = 2  # fresh input sets per launch shape (each a draw of up to 32 MB: the check's main cost)
 
 
-def screen_job(a_cubin: str, b_cubin: str, spec, more, budget_s: float, b_shared: int,
-               time_mismatch: bool = False) -> dict:
+def screen_job(
+    a_cubin: str, b_cubin: str, spec, more, budget_s: float, b_shared: int, time_mismatch: bool = False
+) -> dict:
     """In the worker: byte check on CHECK_SETS fresh input sets at the spec's shape and each
     of `more` (shared memory poisoned; both kernels given the larger dynamic shared memory),
     then paired timing, each kernel with its own shared memory (the spec's for A, `b_shared`
@@ -67,8 +68,13 @@ def screen_job(a_cubin: str, b_cubin: str, spec, more, budget_s: float, b_shared
     from timing.evaluate import check_job, time_job
 
     both = max(spec.shared, b_shared)
-    row = check_job(a_cubin, b_cubin, dataclasses.replace(spec, shared=both), sets=CHECK_SETS,
-                    more=tuple(dataclasses.replace(m, shared=both) for m in more))
+    row = check_job(
+        a_cubin,
+        b_cubin,
+        dataclasses.replace(spec, shared=both),
+        sets=CHECK_SETS,
+        more=tuple(dataclasses.replace(m, shared=both) for m in more),
+    )
     if row["check"] == "MISMATCH" and not time_mismatch:
         return row
     return {**row, **time_job(a_cubin, b_cubin, spec, budget_s=budget_s, target_ci_pct=0.5, b_shared=b_shared)}
@@ -82,8 +88,12 @@ def sweep_job(a_cubin: str, b_cubin: str, spec, budget_s: float) -> dict:
     row = check_job(a_cubin, b_cubin, spec, sets=CHECK_SETS)
     if row["check"] != "identical":
         return row
-    return {**row, "timed": {l2: time_job(a_cubin, b_cubin, spec, l2=l2, budget_s=budget_s, target_ci_pct=0.5)
-                             for l2 in ("warm", "cold")}}
+    return {
+        **row,
+        "timed": {
+            l2: time_job(a_cubin, b_cubin, spec, l2=l2, budget_s=budget_s, target_ci_pct=0.5) for l2 in ("warm", "cold")
+        },
+    }
 
 
 class Live:
@@ -98,27 +108,54 @@ class Live:
     def close(self) -> None:
         self.pool.close()
 
-    def check_and_time(self, a: Path, b: Path, spec, more, budget_s: float, b_shared: int,
-                       time_mismatch: bool = False) -> dict:
+    def check_and_time(
+        self, a: Path, b: Path, spec, more, budget_s: float, b_shared: int, time_mismatch: bool = False
+    ) -> dict:
         from timing.evaluate import describe_status
         from timing.worker import Job
 
-        return describe_status(self.pool.run(Job.of("benchmarks.loops_gpu:screen_job", str(a), str(b), spec, tuple(more), budget_s,
-                                                    b_shared, time_mismatch, timeout_s=90)))
+        return describe_status(
+            self.pool.run(
+                Job.of(
+                    "benchmarks.loops_gpu:screen_job",
+                    str(a),
+                    str(b),
+                    spec,
+                    tuple(more),
+                    budget_s,
+                    b_shared,
+                    time_mismatch,
+                    timeout_s=90,
+                )
+            )
+        )
 
     def time(self, a: Path, b: Path, spec, budget_s: float, b_shared: int) -> dict:
         from timing.evaluate import describe_status, time_job
         from timing.worker import Job
 
-        return describe_status(self.pool.run(Job.of(time_job, str(a), str(b), spec, budget_s=budget_s,
-                                                    target_ci_pct=0.3, b_shared=b_shared, timeout_s=60)))
+        return describe_status(
+            self.pool.run(
+                Job.of(
+                    time_job,
+                    str(a),
+                    str(b),
+                    spec,
+                    budget_s=budget_s,
+                    target_ci_pct=0.3,
+                    b_shared=b_shared,
+                    timeout_s=60,
+                )
+            )
+        )
 
     def sweep_point(self, a: Path, b: Path, spec, budget_s: float) -> dict:
         from timing.evaluate import describe_status
         from timing.worker import Job
 
-        return describe_status(self.pool.run(Job.of("benchmarks.loops_gpu:sweep_job", str(a), str(b), spec, budget_s,
-                                                    timeout_s=90)))
+        return describe_status(
+            self.pool.run(Job.of("benchmarks.loops_gpu:sweep_job", str(a), str(b), spec, budget_s, timeout_s=90))
+        )
 
     def gpu_name(self) -> str:
         import cupy
@@ -147,8 +184,11 @@ class Dry(Live):
         return {"status": "ok", "ratio": r, "ci_low": r - 0.01, "ci_high": r + 0.01, "a_us": 10.0, "b_us": 10.0 * r}
 
     def sweep_point(self, a, b, spec, budget_s) -> dict:
-        return {"status": "ok", "check": "dry",
-                "timed": {l2: self.time(a, b, spec, budget_s, spec.shared) for l2 in ("warm", "cold")}}
+        return {
+            "status": "ok",
+            "check": "dry",
+            "timed": {l2: self.time(a, b, spec, budget_s, spec.shared) for l2 in ("warm", "cold")},
+        }
 
     def gpu_name(self) -> str:
         return "none (dry run)"
@@ -196,10 +236,17 @@ def cell(run: Run, config: dict, where: dict) -> None:
     for v in distinct_variants(config):
         row = {**base, "variant": v["name"], "kind": v["kind"], "shared": v["shared"]}
         try:
-            row.update(run.device.check_and_time(run.build / config["original"], run.build / v["cubin"],
-                                                 _spec(run.build / where["spec"], original["shared"]),
-                                                 [_spec(run.build / where["second"], original["shared"])],
-                                                 run.screen_s, v["shared"], time_mismatch=v["kind"] == "triton"))
+            row.update(
+                run.device.check_and_time(
+                    run.build / config["original"],
+                    run.build / v["cubin"],
+                    _spec(run.build / where["spec"], original["shared"]),
+                    [_spec(run.build / where["second"], original["shared"])],
+                    run.screen_s,
+                    v["shared"],
+                    time_mismatch=v["kind"] == "triton",
+                )
+            )
         except Exception as exc:  # noqa: BLE001 - one variant's failure is a row
             row.update({"status": "error", "reason": error_line(exc)})
         run.add("screen", row)
@@ -211,19 +258,32 @@ def cell(run: Run, config: dict, where: dict) -> None:
 
 def final(run: Run, base: dict, where: dict, screened: dict, original: dict) -> dict:
     """reorder's best / Triton's best, freshly paired."""
+
     def best(kind: str) -> dict:
         pool = {n: rv for n, rv in screened.items() if rv[1]["kind"] == kind or n == original["name"]}
         return min(pool.values(), key=lambda rv: rv[0])[1]
 
     triton, reorder = best("triton"), best("reorder")
-    row = {**base, "triton_best": triton["name"], "reorder_best": reorder["name"],
-           "triton_screen": screened[triton["name"]][0], "reorder_screen": screened[reorder["name"]][0],
-           "variants_ok": len(screened) - 1}
+    row = {
+        **base,
+        "triton_best": triton["name"],
+        "reorder_best": reorder["name"],
+        "triton_screen": screened[triton["name"]][0],
+        "reorder_screen": screened[reorder["name"]][0],
+        "variants_ok": len(screened) - 1,
+    }
     if triton["name"] == reorder["name"]:
         return {**row, "status": "ok", "ratio": 1.0, "ci_low": 1.0, "ci_high": 1.0, "note": "the same cubin"}
     try:
-        row.update(run.device.time(run.build / triton["cubin"], run.build / reorder["cubin"],
-                                   _spec(run.build / where["spec"], triton["shared"]), run.final_s, reorder["shared"]))
+        row.update(
+            run.device.time(
+                run.build / triton["cubin"],
+                run.build / reorder["cubin"],
+                _spec(run.build / where["spec"], triton["shared"]),
+                run.final_s,
+                reorder["shared"],
+            )
+        )
     except Exception as exc:  # noqa: BLE001
         row.update({"status": "error", "reason": error_line(exc)})
     return row
@@ -245,8 +305,16 @@ def suite(run: Run, rows: list[dict], reserve: float = 0.0) -> None:
             continue
         try:
             spec = load_suite_spec(r["kernel"])
-            row.update(run.device.check_and_time(run.build / r["original"], run.build / r["cubin"], spec,
-                                                 [few_blocks(spec)], run.screen_s, spec.shared))
+            row.update(
+                run.device.check_and_time(
+                    run.build / r["original"],
+                    run.build / r["cubin"],
+                    spec,
+                    [few_blocks(spec)],
+                    run.screen_s,
+                    spec.shared,
+                )
+            )
         except Exception as exc:  # noqa: BLE001
             row.update({"status": "error", "reason": error_line(exc)})
         run.add("suite", row)
@@ -270,8 +338,14 @@ def sweep(run: Run, built: list[dict]) -> None:
     from benchmarks.kernels.sweep import sweep_points
 
     for kernel, best in best_per_kernel(run.suite).items():
-        source = next(r for r in built if r["kernel"] == kernel and r["move"] == best["move"]
-                      and r["noalias"] == best["noalias"] and r["speculate"] == best["speculate"])
+        source = next(
+            r
+            for r in built
+            if r["kernel"] == kernel
+            and r["move"] == best["move"]
+            and r["noalias"] == best["noalias"]
+            and r["speculate"] == best["speculate"]
+        )
         raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
         for order, point in enumerate(sweep_points(raw) or [{}]):
             name = "_".join(f"{k}{v}" for k, v in point.items()) or "spec"
@@ -280,8 +354,12 @@ def sweep(run: Run, built: list[dict]) -> None:
                 run.add("sweep", {**row, "status": "skipped", "reason": "deadline"})
                 continue
             try:
-                res = run.device.sweep_point(run.build / source["original"], run.build / source["cubin"],
-                                             load_suite_spec(kernel, point or None), run.screen_s)
+                res = run.device.sweep_point(
+                    run.build / source["original"],
+                    run.build / source["cubin"],
+                    load_suite_spec(kernel, point or None),
+                    run.screen_s,
+                )
             except Exception as exc:  # noqa: BLE001 - one point's failure is a row
                 res = {"status": "error", "reason": error_line(exc)}
             timed = res.pop("timed", None)
@@ -294,9 +372,13 @@ def sweep(run: Run, built: list[dict]) -> None:
 
 def sweep_lines(rows: list[dict]) -> list[str]:
     """Per kernel: the speed-up (original time / candidate time) over its sweep, median and range."""
-    lines = ["", "Suite loop kernels over their sweeps (best candidate per kernel; speed-up = original / candidate):",
-             "", "| kernel | move | L2 | points identical | points timed | median speed-up | range |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "Suite loop kernels over their sweeps (best candidate per kernel; speed-up = original / candidate):",
+        "",
+        "| kernel | move | L2 | points identical | points timed | median speed-up | range |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for kernel in dict.fromkeys(r["kernel"] for r in rows):
         mine = [r for r in rows if r["kernel"] == kernel]
         checked = {r["point"] for r in mine if r.get("check") in ("identical", "dry")}
@@ -304,8 +386,10 @@ def sweep_lines(rows: list[dict]) -> list[str]:
         for l2 in ("warm", "cold"):
             ups = [1.0 / r["ratio"] for r in mine if r.get("l2") == l2 and isinstance(r.get("ratio"), float)]
             if ups:
-                lines.append(f"| {kernel} | {mine[0]['move']} | {l2} | {len(checked)} of {len(points)} | {len(ups)} | "
-                             f"{statistics.median(ups):.3f} | {min(ups):.3f} - {max(ups):.3f} |")
+                lines.append(
+                    f"| {kernel} | {mine[0]['move']} | {l2} | {len(checked)} of {len(points)} | {len(ups)} | "
+                    f"{statistics.median(ups):.3f} | {min(ups):.3f} - {max(ups):.3f} |"
+                )
     bad = [r for r in rows if r.get("check") == "MISMATCH"]
     lines.append(f"\nsweep byte checks: {len(bad)} MISMATCH" + "".join(f"\n- {r['kernel']} {r['point']}" for r in bad))
     return lines
@@ -313,35 +397,56 @@ def sweep_lines(rows: list[dict]) -> list[str]:
 
 def summary(run: Run) -> str:
     s = run.stamps
-    title = (f"# reorder's loop moves vs Triton's pipelining: looped RMSNorm fp32 ({s['gpu']}, {s['date']}, "
-             f"commit {s['commit']})")
-    lines = [title, "",
-             "ratio = time(reorder's best) / time(Triton's best), paired, warm L2, 95% CI; below 1: reorder faster",
-             "", "| N | rows | BLOCK | warps | Triton's best | reorder's best | ratio [95% CI] | status |",
-             "|---|---|---|---|---|---|---|---|"]
+    title = (
+        f"# reorder's loop moves vs Triton's pipelining: looped RMSNorm fp32 ({s['gpu']}, {s['date']}, "
+        f"commit {s['commit']})"
+    )
+    lines = [
+        title,
+        "",
+        "ratio = time(reorder's best) / time(Triton's best), paired, warm L2, 95% CI; below 1: reorder faster",
+        "",
+        "| N | rows | BLOCK | warps | Triton's best | reorder's best | ratio [95% CI] | status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in run.cells:
         ci = f"{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if isinstance(r.get("ratio"), float) else "-"
-        lines.append(f"| {r.get('n')} | {r.get('rows')} | {r.get('block')} | {r.get('warps')} | "
-                     f"{r.get('triton_best', '')} | {r.get('reorder_best', '')} | {ci} | {r.get('status')} "
-                     f"{r.get('reason', '')} |")
+        lines.append(
+            f"| {r.get('n')} | {r.get('rows')} | {r.get('block')} | {r.get('warps')} | "
+            f"{r.get('triton_best', '')} | {r.get('reorder_best', '')} | {ci} | {r.get('status')} "
+            f"{r.get('reason', '')} |"
+        )
     timed = [r for r in run.cells if isinstance(r.get("ratio"), float)]
     if timed:
         not_slower = sum(r["ci_low"] <= 1.0 for r in timed)
         faster = sum(r["ci_high"] < 1.0 for r in timed)
         median = statistics.median(r["ratio"] for r in timed)
-        lines += ["", (f"cells measured: {len(timed)} of {len(run.cells)}; reorder faster (CI high < 1): {faster}; "
-                       f"faster or equal (CI low <= 1): {not_slower}; median ratio {median:.3f}")]
+        lines += [
+            "",
+            (
+                f"cells measured: {len(timed)} of {len(run.cells)}; reorder faster (CI high < 1): {faster}; "
+                f"faster or equal (CI low <= 1): {not_slower}; median ratio {median:.3f}"
+            ),
+        ]
     mismatches = [r for r in run.screen + run.suite if r.get("check") == "MISMATCH"]
     identical = sum(r.get("check") == "identical" for r in run.screen + run.suite)
-    lines += ["", f"byte checks: {identical} identical, {len(mismatches)} MISMATCH"
-              + "".join(f"\n- {m.get('variant') or m.get('move')}" for m in mismatches)]
+    lines += [
+        "",
+        f"byte checks: {identical} identical, {len(mismatches)} MISMATCH"
+        + "".join(f"\n- {m.get('variant') or m.get('move')}" for m in mismatches),
+    ]
     if run.suite:
         lines += ["", "| suite kernel | move | check | ratio [95% CI] | status |", "|---|---|---|---|---|"]
         for r in run.suite:
-            ci = f"{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if isinstance(r.get("ratio"), float) \
+            ci = (
+                f"{r['ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                if isinstance(r.get("ratio"), float)
                 else "-"
-            lines.append(f"| {r['kernel']} | {r['move']} | {r.get('check', '')} | {ci} | {r.get('status')} "
-                         f"{r.get('reason', '')} |")
+            )
+            lines.append(
+                f"| {r['kernel']} | {r['move']} | {r.get('check', '')} | {ci} | {r.get('status')} "
+                f"{r.get('reason', '')} |"
+            )
     if run.sweep:
         lines += sweep_lines(run.sweep)
     return "\n".join(lines) + "\n"
@@ -381,30 +486,43 @@ def main(argv=None) -> int:
     started = time.monotonic()
     manifest_path = args.build / "manifest.json"
     if not manifest_path.is_file():
-        print(f"loops_gpu: {manifest_path} not found (build it with python -m benchmarks.loops_build)",
-              file=sys.stderr)
+        print(f"loops_gpu: {manifest_path} not found (build it with python -m benchmarks.loops_build)", file=sys.stderr)
         return 2
     manifest = json.loads(manifest_path.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     device = Dry() if args.dry_run else Live()
     try:
-        stamps = {"gpu": device.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                  "commit": manifest.get("commit"), "triton": manifest.get("triton")}
+        stamps = {
+            "gpu": device.gpu_name(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "commit": manifest.get("commit"),
+            "triton": manifest.get("triton"),
+        }
         run = Run(args.build, args.out, started + args.deadline, args.screen, args.final, device, stamps)
         configs = {(c["block"], c["warps"]): c for c in manifest["configs"]}
         keep = SWEEP_SHARE * args.deadline if manifest.get("suite") else 0.0
         for where in interleaved(manifest["cells"]):
             if run.left() < CELL_RESERVE_S + keep:
-                run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
-                        {"status": "skipped", "reason": "deadline"})
+                run.add(
+                    "cells",
+                    {k: where[k] for k in ("n", "rows", "block", "warps")}
+                    | {"status": "skipped", "reason": "deadline"},
+                )
                 continue
-            print(f"[{time.monotonic() - started:.0f} s] N {where['n']} rows {where['rows']} BLOCK {where['block']} "
-                  f"warps {where['warps']}", file=sys.stderr, flush=True)
+            print(
+                f"[{time.monotonic() - started:.0f} s] N {where['n']} rows {where['rows']} BLOCK {where['block']} "
+                f"warps {where['warps']}",
+                file=sys.stderr,
+                flush=True,
+            )
             try:
                 cell(run, configs[(where["block"], where["warps"])], where)
             except Exception as exc:  # noqa: BLE001 - a cell's failure is a row
-                run.add("cells", {k: where[k] for k in ("n", "rows", "block", "warps")} |
-                        {"status": "error", "reason": error_line(exc)})
+                run.add(
+                    "cells",
+                    {k: where[k] for k in ("n", "rows", "block", "warps")}
+                    | {"status": "error", "reason": error_line(exc)},
+                )
             (args.out / "summary.md").write_text(summary(run))
         suite(run, manifest.get("suite", []), reserve=keep / 2)
         sweep(run, manifest.get("suite", []))

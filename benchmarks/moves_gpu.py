@@ -82,10 +82,19 @@ def _build_one(task: tuple[dict, str, str]) -> dict:
     changed = out.data != original
     if changed:
         write_atomic(Path(folder) / f"{name}_{which}.cubin", out.data)
-    print(f"{name:40s} {which:6s} applied {len(out.applied):3d} moved {out.moved:4d} {time.time() - t0:5.1f}s",
-          flush=True)
-    return {**e, "name": name, "move": which, "built": changed, "applied": len(out.applied), "moved": out.moved,
-            "registers": out.after.kernel.regcount, "note": "" if changed else "nothing applied"}
+    print(
+        f"{name:40s} {which:6s} applied {len(out.applied):3d} moved {out.moved:4d} {time.time() - t0:5.1f}s", flush=True
+    )
+    return {
+        **e,
+        "name": name,
+        "move": which,
+        "built": changed,
+        "applied": len(out.applied),
+        "moved": out.moved,
+        "registers": out.after.kernel.regcount,
+        "note": "" if changed else "nothing applied",
+    }
 
 
 def prepare(folder: Path, jobs: int = 1) -> None:
@@ -122,8 +131,7 @@ def run(folder: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((folder / "manifest.json").read_text())
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "commit": manifest["commit"]}
+    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "commit": manifest["commit"]}
     rows: list[dict] = []
     with WorkerPool(devices=[0]) as pool:
         for e in manifest["kernels"]:
@@ -133,8 +141,16 @@ def run(folder: Path, out: Path) -> None:
                 continue
             orig = folder / f"{e['name']}_orig.cubin"
             spec = validated_spec(e["spec"], [orig])
-            res = pool.run(Job.of(check_job, str(orig), str(folder / f"{e['name']}_{e['move']}.cubin"), spec,
-                                  more=(few_blocks(spec),), timeout_s=120))
+            res = pool.run(
+                Job.of(
+                    check_job,
+                    str(orig),
+                    str(folder / f"{e['name']}_{e['move']}.cubin"),
+                    spec,
+                    more=(few_blocks(spec),),
+                    timeout_s=120,
+                )
+            )
             row = {**meta, **fields, **describe_status(res)}
             rows.append(row)
             print(json.dumps({k: row.get(k) for k in ("kernel", "move", "status", "check", "reason")}), flush=True)

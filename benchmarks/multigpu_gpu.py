@@ -51,10 +51,36 @@ def _spec(kernel: str, work: Path) -> Path:
 def _optimize_cmd(kernel: str, spec: Path, out: Path, budget: int, seconds: int, extra: list[str]) -> list[str]:
     from benchmarks.gpu_session import _suite_cubin
 
-    return [sys.executable, "-m", "reorder", "optimize", str(_suite_cubin(kernel)), "--kernel", kernel,
-            "--launch", str(spec), "-o", str(out), "--budget", str(budget), "--time", f"{seconds}s", "--jobs", "8",
-            "--device", "gpu", "--candidate-budget", "0.6", "--final-budget", "1", "--no-contributions",
-            "--assume-noalias", "--seed", "7", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "reorder",
+        "optimize",
+        str(_suite_cubin(kernel)),
+        "--kernel",
+        kernel,
+        "--launch",
+        str(spec),
+        "-o",
+        str(out),
+        "--budget",
+        str(budget),
+        "--time",
+        f"{seconds}s",
+        "--jobs",
+        "8",
+        "--device",
+        "gpu",
+        "--candidate-budget",
+        "0.6",
+        "--final-budget",
+        "1",
+        "--no-contributions",
+        "--assume-noalias",
+        "--seed",
+        "7",
+        *extra,
+    ]
 
 
 def _trials(storage: str):
@@ -71,8 +97,11 @@ def _throughput(trials) -> dict:
     """Finished trials per minute between the first start and the last completion."""
     import optuna
 
-    done = [t for t in trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
-            and t.datetime_complete]
+    done = [
+        t
+        for t in trials
+        if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL) and t.datetime_complete
+    ]
     if not done:
         return {"finished": 0}
     start = min(t.datetime_start for t in done)
@@ -80,11 +109,16 @@ def _throughput(trials) -> dict:
     minutes = max((end - start).total_seconds(), 1e-9) / 60
     complete = [t for t in done if t.state == optuna.trial.TrialState.COMPLETE]
     best = min(complete, key=lambda t: t.value) if complete else None
-    return {"finished": len(done), "failed": len(done) - len(complete), "span_s": round(minutes * 60, 1),
-            "trials_per_min": round(len(done) / minutes, 2),
-            "best": best.value if best else None, "best_ci_low": best.user_attrs.get("ci_low") if best else None,
-            "best_ci_high": best.user_attrs.get("ci_high") if best else None,
-            "best_moves": best.user_attrs.get("moves") if best else None}
+    return {
+        "finished": len(done),
+        "failed": len(done) - len(complete),
+        "span_s": round(minutes * 60, 1),
+        "trials_per_min": round(len(done) / minutes, 2),
+        "best": best.value if best else None,
+        "best_ci_low": best.user_attrs.get("ci_low") if best else None,
+        "best_ci_high": best.user_attrs.get("ci_high") if best else None,
+        "best_moves": best.user_attrs.get("moves") if best else None,
+    }
 
 
 def throughput_runs(kernel: str, out: Path, work: Path, budget: int, seconds: int) -> list[dict]:
@@ -94,15 +128,25 @@ def throughput_runs(kernel: str, out: Path, work: Path, budget: int, seconds: in
         folder = work / f"w{workers}"
         folder.mkdir(parents=True, exist_ok=True)
         storage = f"journal:{folder / 'study.journal'}"
-        cmd = _optimize_cmd(kernel, spec, folder / "fast.cubin", budget, seconds,
-                            ["--workers", str(workers), "--storage", storage])
+        cmd = _optimize_cmd(
+            kernel, spec, folder / "fast.cubin", budget, seconds, ["--workers", str(workers), "--storage", storage]
+        )
         env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
         started = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         print(done.stderr[-1500:], flush=True)
-        rows.append({"kernel": kernel, "workers": workers, "gpus": workers, "budget": budget, "search_s": seconds,
-                     "rc": done.returncode, "wall_s": round(time.monotonic() - started, 1),
-                     **_throughput(_trials(storage))})
+        rows.append(
+            {
+                "kernel": kernel,
+                "workers": workers,
+                "gpus": workers,
+                "budget": budget,
+                "search_s": seconds,
+                "rc": done.returncode,
+                "wall_s": round(time.monotonic() - started, 1),
+                **_throughput(_trials(storage)),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -117,10 +161,24 @@ def kill_test(kernel: str, out: Path, work: Path, budget: int, seconds: int) -> 
     for i in range(_gpu_count()):
         host = work / f"host{i}"
         host.mkdir(parents=True, exist_ok=True)
-        cmd = _optimize_cmd(kernel, spec, host / "fast.cubin", budget, seconds,
-                            ["--storage", storage, "--search-only", "--worker-index", str(i)])
-        procs.append(subprocess.Popen(cmd, env={**os.environ, "CUDA_VISIBLE_DEVICES": str(i)}, cwd=host,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        cmd = _optimize_cmd(
+            kernel,
+            spec,
+            host / "fast.cubin",
+            budget,
+            seconds,
+            ["--storage", storage, "--search-only", "--worker-index", str(i)],
+        )
+        procs.append(
+            subprocess.Popen(
+                cmd,
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": str(i)},
+                cwd=host,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
         time.sleep(2)  # the first creates the schema
     running_at_kill = _kill_mid_trial(procs[1], storage)
     for p in procs[:1] + procs[2:]:
@@ -130,21 +188,32 @@ def kill_test(kernel: str, out: Path, work: Path, budget: int, seconds: int) -> 
     numbers = [t.number for t in trials]
     by_number = {t.number: t for t in trials}
     # the dead worker's trials: running when it died, later failed by the heartbeat (no stated reason)
-    killed = [n for n in running_at_kill if by_number[n].state == state.FAIL and "failure" not in by_number[n].user_attrs]
+    killed = [
+        n for n in running_at_kill if by_number[n].state == state.FAIL and "failure" not in by_number[n].user_attrs
+    ]
     retries = {n: [t for t in trials if t.system_attrs.get("failed_trial") == n] for n in killed}
-    scored = [t.user_attrs["sha256"] for t in trials if t.state == state.COMPLETE and "sha256" in t.user_attrs
-              and not t.user_attrs.get("duplicate")]
-    return {"kernel": kernel, "workers": len(procs), "budget": budget, "trials": len(trials),
-            "numbers_unique": len(numbers) == len(set(numbers)),
-            "running_left": sum(t.state == state.RUNNING for t in trials),
-            "complete": sum(t.state == state.COMPLETE for t in trials),
-            "failed_with_reason": sum(t.state == state.FAIL and "failure" in t.user_attrs for t in trials),
-            "running_at_kill": sorted(running_at_kill), "killed_worker_trials": killed,
-            "retried_as": {n: [t.number for t in r] for n, r in retries.items()},
-            "every_killed_trial_retried_once": bool(killed) and all(len(r) == 1 for r in retries.values()),
-            "retry_same_params": all(t.params == by_number[n].params for n, r in retries.items() for t in r),
-            "retries_finished": all(t.state in (state.COMPLETE, state.FAIL) for r in retries.values() for t in r),
-            "binaries_scored_twice": len(scored) - len(set(scored))}
+    scored = [
+        t.user_attrs["sha256"]
+        for t in trials
+        if t.state == state.COMPLETE and "sha256" in t.user_attrs and not t.user_attrs.get("duplicate")
+    ]
+    return {
+        "kernel": kernel,
+        "workers": len(procs),
+        "budget": budget,
+        "trials": len(trials),
+        "numbers_unique": len(numbers) == len(set(numbers)),
+        "running_left": sum(t.state == state.RUNNING for t in trials),
+        "complete": sum(t.state == state.COMPLETE for t in trials),
+        "failed_with_reason": sum(t.state == state.FAIL and "failure" in t.user_attrs for t in trials),
+        "running_at_kill": sorted(running_at_kill),
+        "killed_worker_trials": killed,
+        "retried_as": {n: [t.number for t in r] for n, r in retries.items()},
+        "every_killed_trial_retried_once": bool(killed) and all(len(r) == 1 for r in retries.values()),
+        "retry_same_params": all(t.params == by_number[n].params for n, r in retries.items() for t in r),
+        "retries_finished": all(t.state in (state.COMPLETE, state.FAIL) for r in retries.values() for t in r),
+        "binaries_scored_twice": len(scored) - len(set(scored)),
+    }
 
 
 def _kill_mid_trial(proc: subprocess.Popen, storage: str) -> set[int]:
@@ -180,10 +249,22 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     work = Path("/tmp/multigpu")
     work.mkdir(parents=True, exist_ok=True)
-    meta = {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "commit": provenance.commit(), "l2": "warm"}
-    clocks = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,index,clocks.sm,utilization.gpu,power.draw",
-                               "--format=csv", "-lms", "500"], stdout=(args.out / "clocks.csv").open("w"))
+    meta = {
+        "gpu": provenance.gpu_name(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": provenance.commit(),
+        "l2": "warm",
+    }
+    clocks = subprocess.Popen(
+        [
+            "nvidia-smi",
+            "--query-gpu=timestamp,index,clocks.sm,utilization.gpu,power.draw",
+            "--format=csv",
+            "-lms",
+            "500",
+        ],
+        stdout=(args.out / "clocks.csv").open("w"),
+    )
     try:
         rows = throughput_runs(args.kernel, args.out, work, args.budget, args.seconds)
         write_rows(args.out / "multigpu.csv", [{**meta, **r} for r in rows])

@@ -26,8 +26,11 @@ from benchmarks.rows import write_rows
 from reorder.base import provenance
 
 # kernel, sweep point, assume no alias (the RMSNorm loads sit behind stores of another buffer)
-KERNELS = (("rmsnorm_triton_style", {"rows": 16}, True), ("normalize_weights", None, False),
-           ("find_index", None, False))
+KERNELS = (
+    ("rmsnorm_triton_style", {"rows": 16}, True),
+    ("normalize_weights", None, False),
+    ("find_index", None, False),
+)
 
 
 def _spec_file(kernel: str, point: dict | None, folder: Path) -> Path:
@@ -80,9 +83,29 @@ def _one_kernel(kernel, point, noalias, args, work: Path) -> list[dict]:
     cubin = _suite_cubin(kernel)
     spec_path = _spec_file(kernel, point, work)
     fast = work / kernel / "fast.cubin"
-    cmd = [sys.executable, "-m", "reorder", "optimize", str(cubin), "--kernel", kernel, "--launch", str(spec_path),
-           "-o", str(fast), "--budget", str(args.budget), "--time", f"{args.seconds}s", "--jobs", str(args.jobs),
-           "--device", "gpu", "--candidate-budget", "1"] + (["--assume-noalias"] if noalias else [])
+    cmd = [
+        sys.executable,
+        "-m",
+        "reorder",
+        "optimize",
+        str(cubin),
+        "--kernel",
+        kernel,
+        "--launch",
+        str(spec_path),
+        "-o",
+        str(fast),
+        "--budget",
+        str(args.budget),
+        "--time",
+        f"{args.seconds}s",
+        "--jobs",
+        str(args.jobs),
+        "--device",
+        "gpu",
+        "--candidate-budget",
+        "1",
+    ] + (["--assume-noalias"] if noalias else [])
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.monotonic() - started
@@ -97,19 +120,51 @@ def _one_kernel(kernel, point, noalias, args, work: Path) -> list[dict]:
     rows = []
     with WorkerPool(devices=[0]) as pool:
         for name, path in candidates.items():
-            res = describe_status(pool.run(Job.of(check_and_time_job, str(cubin), str(path), spec, timeout_s=200,
-                                                  budget_s=4.0, target_ci_pct=0.5)))
-            row = {"kernel": kernel, "point": json.dumps(point), "candidate": name, "optimize_rc": done.returncode,
-                   "optimize_seconds": round(elapsed, 1), **res}
+            res = describe_status(
+                pool.run(
+                    Job.of(
+                        check_and_time_job, str(cubin), str(path), spec, timeout_s=200, budget_s=4.0, target_ci_pct=0.5
+                    )
+                )
+            )
+            row = {
+                "kernel": kernel,
+                "point": json.dumps(point),
+                "candidate": name,
+                "optimize_rc": done.returncode,
+                "optimize_seconds": round(elapsed, 1),
+                **res,
+            }
             rows.append(row)
-            print(json.dumps({k: row.get(k) for k in ("kernel", "candidate", "status", "check", "ratio", "ci_low",
-                                                        "ci_high", "a_us", "b_us")}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        k: row.get(k)
+                        for k in (
+                            "kernel",
+                            "candidate",
+                            "status",
+                            "check",
+                            "ratio",
+                            "ci_low",
+                            "ci_high",
+                            "a_us",
+                            "b_us",
+                        )
+                    }
+                ),
+                flush=True,
+            )
     return rows
 
 
 def _write(out: Path, rows: list[dict]) -> None:
-    meta = {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "commit": provenance.commit(), "l2": "warm"}
+    meta = {
+        "gpu": provenance.gpu_name(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": provenance.commit(),
+        "l2": "warm",
+    }
     write_rows(out / "optimize_summary.csv", [{**meta, **r} for r in rows])
 
 

@@ -80,9 +80,15 @@ def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
         first, last = normalise_pass(code)
         positions = probe_positions(code, first, last)
         built = build_variants(code, positions, layout_of(spec), folder / name)
-        manifest["versions"][name] = {"pass": [first, last], "positions": [k for k, _, _ in built],
-                                      "record_bytes": built[0][2].record_bytes, "occupancy": built[0][2].occupancy.line()}
-        print(f"{name}: pass {first}..{last} ({last - first + 1} instructions), {len(built)} probe variants", flush=True)
+        manifest["versions"][name] = {
+            "pass": [first, last],
+            "positions": [k for k, _, _ in built],
+            "record_bytes": built[0][2].record_bytes,
+            "occupancy": built[0][2].occupancy.line(),
+        }
+        print(
+            f"{name}: pass {first}..{last} ({last - first + 1} instructions), {len(built)} probe variants", flush=True
+        )
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return 0
 
@@ -100,9 +106,15 @@ def run(folder: Path, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((folder / "manifest.json").read_text())
     spec = parse_spec(tomllib.loads((folder / "spec.toml").read_text()), "spec.toml")
-    summary: dict = {"gpu": provenance.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                     "commit": provenance.commit(),
-                     "kernel": KERNEL, "rows": manifest["rows"], "l2": "warm", "versions": {}}
+    summary: dict = {
+        "gpu": provenance.gpu_name(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": provenance.commit(),
+        "kernel": KERNEL,
+        "rows": manifest["rows"],
+        "l2": "warm",
+        "versions": {},
+    }
     tables = []
     with WorkerPool(devices=[worker_device()]) as pool:
         for name, info in manifest["versions"].items():
@@ -115,8 +127,9 @@ def run(folder: Path, out: Path) -> int:
             csv_path = write_csv(out / f"timeline_{name}.csv", points, found)
             tables.append((name, read_csv(csv_path)))
             mid = paths[len(paths) // 2]
-            cost = pool.run(Job.of(time_job, str(base.resolve()), str(mid.resolve()), pspec, budget_s=4.0,
-                                   timeout_s=120))
+            cost = pool.run(
+                Job.of(time_job, str(base.resolve()), str(mid.resolve()), pspec, budget_s=4.0, timeout_s=120)
+            )
             check = pool.run(Job.of(probed_outputs_job, str(base.resolve()), str(mid.resolve()), pspec, timeout_s=120))
             summary["versions"][name] = _version_summary(code, info, points, failed, found, cost, check)
             print(json.dumps({name: summary["versions"][name]}, indent=1, default=str), flush=True)
@@ -171,25 +184,37 @@ def _version_summary(code, info, points, failed, found, cost, check) -> dict:
         if not code.instructions[producer].opcode.startswith(("LDG", "LDS", "LD.", "LDL")):
             continue
         use = first_use(code, producer)
-        load_jumps.append({"waiter": f"{j.offset:#06x} {j.text}", "excess_cycles": round(j.excess, 1),
-                           "load": f"{j.producer_offset:#06x} {j.producer_text}",
-                           "first_use": f"{use * 16:#06x}" if use is not None else None,
-                           "distance": None if use is None else abs(j.index - use),
-                           "located": use is not None and abs(j.index - use) <= NEAR})
+        load_jumps.append(
+            {
+                "waiter": f"{j.offset:#06x} {j.text}",
+                "excess_cycles": round(j.excess, 1),
+                "load": f"{j.producer_offset:#06x} {j.producer_text}",
+                "first_use": f"{use * 16:#06x}" if use is not None else None,
+                "distance": None if use is None else abs(j.index - use),
+                "located": use is not None and abs(j.index - use) <= NEAR,
+            }
+        )
     pass_cycles = [p.cycles for p in points if p.samples and first <= p.index <= last]
-    return {"pass_instructions": last - first + 1, "probed_in_pass": len(in_pass),
-            "coverage": round(len(in_pass) / (last - first + 1), 3), "failed": failed,
-            "pass_span_cycles": (max(pass_cycles) - min(pass_cycles)) if pass_cycles else None,
-            "load_jumps": load_jumps, "all_located": all(j["located"] for j in load_jumps) if load_jumps else None,
-            "probe_cost": cost.value if cost.ok else f"{cost.status}: {cost.reason}",
-            "probed_outputs": check.value if check.ok else f"{check.status}: {check.reason}",
-            "occupancy": info["occupancy"]}
+    return {
+        "pass_instructions": last - first + 1,
+        "probed_in_pass": len(in_pass),
+        "coverage": round(len(in_pass) / (last - first + 1), 3),
+        "failed": failed,
+        "pass_span_cycles": (max(pass_cycles) - min(pass_cycles)) if pass_cycles else None,
+        "load_jumps": load_jumps,
+        "all_located": all(j["located"] for j in load_jumps) if load_jumps else None,
+        "probe_cost": cost.value if cost.ok else f"{cost.status}: {cost.reason}",
+        "probed_outputs": check.value if check.ok else f"{check.status}: {check.reason}",
+        "occupancy": info["occupancy"],
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--prebuild", type=Path)
-    ap.add_argument("--batched", type=Path, help="the load-batched cubin (default: reorder batch-loads --assume-noalias)")
+    ap.add_argument(
+        "--batched", type=Path, help="the load-batched cubin (default: reorder batch-loads --assume-noalias)"
+    )
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--run", type=Path)
     ap.add_argument("--out", type=Path)

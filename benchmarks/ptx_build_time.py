@@ -61,8 +61,14 @@ def one_build(ptx: Path, kernel: str, noalias: bool) -> dict[str, float]:
     checked = verdict(made.cubin, kernel)
     t3, c3 = time.perf_counter(), _cpu()
     assert applied and checked.ok, (applied, checked.violations[:1])
-    return {"moves_s": t1 - t0, "ptxas_s": t2 - t1, "verify_s": t3 - t2, "total_s": t3 - t0, "cpu_s": c3 - c0,
-            "moves": len(applied)}
+    return {
+        "moves_s": t1 - t0,
+        "ptxas_s": t2 - t1,
+        "verify_s": t3 - t2,
+        "total_s": t3 - t0,
+        "cpu_s": c3 - c0,
+        "moves": len(applied),
+    }
 
 
 def measure(repeats: int) -> list[dict]:
@@ -73,8 +79,13 @@ def measure(repeats: int) -> list[dict]:
         ptx = KERNEL_DIR / "ptx_candidates" / "source" / name
         size = sum(s.kind == "instruction" for s in read_ptx(ptx).function(kernel).body)
         runs = [one_build(ptx, kernel, noalias) for _ in range(repeats)]
-        row = {"kernel": kernel, "ptx_instructions": size, "moves": runs[0]["moves"], "repeats": repeats,
-               "load_avg_1m": round(os.getloadavg()[0], 2)}
+        row = {
+            "kernel": kernel,
+            "ptx_instructions": size,
+            "moves": runs[0]["moves"],
+            "repeats": repeats,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+        }
         for stage in ("moves_s", "ptxas_s", "verify_s", "total_s", "cpu_s"):
             row[stage] = round(statistics.median(r[stage] for r in runs), 3)
         row["total_min_s"] = round(min(r["total_s"] for r in runs), 3)

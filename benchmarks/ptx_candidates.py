@@ -64,12 +64,15 @@ def source_ptx(source: str, out: Path, nvcc: str = "nvcc") -> Path:
 
 def instance_counts(ptx: Path, kernel: str) -> dict[str, int]:
     module = read_ptx(ptx)
-    return {"alias": len(GlobalHoist.instances(module, kernel, False)),
-            "noalias": len(GlobalHoist.instances(module, kernel, True))}
+    return {
+        "alias": len(GlobalHoist.instances(module, kernel, False)),
+        "noalias": len(GlobalHoist.instances(module, kernel, True)),
+    }
 
 
-def build_kernel(ptx: Path, kernel: str, noalias: bool, out: Path, modes=FALLBACK_MODES,
-                 suffix: str = "") -> dict | None:
+def build_kernel(
+    ptx: Path, kernel: str, noalias: bool, out: Path, modes=FALLBACK_MODES, suffix: str = ""
+) -> dict | None:
     """One candidate: the first mode whose plan moves something; None when none does."""
     module = read_ptx(ptx)
     for mode in modes:
@@ -77,12 +80,21 @@ def build_kernel(ptx: Path, kernel: str, noalias: bool, out: Path, modes=FALLBAC
         if moves:
             target = out / f"{kernel}{suffix}.ptx"
             built = write_and_compile(ptx, kernel, moved, [m.describe() for m in moves], target)
-            return {"kernel": kernel, "mode": mode, "noalias": noalias, "moves": list(built.moves),
-                    "ptx": _rel(built.ptx), "cubin": _rel(built.cubin), "cubin_sha256": built.sha256,
-                    "source_ptx": _rel(ptx), "source_ptx_sha256": _sha(ptx), "ptxas": built.recipe,
-                    "verify": "legal" if built.verdict.ok else list(built.verdict.violations),
-                    "pairs_tighter_than_tables": len(built.verdict.inherited),
-                    "build_seconds": round(built.seconds, 2)}
+            return {
+                "kernel": kernel,
+                "mode": mode,
+                "noalias": noalias,
+                "moves": list(built.moves),
+                "ptx": _rel(built.ptx),
+                "cubin": _rel(built.cubin),
+                "cubin_sha256": built.sha256,
+                "source_ptx": _rel(ptx),
+                "source_ptx_sha256": _sha(ptx),
+                "ptxas": built.recipe,
+                "verify": "legal" if built.verdict.ok else list(built.verdict.violations),
+                "pairs_tighter_than_tables": len(built.verdict.inherited),
+                "build_seconds": round(built.seconds, 2),
+            }
     return None
 
 
@@ -100,8 +112,11 @@ def baseline_sass_equal(ptx: Path, source: str) -> bool:
     """The source PTX compiled by ptxas -O3 gives the checked-in cubin's SASS (nvcc -cubin)."""
     compiled = compile_ptx(ptx)
     a, b = read_cubin(compiled.cubin), read_cubin(CUBIN_DIR / cubin_name(source))
-    return all([i.word for i in decode_kernel(a, k.name).instructions] ==
-               [i.word for i in decode_kernel(b, k.name).instructions] for k in b.kernels)
+    return all(
+        [i.word for i in decode_kernel(a, k.name).instructions]
+        == [i.word for i in decode_kernel(b, k.name).instructions]
+        for k in b.kernels
+    )
 
 
 def build_all(out: Path = OUT_DIR) -> dict:
@@ -109,11 +124,17 @@ def build_all(out: Path = OUT_DIR) -> dict:
     manifest: dict = {"nvcc_ptx_flags": list(NVCC_PTX_FLAGS), "sources": {}, "kernels": {}, "candidates": []}
     for source, kernels in SUITE.items():
         ptx = source_ptx(source, out)
-        manifest["sources"][source] = {"ptx": _rel(ptx), "sha256": _sha(ptx),
-                                       "baseline_sass_equal": baseline_sass_equal(ptx, source)}
+        manifest["sources"][source] = {
+            "ptx": _rel(ptx),
+            "sha256": _sha(ptx),
+            "baseline_sass_equal": baseline_sass_equal(ptx, source),
+        }
         for kernel in kernels:
-            manifest["kernels"][kernel] = {"source": source, "noalias": noalias.get(kernel, False),
-                                           "instances": instance_counts(ptx, kernel)}
+            manifest["kernels"][kernel] = {
+                "source": source,
+                "noalias": noalias.get(kernel, False),
+                "instances": instance_counts(ptx, kernel),
+            }
             if kernel == RMSNORM:
                 rows = [build_rmsnorm(out, "barrier"), build_rmsnorm(out, "top")]
             else:

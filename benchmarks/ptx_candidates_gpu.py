@@ -44,12 +44,25 @@ def run(out: Path, rows: tuple[int, ...], budget_s: float) -> None:
             candidate = ROOT / row["cubin"]
             fields = {"kernel": kernel, "candidate": row["cubin"], "mode": row["mode"], "moves": len(row["moves"])}
             spec = load_suite_spec(kernel)
-            jobs = [({}, Job.of(check_job, str(original), str(candidate), spec, more=(few_blocks(spec),),
-                                timeout_s=120))]
+            jobs = [
+                ({}, Job.of(check_job, str(original), str(candidate), spec, more=(few_blocks(spec),), timeout_s=120))
+            ]
             if kernel in TIMED:
-                jobs = [({"rows": n}, Job.of(check_and_time_job, str(original), str(candidate),
-                                             load_suite_spec(kernel, {"rows": n}), budget_s=budget_s,
-                                             more=(few_blocks(spec),), timeout_s=180)) for n in rows]
+                jobs = [
+                    (
+                        {"rows": n},
+                        Job.of(
+                            check_and_time_job,
+                            str(original),
+                            str(candidate),
+                            load_suite_spec(kernel, {"rows": n}),
+                            budget_s=budget_s,
+                            more=(few_blocks(spec),),
+                            timeout_s=180,
+                        ),
+                    )
+                    for n in rows
+                ]
             for extra, job in jobs:
                 record = {**meta, **fields, **extra, **describe_status(pool.run(job))}
                 table.append(record)

@@ -144,9 +144,17 @@ def build_kernel(entry: dict, out: Path, cap: int) -> dict:
         shutil.copyfile(CUBIN_DIR / cubin_name(source), original)
     ptx = SOURCE_PTX / Path(source).with_suffix(".ptx").name
     level = PtxLevel(str(ptx), kernel, noalias, "nvcc")
-    record = {"kernel": kernel, "noalias": noalias, "original": original.name, "ptx": str(ptx.relative_to(ROOT)),
-              "shapes": shapes(kernel), "sweep": sweep(kernel), "candidates": [], "refused": [],
-              "note": "stall cuts not built (minutes per candidate here)" if kernel in NO_STALL_CUTS else ""}
+    record = {
+        "kernel": kernel,
+        "noalias": noalias,
+        "original": original.name,
+        "ptx": str(ptx.relative_to(ROOT)),
+        "shapes": shapes(kernel),
+        "sweep": sweep(kernel),
+        "candidates": [],
+        "refused": [],
+        "note": "stall cuts not built (minutes per candidate here)" if kernel in NO_STALL_CUTS else "",
+    }
     seen: set[str] = set()
     for name, kind, choice in candidates(kernel, noalias, cap) + sass_candidates(original, kernel, noalias):
         start = time.perf_counter()
@@ -159,11 +167,20 @@ def build_kernel(entry: dict, out: Path, cap: int) -> dict:
             path = out / kernel / f"{name}.cubin"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(built.data)
-            record["candidates"].append({"name": name, "level": kind, "moves": choice.label(),
-                                         "cubin": str(path.relative_to(out)), "sha256": built.sha256,
-                                         "build_s": seconds})
-        print(f"{kernel} {name}: {'refused: ' + built.reason if built.data is None else 'built'} ({seconds} s)",
-              flush=True)
+            record["candidates"].append(
+                {
+                    "name": name,
+                    "level": kind,
+                    "moves": choice.label(),
+                    "cubin": str(path.relative_to(out)),
+                    "sha256": built.sha256,
+                    "build_s": seconds,
+                }
+            )
+        print(
+            f"{kernel} {name}: {'refused: ' + built.reason if built.data is None else 'built'} ({seconds} s)",
+            flush=True,
+        )
     return record
 
 

@@ -83,16 +83,26 @@ class Live:
         return describe_status(self.pool.run(Job.of(fn, *args, timeout_s=timeout_s, **kw)))
 
     def screen(self, a: Path, b: Path, shapes: list, more: list, budget_s: float) -> dict:
-        return self._run(SCREEN_JOB, str(a), str(b), tuple(shapes), tuple(more), budget_s,
-                         timeout_s=120 + 3 * budget_s * len(shapes))
+        return self._run(
+            SCREEN_JOB, str(a), str(b), tuple(shapes), tuple(more), budget_s, timeout_s=120 + 3 * budget_s * len(shapes)
+        )
 
     def time(self, a: Path, b: Path, spec, budget_s: float) -> dict:
-        return self._run("timing.evaluate:time_job", str(a), str(b), spec, budget_s=budget_s, target_ci_pct=0.3,
-                         timeout_s=90)
+        return self._run(
+            "timing.evaluate:time_job", str(a), str(b), spec, budget_s=budget_s, target_ci_pct=0.3, timeout_s=90
+        )
 
     def check(self, a: Path, b: Path, specs: list, first_set: int) -> dict:
-        return self._run("timing.evaluate:check_job", str(a), str(b), specs[0], sets=RECHECK_SETS,
-                         more=tuple(specs[1:]), first_set=first_set, timeout_s=180)
+        return self._run(
+            "timing.evaluate:check_job",
+            str(a),
+            str(b),
+            specs[0],
+            sets=RECHECK_SETS,
+            more=tuple(specs[1:]),
+            first_set=first_set,
+            timeout_s=180,
+        )
 
     def gpu_name(self) -> str:
         import cupy
@@ -120,8 +130,12 @@ class Dry(Live):
 
     def screen(self, a, b, shapes, more, budget_s) -> dict:
         assert Path(a).is_file() and Path(b).is_file() and shapes, (a, b)
-        return {"status": "ok", "check": "identical", "check_detail": "dry run",
-                "times": [self._timed(a, b, s) for s in shapes]}
+        return {
+            "status": "ok",
+            "check": "identical",
+            "check_detail": "dry run",
+            "times": [self._timed(a, b, s) for s in shapes],
+        }
 
     def time(self, a, b, spec, budget_s) -> dict:
         return {"status": "ok", **self._timed(a, b, spec)}
@@ -178,12 +192,14 @@ def priority(candidates: list[dict]) -> list[dict]:
     variants in build order, the plain build of a variant before its SASS families, the
     first variants' families before the last variants; the SASS seeds that combine a
     grouping with stall cuts first), so a kernel cut short by its time slice still has both."""
-    ptx = sorted((c for c in candidates if c["level"] == "ptx+sass"),
-                 key=lambda c: int(c["name"][3:].split("-")[0]) + 2 * COMBO_RANK.get(c["name"].split("-", 1)[1], 4))
+    ptx = sorted(
+        (c for c in candidates if c["level"] == "ptx+sass"),
+        key=lambda c: int(c["name"][3:].split("-")[0]) + 2 * COMBO_RANK.get(c["name"].split("-", 1)[1], 4),
+    )
     sass = sorted((c for c in candidates if c["level"] == "sass"), key=lambda c: SASS_RANK.get(c["name"], 5))
     out = []
     for k in range(max(len(ptx), len(sass))):
-        out += ptx[k:k + 1] + sass[k:k + 1]
+        out += ptx[k : k + 1] + sass[k : k + 1]
     return out
 
 
@@ -194,18 +210,36 @@ def screen_kernel(run: Run, record: dict, shapes: list, more: list, until: float
     screened = {}
     for cand in priority(record["candidates"]):
         if time.monotonic() >= until:
-            run.add("screen", {"kernel": kernel, "candidate": cand["name"], "status": "skipped",
-                               "reason": "the kernel's time slice is spent"})
+            run.add(
+                "screen",
+                {
+                    "kernel": kernel,
+                    "candidate": cand["name"],
+                    "status": "skipped",
+                    "reason": "the kernel's time slice is spent",
+                },
+            )
             continue
         try:
-            row = run.device.screen(run.build / record["original"], run.build / cand["cubin"], shapes, more,
-                                    run.screen_s)
+            row = run.device.screen(
+                run.build / record["original"], run.build / cand["cubin"], shapes, more, run.screen_s
+            )
         except Exception as exc:  # noqa: BLE001 - one candidate's failure is a row
             row = {"status": "error", "reason": error_line(exc)}
         times = row.pop("times", None) or [{}] * len(shapes)
         for point, t in zip(record["shapes"], times):
-            run.add("screen", {"kernel": kernel, "candidate": cand["name"], "level": cand["level"],
-                               "shape": shape_name(point), "moves": cand["moves"], **row, **t})
+            run.add(
+                "screen",
+                {
+                    "kernel": kernel,
+                    "candidate": cand["name"],
+                    "level": cand["level"],
+                    "shape": shape_name(point),
+                    "moves": cand["moves"],
+                    **row,
+                    **t,
+                },
+            )
         if row.get("status") == "ok" and row.get("check") == "identical":
             screened[cand["name"]] = [t.get("ratio") for t in times]
     return screened
@@ -219,7 +253,9 @@ def screened_ratio(screened: dict, name: str, k: int) -> float | None:
 
 
 def best(record: dict, screened: dict, level: str, k: int) -> dict | None:
-    pool = [c for c in record["candidates"] if c["level"] == level and screened_ratio(screened, c["name"], k) is not None]
+    pool = [
+        c for c in record["candidates"] if c["level"] == level and screened_ratio(screened, c["name"], k) is not None
+    ]
     return min(pool, key=lambda c: screened_ratio(screened, c["name"], k), default=None)
 
 
@@ -229,9 +265,11 @@ def recheck(run: Run, record: dict, cand: dict, sweep: list) -> str:
     if key not in run.rechecked:
         try:
             row = run.device.check(run.build / record["original"], run.build / cand["cubin"], sweep, 5_000_000)
-            run.rechecked[key] = (f"identical at {len(sweep)} sweep points ({RECHECK_SETS} fresh sets each)"
-                                  if row.get("check") == "identical" else
-                                  f"{row.get('check') or row.get('status')}: {row.get('check_detail') or row.get('reason')}")
+            run.rechecked[key] = (
+                f"identical at {len(sweep)} sweep points ({RECHECK_SETS} fresh sets each)"
+                if row.get("check") == "identical"
+                else f"{row.get('check') or row.get('status')}: {row.get('check_detail') or row.get('reason')}"
+            )
         except Exception as exc:  # noqa: BLE001
             run.rechecked[key] = f"error: {error_line(exc)}"
     return run.rechecked[key]
@@ -255,10 +293,15 @@ def finals(run: Run, record: dict, screened: dict, shapes: list, sweep: list) ->
                 row[f"{tag}_status"] = "no byte-identical candidate"
                 continue
             t = _timed(run, original, run.build / cand["cubin"], spec)
-            row.update({f"{tag}_best": cand["name"], f"{tag}_moves": cand["moves"],
-                        f"{tag}_screen": screened[cand["name"]][k], **{f"{tag}_{f}": t.get(f) for f in
-                                                                      ("ratio", "ci_low", "ci_high", "status", "reason")},
-                        f"{tag}_recheck": recheck(run, record, cand, sweep)})
+            row.update(
+                {
+                    f"{tag}_best": cand["name"],
+                    f"{tag}_moves": cand["moves"],
+                    f"{tag}_screen": screened[cand["name"]][k],
+                    **{f"{tag}_{f}": t.get(f) for f in ("ratio", "ci_low", "ci_high", "status", "reason")},
+                    f"{tag}_recheck": recheck(run, record, cand, sweep),
+                }
+            )
         if ptx and sass:
             t = _timed(run, run.build / sass["cubin"], run.build / ptx["cubin"], spec)
             row.update({f"vs_sass_{f}": t.get(f) for f in ("ratio", "ci_low", "ci_high", "status", "reason")})
@@ -280,25 +323,35 @@ def _ci(row: dict, tag: str) -> str:
 
 def summary(run: Run) -> str:
     s = run.stamps
-    lines = [f"# Two-level search (PTX moves + ptxas + SASS) vs SASS-only, suite kernels ({s['gpu']}, {s['date']}, "
-             f"built at {s['commit']})", "",
-             "ratio = time(candidate) / time(original), paired, warm L2, 95% CI; each winner picked among the "
-             "CPU-built candidates by a screen at its shape, then timed again fresh. PTX+SASS: PTX variants of the "
-             "registered move kinds, ptxas -O3, SASS families on top; SASS-only: the SASS search's seeds (each "
-             "grouping family alone and with stall cuts, stall cuts alone), not a whole SASS study", "",
-             "| kernel | shape | PTX+SASS best | ratio [95% CI] | SASS-only best | ratio [95% CI] | "
-             "PTX+SASS / SASS-only [95% CI] | re-check of the winners |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Two-level search (PTX moves + ptxas + SASS) vs SASS-only, suite kernels ({s['gpu']}, {s['date']}, "
+        f"built at {s['commit']})",
+        "",
+        "ratio = time(candidate) / time(original), paired, warm L2, 95% CI; each winner picked among the "
+        "CPU-built candidates by a screen at its shape, then timed again fresh. PTX+SASS: PTX variants of the "
+        "registered move kinds, ptxas -O3, SASS families on top; SASS-only: the SASS search's seeds (each "
+        "grouping family alone and with stall cuts, stall cuts alone), not a whole SASS study",
+        "",
+        "| kernel | shape | PTX+SASS best | ratio [95% CI] | SASS-only best | ratio [95% CI] | "
+        "PTX+SASS / SASS-only [95% CI] | re-check of the winners |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in run.final:
         if r.get("status") in ("skipped", "error"):
             lines.append(f"| {r['kernel']} | - | {r['status']}: {r.get('reason', '')} | | | | | |")
             continue
-        lines.append(f"| {r['kernel']} | {r['shape']} | {r.get('ptx_moves', r.get('ptx_status', '-'))} | "
-                     f"{_ci(r, 'ptx')} | {r.get('sass_best', r.get('sass_status', '-'))} | {_ci(r, 'sass')} | "
-                     f"{_ci(r, 'vs_sass')} | PTX+SASS: {r.get('ptx_recheck', '-')}; SASS: {r.get('sass_recheck', '-')} |")
+        lines.append(
+            f"| {r['kernel']} | {r['shape']} | {r.get('ptx_moves', r.get('ptx_status', '-'))} | "
+            f"{_ci(r, 'ptx')} | {r.get('sass_best', r.get('sass_status', '-'))} | {_ci(r, 'sass')} | "
+            f"{_ci(r, 'vs_sass')} | PTX+SASS: {r.get('ptx_recheck', '-')}; SASS: {r.get('sass_recheck', '-')} |"
+        )
     lines += targets(run)
     mismatches = [r for r in run.screen if r.get("check") == "MISMATCH"]
     identical = len({(r["kernel"], r["candidate"]) for r in run.screen if r.get("check") == "identical"})
-    lines += ["", f"screen checks: {identical} candidates byte-identical, {len(mismatches)} rows MISMATCH (never timed)"]
+    lines += [
+        "",
+        f"screen checks: {identical} candidates byte-identical, {len(mismatches)} rows MISMATCH (never timed)",
+    ]
     lines += [f"- {m['kernel']} {m['candidate']}: {m.get('check_detail', '')}" for m in mismatches]
     return "\n".join(lines) + "\n"
 
@@ -309,8 +362,10 @@ def targets(run: Run) -> list[str]:
         want = TARGETS.get(r["kernel"], {}).get(int(r["shape"].split("=")[1]) if "rows=" in r.get("shape", "") else -1)
         if want and isinstance(r.get("ptx_ratio"), float):
             speed, sure = 1 / r["ptx_ratio"], 1 / r["ptx_ci_high"]
-            out.append(f"- {r['kernel']} {r['shape']}: speed-up {speed:.3f}x (CI low {sure:.3f}x), target >= {want}x: "
-                       f"{'met' if sure >= want else 'met by the point estimate only' if speed >= want else 'NOT met'}")
+            out.append(
+                f"- {r['kernel']} {r['shape']}: speed-up {speed:.3f}x (CI low {sure:.3f}x), target >= {want}x: "
+                f"{'met' if sure >= want else 'met by the point estimate only' if speed >= want else 'NOT met'}"
+            )
     return ["", "Targets (issue 15):", *out] if out else []
 
 
@@ -332,8 +387,10 @@ def main(argv=None) -> int:
     started = time.monotonic()
     manifest_path = args.build / "manifest.json"
     if not manifest_path.is_file():
-        print(f"ptx_search_gpu: {manifest_path} not found (build it with python -m benchmarks.ptx_search_build)",
-              file=sys.stderr)
+        print(
+            f"ptx_search_gpu: {manifest_path} not found (build it with python -m benchmarks.ptx_search_build)",
+            file=sys.stderr,
+        )
         return 2
     manifest = json.loads(manifest_path.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
@@ -346,10 +403,17 @@ def main(argv=None) -> int:
             if run.left() < KERNEL_RESERVE_S:
                 run.add("final", {"kernel": record["kernel"], "status": "skipped", "reason": "deadline"})
                 continue
-            share = args.deadline * RMS_SHARE if record["kernel"] == "rmsnorm_triton_style" else \
-                run.left() / (len(kernels) - k)
-            print(f"[{time.monotonic() - started:.0f} s] {record['kernel']}: {len(record['candidates'])} candidates, "
-                  f"{share:.0f} s", file=sys.stderr, flush=True)
+            share = (
+                args.deadline * RMS_SHARE
+                if record["kernel"] == "rmsnorm_triton_style"
+                else run.left() / (len(kernels) - k)
+            )
+            print(
+                f"[{time.monotonic() - started:.0f} s] {record['kernel']}: {len(record['candidates'])} candidates, "
+                f"{share:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             try:
                 kernel_rows(run, record, min(share, run.left()))
             except Exception as exc:  # noqa: BLE001 - a kernel's failure is a row

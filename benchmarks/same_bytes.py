@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_CUBINS = sorted((ROOT / "benchmarks" / "kernels" / "cubin").glob("*.cubin"))
 CORPUS_CUBINS = sorted((ROOT / "tests" / "corpus" / "cubin").glob("sm_*/*.cubin")) + sorted(
-    (ROOT / "tests" / "corpus" / "triton").glob("sm_*/*.cubin"))
+    (ROOT / "tests" / "corpus" / "triton").glob("sm_*/*.cubin")
+)
 OPTIMIZE = ("--device", "cpu", "--seed", "7", "--budget", "6", "--jobs", "1", "--no-contributions")
 
 # The child: runs the checkout's `reorder` main for each case read from stdin (one JSON list
@@ -75,16 +76,24 @@ def cases(work: Path, optimize_corpus: int, optimize_skip: tuple[str, ...] = ())
         suite = cubin in SUITE_CUBINS
         rel = cubin.relative_to(ROOT).as_posix()
         for kernel in kernel_names(cubin):
-            commands = [("stalls", ["stalls"]), ("batch-loads", ["batch-loads"]),
-                        ("batch-loads-noalias", ["batch-loads", "--assume-noalias", "all"])]
+            commands = [
+                ("stalls", ["stalls"]),
+                ("batch-loads", ["batch-loads"]),
+                ("batch-loads-noalias", ["batch-loads", "--assume-noalias", "all"]),
+            ]
             skipped = any(s in rel for s in optimize_skip)
             if not skipped and (suite or corpus_optimized < optimize_corpus):
                 commands.append(("optimize", ["optimize", *OPTIMIZE]))
                 corpus_optimized += 0 if suite else 1
             for name, argv in commands:
                 output = work / f"{len(out)}.cubin"
-                out.append({"key": {"cubin": rel, "kernel": kernel, "command": name}, "output": str(output),
-                            "argv": [*argv, str(cubin), "--kernel", kernel, "-o", str(output)]})
+                out.append(
+                    {
+                        "key": {"cubin": rel, "kernel": kernel, "command": name},
+                        "output": str(output),
+                        "argv": [*argv, str(cubin), "--kernel", kernel, "-o", str(output)],
+                    }
+                )
     return out
 
 
@@ -93,16 +102,21 @@ def run(tree: Path, out: Path, work: Path, jobs: int, optimize_corpus: int, opti
     todo = cases(work, optimize_corpus, optimize_skip)
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     started = time.monotonic()
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 text=True, cwd=work, env=env) for _ in range(jobs)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=work, env=env
+        )
+        for _ in range(jobs)
+    ]
     for i, child in enumerate(children):
         child.stdin.write("".join(json.dumps(c) + "\n" for c in todo[i::jobs]))
         child.stdin.close()
     records = [json.loads(line) for child in children for line in child.stdout]
     codes = [child.wait() for child in children]
     if any(codes) or len(records) != len(todo):
-        print(f"same_bytes: a child failed (exit {codes}); {len(records)} of {len(todo)} cases recorded",
-              file=sys.stderr)
+        print(
+            f"same_bytes: a child failed (exit {codes}); {len(records)} of {len(todo)} cases recorded", file=sys.stderr
+        )
         return 1
     records.sort(key=lambda r: (r["cubin"], r["kernel"], r["command"]))
     out.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -112,6 +126,7 @@ def run(tree: Path, out: Path, work: Path, jobs: int, optimize_corpus: int, opti
 
 def compare(a: Path, b: Path, out: Path | None) -> int:
     """Every case of A and B side by side: the same record, or the difference."""
+
     def load(p: Path) -> dict:
         return {(r["cubin"], r["kernel"], r["command"]): r for r in map(json.loads, p.read_text().splitlines())}
 
@@ -124,9 +139,14 @@ def compare(a: Path, b: Path, out: Path | None) -> int:
         counts[0] += 1
         counts[1] += left.get(k, {}).get("sha256") is not None
         counts[2] += k in differ
-    lines = [f"# Same bytes: {a.name} vs {b.name}", "",
-             f"{len(keys)} cases, {len(keys) - len(differ)} identical, {len(differ)} different.", "",
-             "| command | cases | wrote a cubin | different |", "| --- | --- | --- | --- |"]
+    lines = [
+        f"# Same bytes: {a.name} vs {b.name}",
+        "",
+        f"{len(keys)} cases, {len(keys) - len(differ)} identical, {len(differ)} different.",
+        "",
+        "| command | cases | wrote a cubin | different |",
+        "| --- | --- | --- | --- |",
+    ]
     lines += [f"| {c} | {n} | {w} | {d} |" for c, (n, w, d) in sorted(by_command.items())]
     lines += ["", *[f"- DIFFERENT {k}: {left.get(k)} vs {right.get(k)}" for k in differ]]
     text = "\n".join(lines) + "\n"
@@ -145,8 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--work", type=Path, default=Path("/tmp/same_bytes_work"))
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--optimize-corpus", type=int, default=10**6, help="how many corpus kernels get optimize")
-    r.add_argument("--optimize-skip", action="append", default=[],
-                   help="no optimize for cubins whose path contains this (repeatable)")
+    r.add_argument(
+        "--optimize-skip",
+        action="append",
+        default=[],
+        help="no optimize for cubins whose path contains this (repeatable)",
+    )
     c = sub.add_parser("compare", help="compare two runs")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)

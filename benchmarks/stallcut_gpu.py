@@ -29,13 +29,23 @@ def _entries() -> list[dict]:
     from benchmarks.gpu_session import _suite_cubin
     from reorder.binary.cubin import read_cubin
 
-    out = [{"family": "suite", "kernel": p.stem, "cubin": str(_suite_cubin(p.stem)), "spec": str(p)}
-           for p in sorted(SUITE_SPECS.glob("*.toml"))]
-    by_kernel = {k.name: path for path in sorted((CORPUS / "cubin" / "sm_90").glob("*.cubin"))
-                 for k in read_cubin(path).kernels}
+    out = [
+        {"family": "suite", "kernel": p.stem, "cubin": str(_suite_cubin(p.stem)), "spec": str(p)}
+        for p in sorted(SUITE_SPECS.glob("*.toml"))
+    ]
+    by_kernel = {
+        k.name: path for path in sorted((CORPUS / "cubin" / "sm_90").glob("*.cubin")) for k in read_cubin(path).kernels
+    }
     for spec in sorted((CORPUS / "specs").glob("*.toml")):
-        out.append({"family": "corpus", "kernel": spec.stem, "cubin": str(by_kernel[spec.stem]), "spec": str(spec),
-                    "nondeterministic": spec.read_text().startswith("# nondeterministic")})
+        out.append(
+            {
+                "family": "corpus",
+                "kernel": spec.stem,
+                "cubin": str(by_kernel[spec.stem]),
+                "spec": str(spec),
+                "nondeterministic": spec.read_text().startswith("# nondeterministic"),
+            }
+        )
     return out
 
 
@@ -74,8 +84,13 @@ def run(folder: Path, out: Path, budget_s: float) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = json.loads((folder / "manifest.json").read_text())
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    meta = {"gpu": props["name"].decode(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "commit": manifest["commit"], "l2": "warm", "method": "graph (paired, CUDA-graph replay)"}
+    meta = {
+        "gpu": props["name"].decode(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": manifest["commit"],
+        "l2": "warm",
+        "method": "graph (paired, CUDA-graph replay)",
+    }
     rows: list[dict] = []
     culprits: list[dict] = []
     with WorkerPool(devices=[0]) as pool:
@@ -89,8 +104,13 @@ def run(folder: Path, out: Path, budget_s: float) -> None:
             res = pool.run(Job.of(check_and_time_job, str(orig), str(cut), spec, timeout_s=180, budget_s=budget_s))
             row = {**meta, **fields, **describe_status(res)}
             rows.append(row)
-            print(json.dumps({k: row.get(k) for k in ("kernel", "status", "check", "ratio", "ci_low", "ci_high",
-                                                      "reason")}, default=str), flush=True)
+            print(
+                json.dumps(
+                    {k: row.get(k) for k in ("kernel", "status", "check", "ratio", "ci_low", "ci_high", "reason")},
+                    default=str,
+                ),
+                flush=True,
+            )
             wrong = row.get("status") != "ok" or row.get("check") not in ("identical", None)
             if wrong and "not deterministic" not in str(row.get("check_detail", "")):
                 checker = _Checker(pool, e["kernel"], Path("/tmp/bisect"), [], cubin=orig, spec=spec)

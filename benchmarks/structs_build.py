@@ -42,10 +42,22 @@ def sides(label: str, flat: str, struct: str, struct_cubin: str) -> list[dict]:
     """The flat and the struct kernel of one pair: cubin, spec, kernel name as given."""
     from benchmarks.kernels.build import checked_in_cubin
 
-    return [{"pair": label, "form": "flat", "cubin": checked_in_cubin(flat), "spec": FLAT / "specs" / f"{flat}.toml",
-             "kernel": flat},
-            {"pair": label, "form": "struct", "cubin": STRUCTS / "cubin" / struct_cubin,
-             "spec": STRUCTS / "specs" / f"{struct}.toml", "kernel": None}]
+    return [
+        {
+            "pair": label,
+            "form": "flat",
+            "cubin": checked_in_cubin(flat),
+            "spec": FLAT / "specs" / f"{flat}.toml",
+            "kernel": flat,
+        },
+        {
+            "pair": label,
+            "form": "struct",
+            "cubin": STRUCTS / "cubin" / struct_cubin,
+            "spec": STRUCTS / "specs" / f"{struct}.toml",
+            "kernel": None,
+        },
+    ]
 
 
 def resolved_spec(side: dict, out: Path) -> tuple[Path, str]:
@@ -63,8 +75,13 @@ def resolved_spec(side: dict, out: Path) -> tuple[Path, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(spec_toml(spec))
     checked = validated_spec(path, [side["cubin"]])
-    path.write_text(spec_toml(checked, header=f"{side['form']} {side['pair']}: {side['spec'].relative_to(ROOT)}, "
-                                              "kernel resolved to its symbol by benchmarks.structs_build"))
+    path.write_text(
+        spec_toml(
+            checked,
+            header=f"{side['form']} {side['pair']}: {side['spec'].relative_to(ROOT)}, "
+            "kernel resolved to its symbol by benchmarks.structs_build",
+        )
+    )
     return path, checked.name
 
 
@@ -77,8 +94,24 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
 
     t0 = time.time()
     if which == "search":
-        cmd = [sys.executable, "-m", "reorder", "optimize", str(cubin), "--kernel", kernel, "--device", "cpu",
-               "--budget", str(budget), "--jobs", "1", "--no-contributions", "-o", str(target)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "reorder",
+            "optimize",
+            str(cubin),
+            "--kernel",
+            kernel,
+            "--device",
+            "cpu",
+            "--budget",
+            str(budget),
+            "--jobs",
+            "1",
+            "--no-contributions",
+            "-o",
+            str(target),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)  # report in <target>.reorder/
         built = done.returncode == 0 and target.exists() and target.read_bytes() != cubin.read_bytes()
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
@@ -88,8 +121,14 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
     built = out.data != cubin.read_bytes()
     if built:
         write_atomic(target, out.data)
-    return {"built": built, "applied": len(out.applied), "moved": out.moved, "registers": out.after.kernel.regcount,
-            "seconds": round(time.time() - t0, 1), "note": "" if built else "nothing applied"}
+    return {
+        "built": built,
+        "applied": len(out.applied),
+        "moved": out.moved,
+        "registers": out.after.kernel.regcount,
+        "seconds": round(time.time() - t0, 1),
+        "note": "" if built else "nothing applied",
+    }
 
 
 def build(out: Path, budget: int, only: set[str] | None = None, assemble: bool = False) -> dict:
@@ -113,9 +152,16 @@ def build(out: Path, budget: int, only: set[str] | None = None, assemble: bool =
                     continue
                 if assemble:
                     continue
-                row = {"pair": side["pair"], "form": side["form"], "kernel": symbol, "move": which,
-                       "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out)),
-                       "candidate": target.name, **build_one(which, side["cubin"], symbol, target, budget)}
+                row = {
+                    "pair": side["pair"],
+                    "form": side["form"],
+                    "kernel": symbol,
+                    "move": which,
+                    "original": str(side["cubin"].relative_to(ROOT)),
+                    "spec": str(spec.relative_to(out)),
+                    "candidate": target.name,
+                    **build_one(which, side["cubin"], symbol, target, budget),
+                }
                 done.write_text(json.dumps(row))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -133,8 +179,12 @@ def _commit() -> str:
 def _zeros(out: Path) -> dict:
     """The last-block kernel's entry: its spec resolved, checked and timed A/A on the GPU."""
     name, cubin = ZEROS
-    side = {"pair": "last_block_sum", "form": "zeros", "cubin": STRUCTS / "cubin" / cubin,
-            "spec": STRUCTS / "specs" / f"{name}.toml"}
+    side = {
+        "pair": "last_block_sum",
+        "form": "zeros",
+        "cubin": STRUCTS / "cubin" / cubin,
+        "spec": STRUCTS / "specs" / f"{name}.toml",
+    }
     spec, symbol = resolved_spec(side, out)
     return {"kernel": symbol, "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out))}
 

@@ -68,10 +68,16 @@ def jobs(build: Path, sets: int, budget_s: float) -> list[tuple[dict, object]]:
     if not copy.exists() or copy.read_bytes() != original.read_bytes():
         shutil.copyfile(original, copy)
     spec = validated_spec(build / zeros["spec"], [original])
-    out.append(({"pair": "last_block_sum", "form": "zeros", "move": "A/A", "kernel": spec.name},
-                Job.of(EVALUATE, str(original), str(copy), spec, sets, budget_s, timeout_s=JOB_TIMEOUT_S)))
-    rows = sorted((r for r in manifest["candidates"] if r["built"]),
-                  key=lambda r: (r["pair"], ("stalls", "batch", "search").index(r["move"]), r["form"]))
+    out.append(
+        (
+            {"pair": "last_block_sum", "form": "zeros", "move": "A/A", "kernel": spec.name},
+            Job.of(EVALUATE, str(original), str(copy), spec, sets, budget_s, timeout_s=JOB_TIMEOUT_S),
+        )
+    )
+    rows = sorted(
+        (r for r in manifest["candidates"] if r["built"]),
+        key=lambda r: (r["pair"], ("stalls", "batch", "search").index(r["move"]), r["form"]),
+    )
     seen: dict[tuple[str, str, bytes], str] = {}  # a search that found the stall cut again is not run twice
     for r in rows:
         original = ROOT / r["original"]
@@ -82,13 +88,20 @@ def jobs(build: Path, sets: int, budget_s: float) -> list[tuple[dict, object]]:
             out.append(({**fields, "same_as": seen[key]}, None))
             continue
         seen[key] = r["move"]
-        out.append((fields, Job.of(EVALUATE, str(original), str(build / r["candidate"]), spec, sets, budget_s,
-                                   timeout_s=JOB_TIMEOUT_S)))
+        out.append(
+            (
+                fields,
+                Job.of(
+                    EVALUATE, str(original), str(build / r["candidate"]), spec, sets, budget_s, timeout_s=JOB_TIMEOUT_S
+                ),
+            )
+        )
     return out
 
 
 def table(rows: list[dict]) -> str:
     """Markdown: per pair and move, the flat and the struct candidate's ratio with its CI."""
+
     def cell(r: dict | None) -> str:
         if r is None:
             return "not built"
@@ -96,11 +109,14 @@ def table(rows: list[dict]) -> str:
             return f"{r['ratio']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}] ({r['a_us']:.1f} us)"
         return str(r.get("check") or r.get("status"))
 
-    lines = ["| pair | move | flat: ratio [95% CI] (original us) | struct: ratio [95% CI] (original us) |",
-             "|---|---|---|---|"]
+    lines = [
+        "| pair | move | flat: ratio [95% CI] (original us) | struct: ratio [95% CI] (original us) |",
+        "|---|---|---|---|",
+    ]
     order = ("A/A", "stalls", "batch", "search")
-    keys = sorted({(r["pair"], r["move"]) for r in rows}, key=lambda k: (k[0] != "last_block_sum", k[0],
-                                                                        order.index(k[1])))
+    keys = sorted(
+        {(r["pair"], r["move"]) for r in rows}, key=lambda k: (k[0] != "last_block_sum", k[0], order.index(k[1]))
+    )
     for pair, move in keys:
         by_form = {r["form"]: r for r in rows if (r["pair"], r["move"]) == (pair, move)}
         if "zeros" in by_form:

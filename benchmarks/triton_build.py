@@ -88,8 +88,13 @@ def triton_cubin_stage(ptx: str, config_kwargs: dict) -> bytes:
     from reorder.triton.compile import target
 
     backend = make_backend(target(90))
-    options = backend.parse_options({k: v for k, v in config_kwargs.items()
-                                     if k in ("num_warps", "num_stages", "num_ctas", "ptx_options", "maxnreg")})
+    options = backend.parse_options(
+        {
+            k: v
+            for k, v in config_kwargs.items()
+            if k in ("num_warps", "num_stages", "num_ctas", "ptx_options", "maxnreg")
+        }
+    )
     return backend.make_cubin(ptx, {}, options, backend.target.arch)
 
 
@@ -119,8 +124,11 @@ def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> 
 
     module = parse_module(ptx)
     ways = [(f"ptx-{mode}", lambda mode=mode: _plan_moves(module, kernel, mode)) for mode in PTX_MODES]
-    ways += [(f"ptx-{kind}-{choice}", lambda kind=kind, choice=choice: _kind_moves(module, kernel, kind, choice))
-             for kind, choices in KIND_CHOICES.items() for choice in choices]
+    ways += [
+        (f"ptx-{kind}-{choice}", lambda kind=kind, choice=choice: _kind_moves(module, kernel, kind, choice))
+        for kind, choices in KIND_CHOICES.items()
+        for choice in choices
+    ]
     rows: list[dict] = []
     seen: dict[str, str] = {}
     for name, make in ways:
@@ -132,8 +140,9 @@ def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> 
     return rows
 
 
-def _ptx_row(name: str, moved, moves: list[str], kernel: str, config_kwargs: dict, folder: Path,
-             seen: dict[str, str]) -> dict:
+def _ptx_row(
+    name: str, moved, moves: list[str], kernel: str, config_kwargs: dict, folder: Path, seen: dict[str, str]
+) -> dict:
     """Compile a moved module with Triton's cubin stage, verify it, keep it unless a duplicate."""
     from reorder.build.ptxcandidate import verdict
 
@@ -151,8 +160,14 @@ def _ptx_row(name: str, moved, moves: list[str], kernel: str, config_kwargs: dic
         path.unlink()
         return {"name": name, "status": "rejected", "reason": f"verifier: {judged.violations[0]}"}
     seen[digest] = name
-    return {"name": name, "status": "ok", "cubin": path.name, "sha256": digest, "moves": " ".join(moves),
-            "inherited": len(judged.inherited)}
+    return {
+        "name": name,
+        "status": "ok",
+        "cubin": path.name,
+        "sha256": digest,
+        "moves": " ".join(moves),
+        "inherited": len(judged.inherited),
+    }
 
 
 # ---------------------------------------------------------------- one config
@@ -171,8 +186,13 @@ def build_config(family_name: str, index: int, out: str) -> dict:
     label = label_of(config)
     folder = Path(out) / fam.name / label
     folder.mkdir(parents=True, exist_ok=True)
-    entry: dict[str, Any] = {"label": label, "config": config, "folder": f"{fam.name}/{label}", "specs": {},
-                             "other_cubin": []}
+    entry: dict[str, Any] = {
+        "label": label,
+        "config": config,
+        "folder": f"{fam.name}/{label}",
+        "specs": {},
+        "other_cubin": [],
+    }
     try:
         first = None
         for shape in fam.shapes:
@@ -183,8 +203,16 @@ def build_config(family_name: str, index: int, out: str) -> dict:
                 (folder / "original.cubin").write_bytes(call.cubin)
                 (folder / "original.ptx").write_text(call.kernel.asm["ptx"])
                 md = call.kernel.metadata
-                entry.update({"kernel": call.name, "original": "original.cubin", "sha256": sha(call.cubin),
-                              "num_warps": md.num_warps, "shared": md.shared, "num_stages": md.num_stages})
+                entry.update(
+                    {
+                        "kernel": call.name,
+                        "original": "original.cubin",
+                        "sha256": sha(call.cubin),
+                        "num_warps": md.num_warps,
+                        "shared": md.shared,
+                        "num_stages": md.num_stages,
+                    }
+                )
             if call.cubin != first.cubin:
                 entry["other_cubin"].append(list(shape))
                 continue
@@ -236,8 +264,13 @@ def _both(ptx_row: dict, folder: Path) -> dict:
     if data is None:
         return {"name": name, "status": "none", "reason": note}
     (folder / f"{name}.cubin").write_bytes(data)
-    return {"name": name, "status": "ok", "cubin": f"{name}.cubin", "sha256": sha(data),
-            "moves": f"{ptx_row['moves']} then {note}"}
+    return {
+        "name": name,
+        "status": "ok",
+        "cubin": f"{name}.cubin",
+        "sha256": sha(data),
+        "moves": f"{ptx_row['moves']} then {note}",
+    }
 
 
 def _stage_check(call: Any, config: dict) -> dict:
@@ -247,8 +280,11 @@ def _stage_check(call: Any, config: dict) -> dict:
         same = triton_cubin_stage(call.kernel.asm["ptx"], config) == call.cubin
     except Exception as exc:  # noqa: BLE001
         return {"name": "stage-check", "status": "failed", "reason": error_line(exc)}
-    return {"name": "stage-check", "status": "same" if same else "differs",
-            "reason": "Triton's PTX through the cubin stage " + ("gives" if same else "does NOT give") + " the original"}
+    return {
+        "name": "stage-check",
+        "status": "same" if same else "differs",
+        "reason": "Triton's PTX through the cubin stage " + ("gives" if same else "does NOT give") + " the original",
+    }
 
 
 # ---------------------------------------------------------------- the whole build
@@ -259,10 +295,22 @@ def family_entry(fam: Any) -> dict:
     shapes = []
     for shape in fam.shapes:
         case = fam.case(shape)
-        shapes.append({"shape": "x".join(map(str, shape)), "dims": list(shape), "bytes": case.bytes_moved,
-                       "flops": case.flops, "outputs": list(case.outputs)})
-    return {"name": fam.name, "dtype": fam.dtype, "kernel_source": fam.case(fam.shapes[0]).kernel.fn.__module__,
-            "shapes": shapes, "configs": []}
+        shapes.append(
+            {
+                "shape": "x".join(map(str, shape)),
+                "dims": list(shape),
+                "bytes": case.bytes_moved,
+                "flops": case.flops,
+                "outputs": list(case.outputs),
+            }
+        )
+    return {
+        "name": fam.name,
+        "dtype": fam.dtype,
+        "kernel_source": fam.case(fam.shapes[0]).kernel.fn.__module__,
+        "shapes": shapes,
+        "configs": [],
+    }
 
 
 def build(out: Path, names: list[str], jobs: int, only: set[int] | None = None) -> dict:
@@ -278,22 +326,40 @@ def build(out: Path, names: list[str], jobs: int, only: set[int] | None = None) 
     os.environ["TRITON_CACHE_DIR"] = str((out / "triton_cache").resolve())
     started = time.monotonic()
     families = [family_entry(family(n)) for n in names]
-    work = [(f["name"], i, str(out)) for f in families for i in range(len(family(f["name"]).configs))
-            if only is None or i in only]
+    work = [
+        (f["name"], i, str(out))
+        for f in families
+        for i in range(len(family(f["name"]).configs))
+        if only is None or i in only
+    ]
     with contextlib.ExitStack() as stack:
-        mapper = map if jobs <= 1 else stack.enter_context(
-            ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))).map
+        mapper = (
+            map
+            if jobs <= 1
+            else stack.enter_context(ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))).map
+        )
         for (name, index, _), entry in zip(work, mapper(build_config, *zip(*work))):
             fam = next(f for f in families if f["name"] == name)
             fam["configs"].append(entry)
             ok = [c["name"] for c in entry.get("candidates", []) if c["status"] == "ok"]
-            print(f"[{time.monotonic() - started:.0f} s] {name} {entry['label']}: {entry['status']} "
-                  f"{entry.get('reason', '')} candidates {ok}", file=sys.stderr, flush=True)
+            print(
+                f"[{time.monotonic() - started:.0f} s] {name} {entry['label']}: {entry['status']} "
+                f"{entry.get('reason', '')} candidates {ok}",
+                file=sys.stderr,
+                flush=True,
+            )
     for fam in families:
         fam["code_digest"] = code_digest()
-    manifest = {"triton": triton.__version__, "commit": provenance.commit(), "code_digest": code_digest(),
-                "made": time.strftime("%Y-%m-%d %H:%M:%S"), "noalias": True, "arch": 90,
-                "seconds": round(time.monotonic() - started, 1), "families": _merged(out, families)}
+    manifest = {
+        "triton": triton.__version__,
+        "commit": provenance.commit(),
+        "code_digest": code_digest(),
+        "made": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "noalias": True,
+        "arch": 90,
+        "seconds": round(time.monotonic() - started, 1),
+        "families": _merged(out, families),
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -333,8 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     manifest = build(args.out, names, args.jobs, only)
     configs = [c for f in manifest["families"] for c in f["configs"]]
     candidates = sum(1 for c in configs for k in c.get("candidates", []) if k["status"] == "ok")
-    print(f"{args.out / 'manifest.json'}: {len(configs)} configs ({sum(c['status'] == 'ok' for c in configs)} built), "
-          f"{candidates} candidates, {manifest['seconds']:.0f} s")
+    print(
+        f"{args.out / 'manifest.json'}: {len(configs)} configs ({sum(c['status'] == 'ok' for c in configs)} built), "
+        f"{candidates} candidates, {manifest['seconds']:.0f} s"
+    )
     return 0
 
 

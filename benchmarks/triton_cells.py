@@ -60,21 +60,36 @@ def config_rows(members: Sequence[Member], times: np.ndarray) -> list[dict]:
         original = members.index(Member(config))
         mine = [i for i, m in enumerate(members) if m.config == config and m.candidate]
         us, lo, hi = time_ci(report[:, original])
-        row = {"config": config, "original_us": us, "original_ci_low": lo, "original_ci_high": hi,
-               "candidates_timed": len(mine)}
+        row = {
+            "config": config,
+            "original_us": us,
+            "original_ci_low": lo,
+            "original_ci_high": hi,
+            "candidates_timed": len(mine),
+        }
         if mine:
             best = _best(pick, mine)
             r, r_lo, r_hi = _ratio(report, original, best)
             b_us, b_lo, b_hi = time_ci(report[:, best])
-            row.update({"best_candidate": members[best].candidate, "candidate_us": b_us, "candidate_ci_low": b_lo,
-                        "candidate_ci_high": b_hi, "ratio": r, "ratio_ci_low": r_lo, "ratio_ci_high": r_hi,
-                        "speedup": 1.0 / r})
+            row.update(
+                {
+                    "best_candidate": members[best].candidate,
+                    "candidate_us": b_us,
+                    "candidate_ci_low": b_lo,
+                    "candidate_ci_high": b_hi,
+                    "ratio": r,
+                    "ratio_ci_low": r_lo,
+                    "ratio_ci_high": r_hi,
+                    "speedup": 1.0 / r,
+                }
+            )
         rows.append(row)
     return rows
 
 
-def cell_summary(members: Sequence[Member], times: np.ndarray, bytes_moved: int, flops: int,
-                 roof: Mapping[str, float]) -> dict:
+def cell_summary(
+    members: Sequence[Member], times: np.ndarray, bytes_moved: int, flops: int, roof: Mapping[str, float]
+) -> dict:
     """The cell's row: Triton's best, reorder's best candidate, reorder as an axis, roofline."""
     pick, report = split_rounds(times)
     originals = [i for i, m in enumerate(members) if not m.candidate]
@@ -84,17 +99,36 @@ def cell_summary(members: Sequence[Member], times: np.ndarray, bytes_moved: int,
     t_us, t_lo, t_hi = time_ci(report[:, triton])
     a_us, a_lo, a_hi = time_ci(report[:, axis])
     r, r_lo, r_hi = _ratio(report, triton, axis)
-    row = {"triton_best_config": members[triton].config, "triton_best_us": t_us, "triton_ci_low": t_lo,
-           "triton_ci_high": t_hi, "triton_worst_us": float(trimmed_mean(report[:, originals], axis=0).max()),
-           "reorder_best": members[axis].label, "reorder_best_is_candidate": bool(members[axis].candidate),
-           "reorder_best_us": a_us, "reorder_ci_low": a_lo, "reorder_ci_high": a_hi,
-           "ratio": r, "ratio_ci_low": r_lo, "ratio_ci_high": r_hi, "speedup": 1.0 / r,
-           "triton_wins": r_lo > 1.0, "rounds_pick": len(pick), "rounds_report": len(report)}
+    row = {
+        "triton_best_config": members[triton].config,
+        "triton_best_us": t_us,
+        "triton_ci_low": t_lo,
+        "triton_ci_high": t_hi,
+        "triton_worst_us": float(trimmed_mean(report[:, originals], axis=0).max()),
+        "reorder_best": members[axis].label,
+        "reorder_best_is_candidate": bool(members[axis].candidate),
+        "reorder_best_us": a_us,
+        "reorder_ci_low": a_lo,
+        "reorder_ci_high": a_hi,
+        "ratio": r,
+        "ratio_ci_low": r_lo,
+        "ratio_ci_high": r_hi,
+        "speedup": 1.0 / r,
+        "triton_wins": r_lo > 1.0,
+        "rounds_pick": len(pick),
+        "rounds_report": len(report),
+    }
     if candidates:
         cand = _best(pick, candidates)
         c, c_lo, c_hi = _ratio(report, triton, cand)
-        row.update({"best_candidate": members[cand].label, "best_candidate_vs_triton": c,
-                    "best_candidate_ci_low": c_lo, "best_candidate_ci_high": c_hi})
+        row.update(
+            {
+                "best_candidate": members[cand].label,
+                "best_candidate_vs_triton": c,
+                "best_candidate_ci_low": c_lo,
+                "best_candidate_ci_high": c_hi,
+            }
+        )
     return {**row, **roofline(bytes_moved, flops, roof, t_us, a_us)}
 
 
@@ -104,5 +138,9 @@ def roofline(bytes_moved: int, flops: int, roof: Mapping[str, float], triton_us:
         ideal_us, bound = 1e6 * flops / roof.get("flops", float("nan")), "compute"
     else:
         ideal_us, bound = 1e6 * bytes_moved / roof.get("bytes_per_s", float("nan")), "memory"
-    return {"roof_bound": bound, "roof_us": ideal_us, "roofline_triton": ideal_us / triton_us,
-            "roofline_reorder": ideal_us / reorder_us}
+    return {
+        "roof_bound": bound,
+        "roof_us": ideal_us,
+        "roofline_triton": ideal_us / triton_us,
+        "roofline_reorder": ideal_us / reorder_us,
+    }

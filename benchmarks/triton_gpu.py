@@ -57,8 +57,18 @@ CELL_RESERVE_S = 8.0  # a shape (check + both L2 states) is not begun with less 
 JIT_RESERVE_S = 60.0  # the JIT cross-check is skipped with less left
 README_RESERVE_S = 60.0  # kept back from the families for the README example (the last step)
 # the order families run in (a deadline cuts the last ones): the feed-forward first
-ORDER = ("ffn_swiglu_fp16", "matmul_leaky_fp16", "softmax_fp16", "rmsnorm_row_fp16", "rmsnorm_looped_fp16",
-         "layernorm_fp16", "softmax_fp32", "rmsnorm_row_fp32", "rmsnorm_looped_fp32", "layernorm_fp32")
+ORDER = (
+    "ffn_swiglu_fp16",
+    "matmul_leaky_fp16",
+    "softmax_fp16",
+    "rmsnorm_row_fp16",
+    "rmsnorm_looped_fp16",
+    "layernorm_fp16",
+    "softmax_fp32",
+    "rmsnorm_row_fp32",
+    "rmsnorm_looped_fp32",
+    "layernorm_fp32",
+)
 
 
 def _first_line(text: str) -> str:
@@ -84,15 +94,18 @@ class Config:
         from timing.spec import parse_spec
 
         spec = parse_spec(self.specs[shape], source=f"<{self.kernel} {self.label} {shape}>")
-        return (Build(self.label, self.original, spec),
-                [Build(f"{self.label}/{name}", path, spec) for name, path in self.candidates])
+        return (
+            Build(self.label, self.original, spec),
+            [Build(f"{self.label}/{name}", path, spec) for name, path in self.candidates],
+        )
 
 
 def load_manifest(build: Path) -> dict:
     path = build / "manifest.json"
     if not path.is_file():
-        raise SystemExit(f"triton_gpu: {path} not found: run `python -m benchmarks.triton_build --out {build}` "
-                         "on the CPU first")
+        raise SystemExit(
+            f"triton_gpu: {path} not found: run `python -m benchmarks.triton_build --out {build}` on the CPU first"
+        )
     return json.loads(path.read_text())
 
 
@@ -153,15 +166,22 @@ class Dry(Live):
         if func.__name__ == "roof_job":
             return "ok", {"bytes_per_s": 4.0e12, "flops": 6.0e14}
         if func.__name__ == "check_job":
-            return "ok", {c.label: {"check": "identical", "detail": "dry run: not run"}
-                          for _, cands in args[0] for c in cands}
+            return "ok", {
+                c.label: {"check": "identical", "detail": "dry run: not run"} for _, cands in args[0] for c in cands
+            }
         if func.__name__ == "time_job":
             builds = args[0]
             rng = np.random.default_rng(len(builds))
             base = np.array([10.0 + (sum(map(ord, b.label)) % 13) / 10 for b in builds])
             times = base * (1 + 0.01 * rng.standard_normal((24, len(builds))))
-            return "ok", {"labels": [b.label for b in builds], "times": times.tolist(), "rounds": 24,
-                          "dropped_rounds": 0, "clock_mhz": float("nan"), "seconds": 0.0}
+            return "ok", {
+                "labels": [b.label for b in builds],
+                "times": times.tolist(),
+                "rounds": 24,
+                "dropped_rounds": 0,
+                "clock_mhz": float("nan"),
+                "seconds": 0.0,
+            }
         if func.__name__ == "jit_job":
             return "ok", {"jit_same_cubin": "not run (dry)", "launch_outputs": "not run (dry)"}
         return "error", f"dry run has no {func.__name__}"
@@ -206,8 +226,7 @@ def jit_check(run: Run, family: dict, configs: list[Config]) -> None:
     config, shape = configs[0], family["shapes"][0]
     original, _ = config.builds(shape["shape"])
     status, value = run.device.run(jit_job, family["name"], shape["dims"], config.kwargs, original, timeout_s=90)
-    row = {"step": "jit", "family": family["name"], "shape": shape["shape"], "config": config.label,
-           "status": status}
+    row = {"step": "jit", "family": family["name"], "shape": shape["shape"], "config": config.label, "status": status}
     run.add("steps", {**row, **value} if status == "ok" else {**row, "reason": value})
 
 
@@ -245,11 +264,18 @@ def time_cell(run: Run, family: dict, shape: dict, configs: list[Config], checks
             if checks.get(cand.label, {}).get("check") == "identical":
                 members.append(Member(c.label, cand.label.split("/", 1)[1]))
                 builds.append(cand)
-    base = {"family": family["name"], "dtype": family["dtype"], "shape": shape["shape"], "l2": l2,
-            "configs": sum(not m.candidate for m in members), "candidates_timed": sum(bool(m.candidate) for m in members),
-            "candidates_rejected": sum(v.get("check") != "identical" for v in checks.values())}
-    status, value = run.device.run(time_job, builds, l2, run.cell_budget,
-                                   timeout_s=30 + 10 * run.cell_budget + 0.5 * len(builds))
+    base = {
+        "family": family["name"],
+        "dtype": family["dtype"],
+        "shape": shape["shape"],
+        "l2": l2,
+        "configs": sum(not m.candidate for m in members),
+        "candidates_timed": sum(bool(m.candidate) for m in members),
+        "candidates_rejected": sum(v.get("check") != "identical" for v in checks.values()),
+    }
+    status, value = run.device.run(
+        time_job, builds, l2, run.cell_budget, timeout_s=30 + 10 * run.cell_budget + 0.5 * len(builds)
+    )
     if status != "ok":
         run.add("cells", {**base, "status": status, "reason": value})
         return
@@ -257,8 +283,10 @@ def time_cell(run: Run, family: dict, shape: dict, configs: list[Config], checks
 
     times = np.asarray(value["times"])
     timing = {"rounds": value["rounds"], "dropped_rounds": value["dropped_rounds"], "clock_mhz": value["clock_mhz"]}
-    run.add("cells", {**base, **cell_summary(members, times, shape["bytes"], shape["flops"], run.roof), **timing,
-                      "status": "ok"})
+    run.add(
+        "cells",
+        {**base, **cell_summary(members, times, shape["bytes"], shape["flops"], run.roof), **timing, "status": "ok"},
+    )
     for row in config_rows(members, times):
         run.add("configs", {"family": family["name"], "shape": shape["shape"], "l2": l2, **row})
 
@@ -273,8 +301,16 @@ def family_rows(run: Run, family: dict, jit: bool) -> None:
     for shape in family["shapes"]:
         if run.left() < CELL_RESERVE_S:
             for l2 in run.l2:
-                run.add("cells", {"family": family["name"], "shape": shape["shape"], "l2": l2, "status": "skipped",
-                                  "reason": "deadline"})
+                run.add(
+                    "cells",
+                    {
+                        "family": family["name"],
+                        "shape": shape["shape"],
+                        "l2": l2,
+                        "status": "skipped",
+                        "reason": "deadline",
+                    },
+                )
             continue
         checks = check_shape(run, configs, shape["shape"])
         for label, verdict in checks.items():
@@ -331,19 +367,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     manifest = load_manifest(args.build)
     wanted = args.families.split(",") if args.families else [f["name"] for f in manifest["families"]]
-    families = sorted((f for f in manifest["families"] if f["name"] in wanted),
-                      key=lambda f: ORDER.index(f["name"]) if f["name"] in ORDER else len(ORDER))
+    families = sorted(
+        (f for f in manifest["families"] if f["name"] in wanted),
+        key=lambda f: ORDER.index(f["name"]) if f["name"] in ORDER else len(ORDER),
+    )
     missing = sorted(set(wanted) - {f["name"] for f in families})
     args.out.mkdir(parents=True, exist_ok=True)
     _caches(args.build)
     device = Dry() if args.dry_run else Live()
     reserve = 0.0 if args.no_readme else README_RESERVE_S
-    run = Run(args.out, args.build, time.monotonic() + args.deadline - reserve, tuple(args.l2.split(",")),
-              args.cell_budget, args.sets, device)
+    run = Run(
+        args.out,
+        args.build,
+        time.monotonic() + args.deadline - reserve,
+        tuple(args.l2.split(",")),
+        args.cell_budget,
+        args.sets,
+        device,
+    )
     try:
-        run.stamps = {"gpu": device.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                      "commit": provenance.commit(), "built_by_triton": manifest["triton"],
-                      "built_commit": manifest["commit"], "built_digest": manifest["code_digest"]}
+        run.stamps = {
+            "gpu": device.gpu_name(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "commit": provenance.commit(),
+            "built_by_triton": manifest["triton"],
+            "built_commit": manifest["commit"],
+            "built_digest": manifest["code_digest"],
+        }
         status, roof = device.run(roof_job)
         run.roof = roof if status == "ok" else {}
         run.stamps.update({f"roof_{k}": v for k, v in run.roof.items()})
@@ -355,8 +405,14 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 family_rows(run, family, jit=not args.no_jit_check)
             except Exception as exc:  # noqa: BLE001 - a family's failure is a row; the next family runs
-                run.add("cells", {"family": family["name"], "status": "error",
-                                  "reason": f"{type(exc).__name__}: {_first_line(str(exc))}"})
+                run.add(
+                    "cells",
+                    {
+                        "family": family["name"],
+                        "status": "error",
+                        "reason": f"{type(exc).__name__}: {_first_line(str(exc))}",
+                    },
+                )
             write_report(args.out, run.roof, heatmaps=False)  # a cut run keeps its summary
     finally:
         device.close()

@@ -115,8 +115,12 @@ def jit_job(family_name: str, shape: Sequence[int], config: dict, build: Build) 
         got = tensors[name].float()
         worst = max(worst, float((got - want).abs().max().item()))
         ok &= bool(torch.allclose(got, want, rtol=fam.tol, atol=fam.tol))
-    return {"jit_same_cubin": same_cubin, "jit_same_code": same_cubin or same_code(compiled.asm["cubin"], built,
-                                                                                  build.spec.name),
-            "launch_outputs": "identical" if not diff else f"DIFFER: {diff}",
-            "math_ok": ok, "math_max_err": worst, "jit_shared": compiled.metadata.shared,
-            "jit_num_warps": compiled.metadata.num_warps}
+    return {
+        "jit_same_cubin": same_cubin,
+        "jit_same_code": same_cubin or same_code(compiled.asm["cubin"], built, build.spec.name),
+        "launch_outputs": "identical" if not diff else f"DIFFER: {diff}",
+        "math_ok": ok,
+        "math_max_err": worst,
+        "jit_shared": compiled.metadata.shared,
+        "jit_num_warps": compiled.metadata.num_warps,
+    }

@@ -29,14 +29,14 @@ def example() -> tuple[Any, tuple, dict, list]:
     import reorder.triton as rt
     from benchmarks.triton_kernels.rmsnorm import rmsnorm_row
 
-    rt.install()                                                     # reorder: one more stage of Triton's compiler
+    rt.install()  # reorder: one more stage of Triton's compiler
     configs = [triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)]
     kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n_cols"])(rmsnorm_row)
     x = torch.randn(ROWS, COLS, device="cuda", dtype=torch.float16)
     w, y = torch.randn(COLS, device="cuda", dtype=torch.float16), torch.empty_like(x)
-    kernel[(ROWS,)](x, w, y, COLS, COLS, COLS, 1e-5, BLOCK=4096)   # tunes over 4 configs x {Triton, reorder}
+    kernel[(ROWS,)](x, w, y, COLS, COLS, COLS, 1e-5, BLOCK=4096)  # tunes over 4 configs x {Triton, reorder}
     checked = rt.verify(kernel, x, w, y, COLS, COLS, COLS, 1e-5, grid=(ROWS,), BLOCK=4096, outputs=["y_ptr"])
-    print(kernel.best_config, checked)                               # the chosen build, byte-checked
+    print(kernel.best_config, checked)  # the chosen build, byte-checked
     return kernel, (x, w, y, COLS, COLS, COLS, 1e-5), {"BLOCK": 4096}, checked
 
 
@@ -55,8 +55,15 @@ def measure(rounds: int = 5) -> dict:
         for name, k in (("plain", plain), ("reorder", kernel)):
             times[name].append(triton.testing.do_bench(lambda k=k: k[(ROWS,)](*args, **kwargs), return_mode="median"))
     plain_ms, reorder_ms = statistics.median(times["plain"]), statistics.median(times["reorder"])
-    return {"shape": f"{ROWS}x{COLS}", "plain_best": str(plain.best_config), "reorder_best": str(kernel.best_config),
-            "plain_us": 1000 * plain_ms, "reorder_us": 1000 * reorder_ms, "speedup": plain_ms / reorder_ms,
-            "rounds": rounds, "timer": "triton.testing.do_bench median (L2 flushed), median of rounds",
-            "verify": "; ".join(f"{v.label}: {v.check} ({v.verifier})" for v in checked),
-            "verified": all(v.ok for v in checked)}
+    return {
+        "shape": f"{ROWS}x{COLS}",
+        "plain_best": str(plain.best_config),
+        "reorder_best": str(kernel.best_config),
+        "plain_us": 1000 * plain_ms,
+        "reorder_us": 1000 * reorder_ms,
+        "speedup": plain_ms / reorder_ms,
+        "rounds": rounds,
+        "timer": "triton.testing.do_bench median (L2 flushed), median of rounds",
+        "verify": "; ".join(f"{v.label}: {v.check} ({v.verifier})" for v in checked),
+        "verified": all(v.ok for v in checked),
+    }

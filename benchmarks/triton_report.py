@@ -50,23 +50,36 @@ def totals(cells: list[dict]) -> list[str]:
         speed = [_f(r, "speedup") for r in part]
         not_slower = sum(_f(r, "ratio_ci_low") <= 1.0 for r in part)
         from_candidate = sum(r.get("reorder_best_is_candidate") == "True" for r in part)
-        lines.append(f"- {l2 or 'all'}: {len(part)} cells; median speed-up {statistics.median(speed):.3f}x "
-                     f"(min {min(speed):.3f}, max {max(speed):.3f}); faster or equal (CI low <= 1) in {not_slower} "
-                     f"({100 * not_slower / len(part):.0f}%); reorder's binary chosen in {from_candidate}")
+        lines.append(
+            f"- {l2 or 'all'}: {len(part)} cells; median speed-up {statistics.median(speed):.3f}x "
+            f"(min {min(speed):.3f}, max {max(speed):.3f}); faster or equal (CI low <= 1) in {not_slower} "
+            f"({100 * not_slower / len(part):.0f}%); reorder's binary chosen in {from_candidate}"
+        )
     if done:
         speed = statistics.median(_f(r, "speedup") for r in done)
         share = sum(_f(r, "ratio_ci_low") <= 1.0 for r in done) / len(done)
         met = share >= TARGET_SHARE and speed >= TARGET_MEDIAN
-        lines.append(f"- target (>= {TARGET_SHARE:.0%} of cells faster or equal, median >= {TARGET_MEDIAN:.2f}x): "
-                     f"{'met' if met else 'NOT met'} ({share:.0%}, {speed:.3f}x)")
+        lines.append(
+            f"- target (>= {TARGET_SHARE:.0%} of cells faster or equal, median >= {TARGET_MEDIAN:.2f}x): "
+            f"{'met' if met else 'NOT met'} ({share:.0%}, {speed:.3f}x)"
+        )
     wins = [r for r in done if r.get("triton_wins") == "True"]
-    lines.append(f"- cells Triton wins (CI wholly above 1): {len(wins)}"
-                 + "".join(f"\n  - {r['family']} {r['shape']} {r['l2']}: {_f(r, 'speedup'):.3f}x "
-                           f"[{1 / _f(r, 'ratio_ci_high'):.3f}, {1 / _f(r, 'ratio_ci_low'):.3f}]" for r in wins))
+    lines.append(
+        f"- cells Triton wins (CI wholly above 1): {len(wins)}"
+        + "".join(
+            f"\n  - {r['family']} {r['shape']} {r['l2']}: {_f(r, 'speedup'):.3f}x "
+            f"[{1 / _f(r, 'ratio_ci_high'):.3f}, {1 / _f(r, 'ratio_ci_low'):.3f}]"
+            for r in wins
+        )
+    )
     cut = [r for r in cells if r.get("status") != "ok"]
-    lines.append(f"- cells not measured: {len(cut)}"
-                 + "".join(f"\n  - {r.get('family')} {r.get('shape', '')} {r.get('l2', '')}: {r.get('status')} "
-                           f"{r.get('reason', '')}" for r in cut))
+    lines.append(
+        f"- cells not measured: {len(cut)}"
+        + "".join(
+            f"\n  - {r.get('family')} {r.get('shape', '')} {r.get('l2', '')}: {r.get('status')} {r.get('reason', '')}"
+            for r in cut
+        )
+    )
     return lines
 
 
@@ -77,8 +90,10 @@ def from_configs(out: Path) -> list[str]:
     for r in _rows(out, "triton_configs.csv"):
         if r.get("best_candidate"):
             groups.setdefault((r["family"], r["config"]), []).append(r)
-    lines = ["| family | config | cells | median speed-up | faster | slower | candidates it chose |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| family | config | cells | median speed-up | faster | slower | candidates it chose |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for (family, config), rows in groups.items():
         speed = statistics.median(_f(r, "speedup") for r in rows)
         faster = sum(_f(r, "ratio_ci_high") < 1.0 for r in rows)
@@ -88,22 +103,31 @@ def from_configs(out: Path) -> list[str]:
     return lines
 
 
-HEADER = ("| family | shape | L2 | Triton best (config) | us [95% CI] | reorder's pick | us [95% CI] | speed-up [95% CI] "
-          "| best reorder binary vs Triton best | roofline Triton / reorder |")
+HEADER = (
+    "| family | shape | L2 | Triton best (config) | us [95% CI] | reorder's pick | us [95% CI] | speed-up [95% CI] "
+    "| best reorder binary vs Triton best | roofline Triton / reorder |"
+)
 
 
 def _line(r: dict) -> str:
     if r.get("status") != "ok":
-        return f"| {r.get('family')} | {r.get('shape', '')} | {r.get('l2', '')} | {r.get('status')}: " \
-               f"{r.get('reason', '')} | | | | | | |"
+        return (
+            f"| {r.get('family')} | {r.get('shape', '')} | {r.get('l2', '')} | {r.get('status')}: "
+            f"{r.get('reason', '')} | | | | | | |"
+        )
     sp = f"{_f(r, 'speedup'):.3f} [{1 / _f(r, 'ratio_ci_high'):.3f}, {1 / _f(r, 'ratio_ci_low'):.3f}]"
-    cand = (f"{r.get('best_candidate')}: {1 / _f(r, 'best_candidate_vs_triton'):.3f}x" if r.get("best_candidate")
-            else "none timed")
-    return (f"| {r['family']} | {r['shape']} | {r['l2']} | {r['triton_best_config']} | "
-            f"{_f(r, 'triton_best_us'):.2f} [{_f(r, 'triton_ci_low'):.2f}, {_f(r, 'triton_ci_high'):.2f}] | "
-            f"{r['reorder_best']} | {_f(r, 'reorder_best_us'):.2f} [{_f(r, 'reorder_ci_low'):.2f}, "
-            f"{_f(r, 'reorder_ci_high'):.2f}] | {sp}{' **Triton wins**' if r.get('triton_wins') == 'True' else ''} | "
-            f"{cand} | {_f(r, 'roofline_triton'):.2f} / {_f(r, 'roofline_reorder'):.2f} |")
+    cand = (
+        f"{r.get('best_candidate')}: {1 / _f(r, 'best_candidate_vs_triton'):.3f}x"
+        if r.get("best_candidate")
+        else "none timed"
+    )
+    return (
+        f"| {r['family']} | {r['shape']} | {r['l2']} | {r['triton_best_config']} | "
+        f"{_f(r, 'triton_best_us'):.2f} [{_f(r, 'triton_ci_low'):.2f}, {_f(r, 'triton_ci_high'):.2f}] | "
+        f"{r['reorder_best']} | {_f(r, 'reorder_best_us'):.2f} [{_f(r, 'reorder_ci_low'):.2f}, "
+        f"{_f(r, 'reorder_ci_high'):.2f}] | {sp}{' **Triton wins**' if r.get('triton_wins') == 'True' else ''} | "
+        f"{cand} | {_f(r, 'roofline_triton'):.2f} / {_f(r, 'roofline_reorder'):.2f} |"
+    )
 
 
 def summary(out: Path, roof: dict | None = None) -> str:
@@ -112,28 +136,63 @@ def summary(out: Path, roof: dict | None = None) -> str:
     jit = [r for r in steps if r.get("step") == "jit"]
     first = cells[0] if cells else {}
     roof = roof or {k: _f(first, f"roof_{k}") for k in ("bytes_per_s", "flops") if f"roof_{k}" in first}
-    lines = [(f"# reorder vs Triton's own tuning ({first.get('gpu', '?')}, {first.get('date', '?')}, "
-             f"commit {first.get('commit', '?')}, built by Triton {first.get('built_by_triton', '?')})"), ""]
+    lines = [
+        (
+            f"# reorder vs Triton's own tuning ({first.get('gpu', '?')}, {first.get('date', '?')}, "
+            f"commit {first.get('commit', '?')}, built by Triton {first.get('built_by_triton', '?')})"
+        ),
+        "",
+    ]
     if roof:
-        lines += [(f"Roofs measured here: copy {roof.get('bytes_per_s', math.nan) / 1e9:.0f} GB/s (read + write), "
-                  f"cuBLAS fp16 {roof.get('flops', math.nan) / 1e12:.0f} TFLOP/s."), ""]
-    lines += [("Winners picked on the even timing rounds, every figure from the odd ones; speed-up = Triton's "
-              "best time / the time of the autotuner's pick with reorder's byte-identical binaries among its "
-              "configs."), "", "## Totals", "", *totals(cells), "", "## Cells", "", HEADER,
-              "|---" * (HEADER.count("|") - 1) + "|", *(_line(r) for r in cells)]
+        lines += [
+            (
+                f"Roofs measured here: copy {roof.get('bytes_per_s', math.nan) / 1e9:.0f} GB/s (read + write), "
+                f"cuBLAS fp16 {roof.get('flops', math.nan) / 1e12:.0f} TFLOP/s."
+            ),
+            "",
+        ]
+    lines += [
+        (
+            "Winners picked on the even timing rounds, every figure from the odd ones; speed-up = Triton's "
+            "best time / the time of the autotuner's pick with reorder's byte-identical binaries among its "
+            "configs."
+        ),
+        "",
+        "## Totals",
+        "",
+        *totals(cells),
+        "",
+        "## Cells",
+        "",
+        HEADER,
+        "|---" * (HEADER.count("|") - 1) + "|",
+        *(_line(r) for r in cells),
+    ]
     lines += ["", "## reorder from each config (its best candidate against its own original)", "", *from_configs(out)]
     for r in (r for r in steps if r.get("step") == "readme"):
         lines += ["", "## The README example (benchmarks.triton_readme)", ""]
-        lines += [f"autotune over num_warps 2/4/8/16 at {r.get('shape')}: without reorder {r.get('plain_best')} "
-                  f"{_f(r, 'plain_us'):.2f} us, with `rt.with_reorder` {r.get('reorder_best')} "
-                  f"{_f(r, 'reorder_us'):.2f} us: {_f(r, 'speedup'):.3f}x ({r.get('timer')}); verify: "
-                  f"{r.get('verify')}" if r.get("status") == "ok" else f"{r.get('status')}: {r.get('reason')}"]
+        lines += [
+            f"autotune over num_warps 2/4/8/16 at {r.get('shape')}: without reorder {r.get('plain_best')} "
+            f"{_f(r, 'plain_us'):.2f} us, with `rt.with_reorder` {r.get('reorder_best')} "
+            f"{_f(r, 'reorder_us'):.2f} us: {_f(r, 'speedup'):.3f}x ({r.get('timer')}); verify: "
+            f"{r.get('verify')}"
+            if r.get("status") == "ok"
+            else f"{r.get('status')}: {r.get('reason')}"
+        ]
     if jit:
-        lines += ["", "## Triton's JIT against reorder's launch from metadata", "",
-                  "| family | shape | config | same cubin / same machine code | outputs | math | status |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['family']} | {r['shape']} | {r['config']} | {r.get('jit_same_cubin', '')} / {r.get('jit_same_code', '')} | "
-                  f"{r.get('launch_outputs', '')} | {r.get('math_ok', '')} ({r.get('math_max_err', '')}) | "
-                  f"{r['status']} {r.get('reason', '')} |" for r in jit]
+        lines += [
+            "",
+            "## Triton's JIT against reorder's launch from metadata",
+            "",
+            "| family | shape | config | same cubin / same machine code | outputs | math | status |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['family']} | {r['shape']} | {r['config']} | {r.get('jit_same_cubin', '')} / {r.get('jit_same_code', '')} | "
+            f"{r.get('launch_outputs', '')} | {r.get('math_ok', '')} ({r.get('math_max_err', '')}) | "
+            f"{r['status']} {r.get('reason', '')} |"
+            for r in jit
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -167,8 +226,9 @@ def draw(out: Path) -> list[Path]:
         families = list(dict.fromkeys(r["family"] for r in part))
         if not families:
             continue
-        fig, axes = plt.subplots(1, len(families), figsize=(2.3 * len(families) + 1.5, 4.2), squeeze=False,
-                                 gridspec_kw={"wspace": 0.9})
+        fig, axes = plt.subplots(
+            1, len(families), figsize=(2.3 * len(families) + 1.5, 4.2), squeeze=False, gridspec_kw={"wspace": 0.9}
+        )
         image = None
         for ax, name in zip(axes[0], families):
             ys, xs, cells = _grid([r for r in part if r["family"] == name])
@@ -183,8 +243,11 @@ def draw(out: Path) -> list[Path]:
             ax.set_yticks(range(len(ys)), ys, fontsize=5)
         median = statistics.median(_f(r, "speedup") for r in part)
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="Triton best time / autotune pick with reorder")
-        fig.suptitle(f"reorder vs Triton's best config, L2 {l2}: median {median:.3f}x over {len(part)} cells "
-                     f"(x: Triton wins, 95% CI)", fontsize=8)
+        fig.suptitle(
+            f"reorder vs Triton's best config, L2 {l2}: median {median:.3f}x over {len(part)} cells "
+            f"(x: Triton wins, 95% CI)",
+            fontsize=8,
+        )
         path = out / f"triton_heatmap_{l2}.png"
         fig.savefig(path, dpi=140, bbox_inches="tight")
         plt.close(fig)
@@ -200,8 +263,11 @@ def write_report(out: Path, roof: dict | None = None, heatmaps: bool = True) -> 
     try:
         return [out / "summary.md", *draw(out)]
     except ImportError:
-        print(f"triton_report: no matplotlib here; draw the heatmaps later with "
-              f"`python -m benchmarks.triton_report {out}`", file=sys.stderr)
+        print(
+            f"triton_report: no matplotlib here; draw the heatmaps later with "
+            f"`python -m benchmarks.triton_report {out}`",
+            file=sys.stderr,
+        )
         return [out / "summary.md"]
 
 

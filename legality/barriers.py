@@ -68,8 +68,11 @@ def load_rules(arch: int) -> BarrierRules:
     """The rules of an arch family (sm_90 rules for 9.x and above, sm_80 otherwise)."""
     family = 90 if arch >= 90 else 80
     doc = tomllib.loads(TABLE.read_text())
-    distances = tuple(DistanceRule(d["barrier"], int(d["cycles"]), d["provenance"])
-                      for d in doc.get("distance", []) if int(d["arch"]) == family)
+    distances = tuple(
+        DistanceRule(d["barrier"], int(d["cycles"]), d["provenance"])
+        for d in doc.get("distance", [])
+        if int(d["arch"]) == family
+    )
     return BarrierRules(arch, distances, frozenset(doc.get("neighbours", {}).get("opcodes", ())))
 
 
@@ -85,8 +88,9 @@ def code_bits(ins: Instruction) -> int:
     return ins.word & _CODE_MASK
 
 
-def neighbour_violations(candidate: tuple[Instruction, ...], original: tuple[Instruction, ...],
-                         arch: int) -> list[tuple[Instruction, Instruction, str]]:
+def neighbour_violations(
+    candidate: tuple[Instruction, ...], original: tuple[Instruction, ...], arch: int
+) -> list[tuple[Instruction, Instruction, str]]:
     """(barrier, offending instruction, why) for each barrier-like instruction without a
     distance rule whose neighbourhood the candidate changed.
 
@@ -98,8 +102,13 @@ def neighbour_violations(candidate: tuple[Instruction, ...], original: tuple[Ins
     mine = [i for i, x in enumerate(candidate) if rules.keeps_neighbours(x)]
     theirs = [i for i, x in enumerate(original) if rules.keeps_neighbours(x)]
     if len(mine) != len(theirs):
-        return [(candidate[mine[0]] if mine else candidate[0], candidate[0],
-                 f"{len(mine)} barrier-like instructions, the original has {len(theirs)}")]
+        return [
+            (
+                candidate[mine[0]] if mine else candidate[0],
+                candidate[0],
+                f"{len(mine)} barrier-like instructions, the original has {len(theirs)}",
+            )
+        ]
     found = []
     for c, o in zip(mine, theirs):
         why = _changed(candidate, c, original, o)

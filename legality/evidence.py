@@ -80,8 +80,9 @@ def required_entry(v: Violation, producer: Instruction, consumer: Instruction, t
     if v.kind.startswith("raw"):
         return lookup_read(table, producer.opcode, latency_class(producer), consumer, v.resource)
     if v.kind in ("war", "waw"):
-        return table.lookup_pair(producer.opcode, consumer.opcode, latency_class(producer), latency_class(consumer),
-                                 v.kind)
+        return table.lookup_pair(
+            producer.opcode, consumer.opcode, latency_class(producer), latency_class(consumer), v.kind
+        )
     return None
 
 
@@ -98,13 +99,16 @@ class CompilerChoice:
 
     def line(self) -> str:
         producer, consumer, kind = self.key
-        return (f"compiler-in-this-cubin {kind:<10} {producer} -> {consumer}: {self.cycles} cycles as compiled "
-                f"({self.instances} dependenc{'y' if self.instances == 1 else 'ies'}, tightest {self.example[0]:#06x} -> {self.example[1]:#06x}); "
-                f"tables ask {self.required} ({self.source})")
+        return (
+            f"compiler-in-this-cubin {kind:<10} {producer} -> {consumer}: {self.cycles} cycles as compiled "
+            f"({self.instances} dependenc{'y' if self.instances == 1 else 'ies'}, tightest {self.example[0]:#06x} -> {self.example[1]:#06x}); "
+            f"tables ask {self.required} ({self.source})"
+        )
 
 
-def compiler_choices(instructions: tuple[Instruction, ...], violations: tuple[Violation, ...], table: LatencyTable
-                     ) -> tuple[tuple[Violation, ...], tuple[CompilerChoice, ...]]:
+def compiler_choices(
+    instructions: tuple[Instruction, ...], violations: tuple[Violation, ...], table: LatencyTable
+) -> tuple[tuple[Violation, ...], tuple[CompilerChoice, ...]]:
     """(still violations, the compiler's own choices that cover the others), for a kernel
     taken as its compiler emitted it (see the module docstring)."""
     at = {ins.offset: ins for ins in instructions}
@@ -121,9 +125,13 @@ def compiler_choices(instructions: tuple[Instruction, ...], violations: tuple[Vi
         old = chosen.get(key)
         tightest = old is None or cycles < old.cycles
         chosen[key] = CompilerChoice(
-            key, cycles if tightest else old.cycles, 1 + (old.instances if old else 0), v.required,
+            key,
+            cycles if tightest else old.cycles,
+            1 + (old.instances if old else 0),
+            v.required,
             source_of(entry) if entry is not None else "no table entry",
-            (v.producer_offset, v.consumer_offset) if tightest else old.example)
+            (v.producer_offset, v.consumer_offset) if tightest else old.example,
+        )
     return tuple(kept), tuple(sorted(chosen.values(), key=lambda c: c.key))
 
 
@@ -166,8 +174,9 @@ class Tally:
 SOURCES = ("reference", "silicon", "ptxas-observed", "default")
 
 
-def verify_as_compiled(code: KernelCode, instructions: tuple[Instruction, ...] | None = None,
-                       tables_only: bool = False) -> Report:
+def verify_as_compiled(
+    code: KernelCode, instructions: tuple[Instruction, ...] | None = None, tables_only: bool = False
+) -> Report:
     """Standalone verification of a kernel (or an order of it) taken as its compiler emitted
     it: the tables, then (unless `tables_only`) the kernel's own distances for exactly their
     keys (module docstring); the report counts the table facts consulted by source."""

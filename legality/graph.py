@@ -20,7 +20,9 @@ from legality.verify import read_kind
 from reorder.sass.model import Instruction
 
 _SPACES_ALIAS = {
-    ("global", "global"), ("shared", "shared"), ("local", "local"),
+    ("global", "global"),
+    ("shared", "shared"),
+    ("local", "local"),
 }
 
 
@@ -28,9 +30,13 @@ def _spaces_overlap(a: str, b: str) -> bool:
     return a == "generic" or b == "generic" or (a, b) in _SPACES_ALIAS
 
 
-def memory_conflict(a: Instruction, b: Instruction, noalias: bool = False,
-                    buffers: dict[int, frozenset[int]] | None = None,
-                    declared: frozenset[int] | None = None) -> bool:
+def memory_conflict(
+    a: Instruction,
+    b: Instruction,
+    noalias: bool = False,
+    buffers: dict[int, frozenset[int]] | None = None,
+    declared: frozenset[int] | None = None,
+) -> bool:
     """True when a and b may touch the same memory and at least one writes it.
 
     With `noalias`, two global accesses whose address registers derive from disjoint,
@@ -46,20 +52,33 @@ def memory_conflict(a: Instruction, b: Instruction, noalias: bool = False,
     if noalias and buffers is not None:
         pa, pb = buffers.get(a.offset), buffers.get(b.offset)
         covered = declared is None or (pa is not None and pa <= declared) or (pb is not None and pb <= declared)
-        if pa and pb and not (pa & pb) and covered and "shared" not in (aw, bw, ar, br) \
-                and "local" not in (aw, bw, ar, br):
+        if (
+            pa
+            and pb
+            and not (pa & pb)
+            and covered
+            and "shared" not in (aw, bw, ar, br)
+            and "local" not in (aw, bw, ar, br)
+        ):
             return False
     return True
 
 
-def dependency(a: Instruction, b: Instruction, noalias: bool = False,
-               buffers: dict[int, frozenset[int]] | None = None,
-               declared: frozenset[int] | None = None) -> tuple[str, str] | None:
+def dependency(
+    a: Instruction,
+    b: Instruction,
+    noalias: bool = False,
+    buffers: dict[int, frozenset[int]] | None = None,
+    declared: frozenset[int] | None = None,
+) -> tuple[str, str] | None:
     """(kind, resource) of the first reason b must stay after a, or None if independent."""
     if a.is_barrier or b.is_barrier:
         return ("CTRL", a.opcode if a.is_barrier else b.opcode)
-    for kind, left, right in (("RAW", a.access.writes, b.access.reads), ("WAW", a.access.writes, b.access.writes),
-                              ("WAR", a.access.reads, b.access.writes)):
+    for kind, left, right in (
+        ("RAW", a.access.writes, b.access.reads),
+        ("WAW", a.access.writes, b.access.writes),
+        ("WAR", a.access.reads, b.access.writes),
+    ):
         shared = left & right
         if shared:
             return (kind, sorted(shared)[0])
@@ -68,8 +87,13 @@ def dependency(a: Instruction, b: Instruction, noalias: bool = False,
     return None
 
 
-def build_graph(instructions: tuple[Instruction, ...], indices: Iterable[int], arch: int,
-                noalias: bool = False, buffers: dict[int, frozenset[int]] | None = None) -> nx.DiGraph:
+def build_graph(
+    instructions: tuple[Instruction, ...],
+    indices: Iterable[int],
+    arch: int,
+    noalias: bool = False,
+    buffers: dict[int, frozenset[int]] | None = None,
+) -> nx.DiGraph:
     """The dependency DiGraph over `indices` (a region, in program order)."""
     table = load_table(arch)
     region = list(indices)

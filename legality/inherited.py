@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from legality.violation import Violation
 from reorder.sass.model import Instruction
 
-SCHEDULE_KINDS = frozenset({"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "scoreboard", "untracked", "barrier"})
+SCHEDULE_KINDS = frozenset(
+    {"raw", "raw_pred", "raw_guard", "raw_u", "waw", "war", "scoreboard", "untracked", "barrier"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +51,9 @@ def compiler_made(original: tuple[Instruction, ...], violations: tuple[Violation
     return floor
 
 
-def split(candidate: tuple[Instruction, ...], violations: tuple[Violation, ...],
-          floor: dict[Pattern, int]) -> tuple[tuple[Violation, ...], tuple[Violation, ...]]:
+def split(
+    candidate: tuple[Instruction, ...], violations: tuple[Violation, ...], floor: dict[Pattern, int]
+) -> tuple[tuple[Violation, ...], tuple[Violation, ...]]:
     """(new, inherited): inherited ones match a compiler-made pattern at no fewer cycles."""
     text_at = {i.offset: i.text for i in candidate}
     new, inherited = [], []

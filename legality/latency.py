@@ -47,12 +47,25 @@ TABLE_DIR = Path(__file__).parent / "tables"
 
 # Latency classes (pipes) of fixed-latency instructions.
 FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
-    "FXU", "FMAI", "IMAD", "FP16", "FMALITE", "UDP", "UDP_LIGHT", "R2UR", "MIO", "BRU")
+    "FXU",
+    "FMAI",
+    "IMAD",
+    "FP16",
+    "FMALITE",
+    "UDP",
+    "UDP_LIGHT",
+    "R2UR",
+    "MIO",
+    "BRU",
+)
 
 _CLASS_OF: dict[str, str] = (
-    {o: FXU for o in "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 "
-                     "I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET CS2R IADD "
-                     "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split()}
+    {
+        o: FXU
+        for o in "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 "
+        "I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET CS2R IADD "
+        "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split()
+    }
     | {o: FMAI for o in "FFMA FADD FMUL FSWZADD".split()}
     # VIADD issues to the FMA-lite pipe like IMAD (ref 2.2 pipe sets), not the integer ALU: on the
     # H200 a VIADD -> LOP3 gap of 4 (the ALU-to-ALU floor) read a stale value (find_index) and
@@ -62,8 +75,11 @@ _CLASS_OF: dict[str, str] = (
     | {o: IMAD for o in "IMAD IMUL IDP VIADD".split()}
     | {o: FP16 for o in "HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split()}
     | {o: FMALITE for o in "DFMA DADD DMUL DSETP DMNMX DSET".split()}
-    | {o: UDP for o in "UIADD3 UIMAD ULEA ULOP3 USHF USEL UPRMT UFLO UPOPC UBREV UMNMX USGXT UBMSK "
-                     "UISETP UPLOP3 UPSETP UVIADD UF2FP UP2UR UR2UP UCLEA UIABS".split()}
+    | {
+        o: UDP
+        for o in "UIADD3 UIMAD ULEA ULOP3 USHF USEL UPRMT UFLO UPOPC UBREV UMNMX USGXT UBMSK "
+        "UISETP UPLOP3 UPSETP UVIADD UF2FP UP2UR UR2UP UCLEA UIABS".split()
+    }
     | {o: UDP_LIGHT for o in "ULDC UMOV VOTEU ULEPC".split()}  # ref 3.1: these forward to UDP in 2
     | {"R2UR": R2UR_CLASS}
 )
@@ -107,8 +123,15 @@ class LatencyTable:
     defaults: dict[tuple[str, str], Entry]  # (producer, kind) -> worst case of that row
     pairs: dict[tuple[str, str, str], Entry] | None = None  # exact opcodes ptxas scheduled closer
 
-    def lookup_pair(self, producer_opcode: str, consumer_opcode: str, producer: str, consumer: str,
-                    kind: str, slot: str | None = None) -> Entry:
+    def lookup_pair(
+        self,
+        producer_opcode: str,
+        consumer_opcode: str,
+        producer: str,
+        consumer: str,
+        kind: str,
+        slot: str | None = None,
+    ) -> Entry:
         """An exact opcode pair the compiler itself scheduled at a smaller distance wins over
         the class entry (the compiler's own choice for that very pair); else the class entry.
         A read is matched with the same operand slot only (`legality.verify.read_slot`)."""
@@ -144,15 +167,17 @@ class LatencyTable:
 
 def unknown_pair(producer: str, consumer: str, kind: str) -> Entry:
     """What a pair no table row covers needs: the largest single stall for a read, 2 else."""
-    return Entry(producer, consumer, kind, 15 if kind.startswith("raw") else 2,
-                 "default: unknown pair, the largest single stall")
+    return Entry(
+        producer, consumer, kind, 15 if kind.startswith("raw") else 2, "default: unknown pair, the largest single stall"
+    )
 
 
 def _entries_from_toml(doc: dict, source: str) -> list[Entry]:
     out = []
     for row in doc.get("entry", []):
-        out.append(Entry(row["producer"], row["consumer"], row["kind"], int(row["cycles"]),
-                         row.get("provenance", source)))
+        out.append(
+            Entry(row["producer"], row["consumer"], row["kind"], int(row["cycles"]), row.get("provenance", source))
+        )
     return out
 
 
@@ -169,8 +194,12 @@ def _reference(arch: int) -> tuple[dict[tuple[str, str, str], Entry], dict[tuple
     base = TABLE_DIR / f"sm_{90 if arch >= 90 else 80}.toml"
     doc = tomllib.loads(base.read_text())
     entries = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml(doc, str(base.name))}
-    defaults = {(e.producer, e.kind): e for e in (Entry(d["producer"], "*", d["kind"], int(d["cycles"]),
-                                                         d["provenance"]) for d in doc.get("default", []))}
+    defaults = {
+        (e.producer, e.kind): e
+        for e in (
+            Entry(d["producer"], "*", d["kind"], int(d["cycles"]), d["provenance"]) for d in doc.get("default", [])
+        )
+    }
     return entries, defaults
 
 
@@ -179,8 +208,10 @@ def _measured(arch: int) -> dict[tuple[str, str, str], Entry]:
     measured = TABLE_DIR / f"measured_sm_{arch}.toml"
     if not measured.exists():
         return {}
-    return {(e.producer, e.consumer, e.kind): e
-            for e in _entries_from_toml(tomllib.loads(measured.read_text()), measured.name)}
+    return {
+        (e.producer, e.consumer, e.kind): e
+        for e in _entries_from_toml(tomllib.loads(measured.read_text()), measured.name)
+    }
 
 
 def class_table(arch: int, observed: list[Entry]) -> LatencyTable:
@@ -212,6 +243,8 @@ def load_table(arch: int) -> LatencyTable:
     if not observed.exists():
         return class_table(arch, [])
     doc = tomllib.loads(observed.read_text())
-    pairs = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": doc.get("pair", [])}, observed.name)}
+    pairs = {
+        (e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": doc.get("pair", [])}, observed.name)
+    }
     table = class_table(arch, _entries_from_toml(doc, observed.name))
     return LatencyTable(arch, table.entries, table.defaults, pairs)

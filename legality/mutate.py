@@ -86,8 +86,9 @@ def scoreboard_mutants(instructions: tuple[Instruction, ...]) -> Iterator[Mutant
                 continue
             c = instructions[w]
             yield Mutant("drop_wait", p.offset, c.offset, _set(instructions, w, wait=c.ctrl.wait & ~(1 << sb)))
-            same_queue = any(queue_of(instructions[k]) == queue_of(p) and instructions[k].ctrl.wbar != 7
-                             for k in range(i + 1, w))  # dropping p's scoreboard leaves it covered by that one's
+            same_queue = any(
+                queue_of(instructions[k]) == queue_of(p) and instructions[k].ctrl.wbar != 7 for k in range(i + 1, w)
+            )  # dropping p's scoreboard leaves it covered by that one's
             if not same_queue:
                 yield Mutant("drop_scoreboard", p.offset, c.offset, _set(instructions, i, wbar=7))
             waited = {b for k in range(i + 1, w + 1) for b in range(6) if instructions[k].ctrl.waits_on(b)}

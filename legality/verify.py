@@ -78,8 +78,13 @@ class State:
     clock: int = 0  # cycles issued since the block began (see Recent.at)
 
     def copy(self) -> State:
-        return State({k: dict(v) for k, v in self.recent.items()}, dict(self.writes), dict(self.reads),
-                     {k: dict(v) for k, v in self.read_by.items()}, self.clock)
+        return State(
+            {k: dict(v) for k, v in self.recent.items()},
+            dict(self.writes),
+            dict(self.reads),
+            {k: dict(v) for k, v in self.read_by.items()},
+            self.clock,
+        )
 
     def age(self, r: Recent) -> int:
         """Cycles since the access issued."""
@@ -88,11 +93,15 @@ class State:
     def normalized(self, horizon: int) -> State:
         """The same state with clock 0: fixed-latency entries as of now, those `horizon` or
         more cycles old dropped (no latency reaches them)."""
+
         def rebase(table: dict[str, dict[str, Recent]]) -> dict[str, dict[str, Recent]]:
             out = {}
             for res, by_cls in table.items():
-                kept = {c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard) for c, r in by_cls.items()
-                        if self.clock - r.at < horizon}
+                kept = {
+                    c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard)
+                    for c, r in by_cls.items()
+                    if self.clock - r.at < horizon
+                }
                 if kept:
                     out[res] = kept
             return out
@@ -100,8 +109,12 @@ class State:
         return State(rebase(self.recent), dict(self.writes), dict(self.reads), rebase(self.read_by), 0)
 
     def key(self) -> tuple:
-        return (_recent_key(self.recent), tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
-                tuple(sorted(self.reads.items(), key=lambda kv: kv[0])), _recent_key(self.read_by))
+        return (
+            _recent_key(self.recent),
+            tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
+            tuple(sorted(self.reads.items(), key=lambda kv: kv[0])),
+            _recent_key(self.read_by),
+        )
 
 
 def _recent_key(table: dict[str, dict[str, Recent]]) -> tuple:
@@ -129,11 +142,15 @@ class Report:
         if not self.ok:
             return f"REJECTED: {self.violations[0].line()}"
         if self.compiler:
-            return (f"legal ({len(self.compiler)} exact pairs at distances this cubin's compiler chose, below the "
-                    f"tables: evidence only for this cubin as compiled)")
+            return (
+                f"legal ({len(self.compiler)} exact pairs at distances this cubin's compiler chose, below the "
+                f"tables: evidence only for this cubin as compiled)"
+            )
         if self.inherited:
-            return (f"legal ({len(self.inherited)} violations inherited from the original: the compiler's own "
-                    f"schedule, kept at no fewer cycles)")
+            return (
+                f"legal ({len(self.inherited)} violations inherited from the original: the compiler's own "
+                f"schedule, kept at no fewer cycles)"
+            )
         return "legal"
 
 
@@ -203,11 +220,16 @@ def read_slot(resource: str, ins: Instruction) -> str:
     return _slots(ins.opcode, ins.operands).get(resource, "?")
 
 
-def lookup_read(table: LatencyTable, producer_opcode: str, producer_cls: str, consumer: Instruction,
-                resource: str):
+def lookup_read(table: LatencyTable, producer_opcode: str, producer_cls: str, consumer: Instruction, resource: str):
     """The table entry for `consumer` reading `resource` written by a fixed-latency producer."""
-    return table.lookup_pair(producer_opcode, consumer.opcode, producer_cls, latency_class(consumer),
-                             read_kind(resource, consumer), read_slot(resource, consumer))
+    return table.lookup_pair(
+        producer_opcode,
+        consumer.opcode,
+        producer_cls,
+        latency_class(consumer),
+        read_kind(resource, consumer),
+        read_slot(resource, consumer),
+    )
 
 
 def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> State:
@@ -240,8 +262,19 @@ def _check_barrier_distance(s: State, ins: Instruction, arch: int, found: list[V
     for r in s.recent.get(barriers.RESOURCE, {}).values():
         rule = barriers.load_rules(arch).distance_for(r.opcode)
         if rule is not None and s.age(r) < rule.cycles:
-            found.append(Violation("barrier", "memory", r.offset, r.opcode, ins.offset, ins.opcode, rule.cycles,
-                                   s.age(r), "a memory access too soon after a barrier (legality/tables/barriers.toml)"))
+            found.append(
+                Violation(
+                    "barrier",
+                    "memory",
+                    r.offset,
+                    r.opcode,
+                    ins.offset,
+                    ins.opcode,
+                    rule.cycles,
+                    s.age(r),
+                    "a memory access too soon after a barrier (legality/tables/barriers.toml)",
+                )
+            )
 
 
 def _apply_waits(s: State, mask: int) -> None:
@@ -249,8 +282,9 @@ def _apply_waits(s: State, mask: int) -> None:
         return
     for table in (s.writes, s.reads):
         for res in list(table):
-            kept = frozenset(p for p in table[res]
-                             if not (p.sb >= 0 and mask >> p.sb & 1 and p.elapsed >= FRESH_SCOREBOARD_CYCLES))
+            kept = frozenset(
+                p for p in table[res] if not (p.sb >= 0 and mask >> p.sb & 1 and p.elapsed >= FRESH_SCOREBOARD_CYCLES)
+            )
             if kept:
                 table[res] = kept
             else:
@@ -267,18 +301,45 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                 need = table.lookup("MIO", cls, "untracked")
                 if p.elapsed >= need.cycles:
                     continue
-                found.append(Violation("untracked", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                       need.cycles, p.elapsed, "variable-latency result with no scoreboard"))
+                found.append(
+                    Violation(
+                        "untracked",
+                        res,
+                        p.offset,
+                        p.opcode,
+                        ins.offset,
+                        ins.opcode,
+                        need.cycles,
+                        p.elapsed,
+                        "variable-latency result with no scoreboard",
+                    )
+                )
                 continue
-            found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "RAW on a variable-latency result", p.elapsed, _sb_of(p.sb)))
+            found.append(
+                Violation(
+                    "scoreboard",
+                    res,
+                    p.offset,
+                    p.opcode,
+                    ins.offset,
+                    ins.opcode,
+                    _sb_name(p.sb),
+                    "no wait",
+                    "RAW on a variable-latency result",
+                    p.elapsed,
+                    _sb_of(p.sb),
+                )
+            )
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
             need = lookup_read(table, r.opcode, r.cls, ins, res)
             if s.age(r) < need.cycles:
-                found.append(Violation(need.kind.split("#")[0], res, r.offset, r.opcode, ins.offset, ins.opcode,
-                                       need.cycles, s.age(r)))
+                found.append(
+                    Violation(
+                        need.kind.split("#")[0], res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, s.age(r)
+                    )
+                )
     for res in sorted(ins.access.writes):
         for p in s.writes.get(res, ()):
             if _exclusive(p.guard, ins.guard):
@@ -286,23 +347,71 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
             if p.sb == UNTRACKED:
                 need = table.lookup("MIO", cls, "untracked")
                 if p.elapsed < need.cycles:
-                    found.append(Violation("untracked", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                           need.cycles, p.elapsed, "WAW on a variable-latency result with no scoreboard"))
+                    found.append(
+                        Violation(
+                            "untracked",
+                            res,
+                            p.offset,
+                            p.opcode,
+                            ins.offset,
+                            ins.opcode,
+                            need.cycles,
+                            p.elapsed,
+                            "WAW on a variable-latency result with no scoreboard",
+                        )
+                    )
                 continue
-            found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "WAW on a variable-latency result", p.elapsed, _sb_of(p.sb)))
+            found.append(
+                Violation(
+                    "scoreboard",
+                    res,
+                    p.offset,
+                    p.opcode,
+                    ins.offset,
+                    ins.opcode,
+                    _sb_name(p.sb),
+                    "no wait",
+                    "WAW on a variable-latency result",
+                    p.elapsed,
+                    _sb_of(p.sb),
+                )
+            )
         for p in s.reads.get(res, ()):
             if ins.is_variable_latency and table.unwaited_war_ok(p.opcode, ins.opcode, p.elapsed):
                 continue
-            found.append(Violation("scoreboard", res, p.offset, p.opcode, ins.offset, ins.opcode,
-                                   _sb_name(p.sb), "no wait", "WAR: overwrites a source not yet read", p.elapsed, _sb_of(p.sb)))
+            found.append(
+                Violation(
+                    "scoreboard",
+                    res,
+                    p.offset,
+                    p.opcode,
+                    ins.offset,
+                    ins.opcode,
+                    _sb_name(p.sb),
+                    "no wait",
+                    "WAR: overwrites a source not yet read",
+                    p.elapsed,
+                    _sb_of(p.sb),
+                )
+            )
         for r in s.read_by.get(res, {}).values():
             if r.offset == ins.offset or _exclusive(r.guard, ins.guard):
                 continue
             need = _need(table, r, ins, cls, "war")
             if s.age(r) < need.cycles:
-                found.append(Violation("war", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, s.age(r),
-                                       "overwrites an operand of a fixed-latency reader too soon"))
+                found.append(
+                    Violation(
+                        "war",
+                        res,
+                        r.offset,
+                        r.opcode,
+                        ins.offset,
+                        ins.opcode,
+                        need.cycles,
+                        s.age(r),
+                        "overwrites an operand of a fixed-latency reader too soon",
+                    )
+                )
         for r in s.recent.get(res, {}).values():
             if _exclusive(r.guard, ins.guard):
                 continue
@@ -372,9 +481,7 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
 def _cover_untracked(s: State, queue: str, sb: int) -> None:
     for res, pend in s.writes.items():
         if any(p.sb == UNTRACKED and p.queue == queue for p in pend):
-            s.writes[res] = frozenset(
-                p.with_(sb=sb) if p.sb == UNTRACKED and p.queue == queue else p
-                for p in pend)
+            s.writes[res] = frozenset(p.with_(sb=sb) if p.sb == UNTRACKED and p.queue == queue else p for p in pend)
 
 
 def _forget_guards(s: State, predicate: str) -> None:
@@ -392,25 +499,34 @@ def _advance(s: State, stall: int) -> None:
     s.clock += stall  # fixed-latency entries age by the clock (Recent.at)
     for table in (s.writes, s.reads):
         for res in table:
-            table[res] = frozenset(Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, ELAPSED_CAP), p.queue, p.guard)
-                                   for p in table[res])
+            table[res] = frozenset(
+                Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, ELAPSED_CAP), p.queue, p.guard)
+                for p in table[res]
+            )
 
 
 def _exact_key(state: State) -> tuple:
     """The state with its iteration orders (dicts and sets): two states with one exact key
     step through any block alike, violations found in the same order included."""
+
     def nested(table: dict[str, dict[str, Recent]]) -> tuple:
         return tuple((res, tuple(by_cls.items())) for res, by_cls in table.items())
 
-    return (state.clock, nested(state.recent), tuple((r, tuple(p)) for r, p in state.writes.items()),
-            tuple((r, tuple(p)) for r, p in state.reads.items()), nested(state.read_by))
+    return (
+        state.clock,
+        nested(state.recent),
+        tuple((r, tuple(p)) for r, p in state.writes.items()),
+        tuple((r, tuple(p)) for r, p in state.reads.items()),
+        nested(state.read_by),
+    )
 
 
 BLOCK_MEMO_SIZE = 50_000
 
 
-def _through_block(instructions: tuple[Instruction, ...], entry: State, table, horizon: int,
-                   memo: dict | None) -> tuple[State, tuple[Violation, ...]]:
+def _through_block(
+    instructions: tuple[Instruction, ...], entry: State, table, horizon: int, memo: dict | None
+) -> tuple[State, tuple[Violation, ...]]:
     """A block's normalized exit state and the violations found inside it. With `memo`, a block
     already walked from an exactly equal entry state is not walked again: scheduling changes
     one block at a time, and the verifier's walks after it meet the same blocks in the same
@@ -429,8 +545,9 @@ def _through_block(instructions: tuple[Instruction, ...], entry: State, table, h
     return done
 
 
-def _walk(instructions: tuple[Instruction, ...], table,
-          memo: dict | None = None) -> tuple[dict[int, State], dict[tuple, Violation]]:
+def _walk(
+    instructions: tuple[Instruction, ...], table, memo: dict | None = None
+) -> tuple[dict[int, State], dict[tuple, Violation]]:
     """Fixed point over the CFG: the worst-case state at each block entry, and every violation.
     `memo` (block instructions, exact entry state) -> what `_through_block` found, shared by
     the walks of one table."""
@@ -514,13 +631,27 @@ def register_budget(instructions: tuple[Instruction, ...], regcount: int) -> tup
     if highest + 1 + RESERVED_REGISTERS <= regcount:
         return ()
     at = next(i for i in instructions if f"R{highest}" in i.access.reads | i.access.writes)
-    return (Violation("registers", f"R{highest}", at.offset, at.opcode, at.offset, at.opcode,
-                      f"REGCOUNT >= {highest + 1 + RESERVED_REGISTERS}", f"REGCOUNT {regcount}",
-                      f"{RESERVED_REGISTERS} registers above the highest used are reserved"),)
+    return (
+        Violation(
+            "registers",
+            f"R{highest}",
+            at.offset,
+            at.opcode,
+            at.offset,
+            at.opcode,
+            f"REGCOUNT >= {highest + 1 + RESERVED_REGISTERS}",
+            f"REGCOUNT {regcount}",
+            f"{RESERVED_REGISTERS} registers above the highest used are reserved",
+        ),
+    )
 
 
-def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None = None,
-                  original: tuple[Instruction, ...] | None = None, table=None) -> Report:
+def verify_kernel(
+    code: KernelCode,
+    instructions: tuple[Instruction, ...] | None = None,
+    original: tuple[Instruction, ...] | None = None,
+    table=None,
+) -> Report:
     """Verify a decoded kernel (or a new instruction order for it): schedule and register budget.
 
     With `original` (the compiler's schedule this one was made from), a violation the
@@ -537,12 +668,16 @@ def verify_kernel(code: KernelCode, instructions: tuple[Instruction, ...] | None
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
 
 
-def _neighbour_violations(ins: tuple[Instruction, ...], original: tuple[Instruction, ...],
-                          arch: int) -> tuple[Violation, ...]:
+def _neighbour_violations(
+    ins: tuple[Instruction, ...], original: tuple[Instruction, ...], arch: int
+) -> tuple[Violation, ...]:
     """Barrier-like instructions without a distance rule keep their compiler-placed neighbours."""
-    return tuple(Violation("barrier_neighbour", bar.opcode, bar.offset, bar.opcode, at.offset, at.opcode,
-                           "as compiled", "changed", why)
-                 for bar, at, why in barriers.neighbour_violations(ins, original, arch))
+    return tuple(
+        Violation(
+            "barrier_neighbour", bar.opcode, bar.offset, bar.opcode, at.offset, at.opcode, "as compiled", "changed", why
+        )
+        for bar, at, why in barriers.neighbour_violations(ins, original, arch)
+    )
 
 
 @lru_cache(maxsize=8)

@@ -34,6 +34,8 @@ class Violation:
         return self.provided if isinstance(self.provided, int) else self.elapsed
 
     def line(self) -> str:
-        return (f"{self.kind:<10} {self.resource:<6} {self.producer_offset:#06x} {self.producer_opcode:<18} -> "
-                f"{self.consumer_offset:#06x} {self.consumer_opcode:<18} required {self.required}, "
-                f"provided {self.provided}{'; ' + self.detail if self.detail else ''}")
+        return (
+            f"{self.kind:<10} {self.resource:<6} {self.producer_offset:#06x} {self.producer_opcode:<18} -> "
+            f"{self.consumer_offset:#06x} {self.consumer_opcode:<18} required {self.required}, "
+            f"provided {self.provided}{'; ' + self.detail if self.detail else ''}"
+        )

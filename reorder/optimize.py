@@ -71,8 +71,10 @@ def _choose_device(args: OptimizeArgs) -> bool:
     reason = gpu_unavailable_reason()
     if not reason:
         if args.launch is None:
-            raise InputError("a GPU is present: --launch SPEC is needed to check and time candidates "
-                             "(or --device cpu for the static model)")
+            raise InputError(
+                "a GPU is present: --launch SPEC is needed to check and time candidates "
+                "(or --device cpu for the static model)"
+            )
         return True
     if args.device == "gpu":
         raise GpuError(f"no CUDA GPU available: {reason}")
@@ -106,22 +108,34 @@ def optimize(args: OptimizeArgs) -> Report | None:
     helpers = [] if args.search_only else _start_helpers(args, kernel, on_gpu, storage)
     with contextlib.ExitStack() as stack:
         scorer = _scorer(args, kernel, on_gpu, stack)
-        config = SearchConfig(args.cubin, kernel, args.noalias, args.budget, args.seconds, args.jobs, storage,
-                              study_name_for(args.cubin, kernel, args.noalias, on_gpu, args.ptx_level),
-                              args.seed + args.worker_index, ptx=args.ptx_level)
+        config = SearchConfig(
+            args.cubin,
+            kernel,
+            args.noalias,
+            args.budget,
+            args.seconds,
+            args.jobs,
+            storage,
+            study_name_for(args.cubin, kernel, args.noalias, on_gpu, args.ptx_level),
+            args.seed + args.worker_index,
+            ptx=args.ptx_level,
+        )
         if not args.search_only:
             _say(f"study {config.study_name} in {storage} ({args.workers} worker(s))")
         started = time.monotonic()
-        study = run_search(config, space, scorer,
-                           progress=(lambda _: None) if args.search_only else (lambda line: _say(line)))
+        study = run_search(
+            config, space, scorer, progress=(lambda _: None) if args.search_only else (lambda line: _say(line))
+        )
         if args.search_only:
             return None
         _wait(helpers, args.seconds + 300)
         searched = time.monotonic()
         study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder)
-        report.notes.append(f"phases: search {searched - started:.0f} s (--time {args.seconds:.0f} s); finalists, "
-                            f"re-check and pruning {time.monotonic() - searched:.0f} s")
+        report.notes.append(
+            f"phases: search {searched - started:.0f} s (--time {args.seconds:.0f} s); finalists, "
+            f"re-check and pruning {time.monotonic() - searched:.0f} s"
+        )
         if args.timeline:
             try:
                 _timeline(args, code, scorer, folder, report)
@@ -148,10 +162,36 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) 
 
     procs = []
     for i in range(1, args.workers):
-        cmd = [sys.executable, "-m", "reorder", "optimize", str(args.cubin), "-o", str(args.output), "--kernel", kernel,
-               "--budget", str(args.budget), "--time", f"{args.seconds}s", "--jobs", str(args.jobs),
-               "--storage", storage, "--l2", args.l2, "--device", "gpu" if on_gpu else "cpu", "--seed", str(args.seed),
-               "--candidate-budget", str(args.candidate_budget_s), "--search-only", "--worker-index", str(i)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "reorder",
+            "optimize",
+            str(args.cubin),
+            "-o",
+            str(args.output),
+            "--kernel",
+            kernel,
+            "--budget",
+            str(args.budget),
+            "--time",
+            f"{args.seconds}s",
+            "--jobs",
+            str(args.jobs),
+            "--storage",
+            storage,
+            "--l2",
+            args.l2,
+            "--device",
+            "gpu" if on_gpu else "cpu",
+            "--seed",
+            str(args.seed),
+            "--candidate-budget",
+            str(args.candidate_budget_s),
+            "--search-only",
+            "--worker-index",
+            str(i),
+        ]
         cmd += ["--launch", str(args.launch)] if args.launch else []
         cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]
         cmd += ["--assume-noalias"] if args.noalias else []
@@ -190,8 +230,9 @@ def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.Exi
     spec = validated_spec(args.launch, [args.cubin], kernel)
     more = check_specs(args, kernel)
     pool = stack.enter_context(WorkerPool(devices=[worker_device()]))
-    return GpuScorer(args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s,
-                     fill=fill_launch(more))
+    return GpuScorer(
+        args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s, fill=fill_launch(more)
+    )
 
 
 def check_specs(args: OptimizeArgs, kernel: str) -> tuple:
@@ -217,8 +258,6 @@ def recheck_first_set() -> int:
     return 1_000_000 + secrets.randbelow(2**30)
 
 
-
-
 def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> Report:
     import optuna
 
@@ -227,18 +266,33 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)  # a pruned kind, also named on its own
     ranked = ranked_choices(study, space, max(1, args.finalists))
     source = f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin)
-    report = Report(code.kernel.name, f"sm_{code.arch}", source, space.size_line(), len(trials), failed, dups,
-                    "(none)", None, l2=args.l2, versions=versions(), failures=failures_by_class(study),
-                    pruned=pruned_by_class(study))
+    report = Report(
+        code.kernel.name,
+        f"sm_{code.arch}",
+        source,
+        space.size_line(),
+        len(trials),
+        failed,
+        dups,
+        "(none)",
+        None,
+        l2=args.l2,
+        versions=versions(),
+        failures=failures_by_class(study),
+        pruned=pruned_by_class(study),
+    )
     if args.ptx_level is None:
-        report.notes.append("PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran "
-                            "on SASS moves only")
+        report.notes.append(
+            "PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran on SASS moves only"
+        )
         from reorder.analysis.loops import loops_note
 
         report.notes.append(loops_note(code))
     if args.launch is not None:
-        report.notes.append(f"tuned at the launch of {args.launch}: the winner is this shape's; another launch shape "
-                            "(batch size) gets its own run with its own --launch")
+        report.notes.append(
+            f"tuned at the launch of {args.launch}: the winner is this shape's; another launch shape "
+            "(batch size) gets its own run with its own --launch"
+        )
     if not ranked:
         write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
         report.notes.append("no candidate completed: the output is a copy of the input")
@@ -247,7 +301,9 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
         picked = _pick_finalist(args, code.kernel.name, ranked, scorer, Path(tmp), report)
         if picked is None:
             write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
-            report.notes.append("every finalist failed its final scoring or its re-check: the output is a copy of the input")
+            report.notes.append(
+                "every finalist failed its final scoring or its re-check: the output is a copy of the input"
+            )
             return report
         choice, built, final = picked
         if args.contributions:
@@ -258,8 +314,11 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
     baseline = _ptx_report(args, choice, folder, report) if choice.ptx else code.instructions
     verdict = verify_kernel(after, original=baseline)
     report.verifier = verdict.verdict()
-    report.check = (_check_line(final.detail, bool(args.check_launches)) if final.measured
-                    else "not run: no GPU (the candidate is verified, not executed)")
+    report.check = (
+        _check_line(final.detail, bool(args.check_launches))
+        if final.measured
+        else "not run: no GPU (the candidate is verified, not executed)"
+    )
     if args.noalias:
         report.notes.append("assumed: pointer parameters do not alias (--assume-noalias)")
     better = final.high < 1.0 if final.measured else final.value < 1.0
@@ -285,18 +344,24 @@ def _ptx_report(args: OptimizeArgs, choice: Choice, folder: Path, report: Report
     module, applied = moved_ptx(level, choice.ptx)
     diff = folder / "ptx.diff"
     write_atomic(diff, ptx_diff(level, module).encode())
-    report.notes.append(f"PTX moves of the winner: {' '.join(applied)}; compiled by the {level.producer} PTX's "
-                        f"ptxas; SASS families on ptxas's build: {choice.sass or 'none'}; PTX diff: {diff.name}")
+    report.notes.append(
+        f"PTX moves of the winner: {' '.join(applied)}; compiled by the {level.producer} PTX's "
+        f"ptxas; SASS families on ptxas's build: {choice.sass or 'none'}; PTX diff: {diff.name}"
+    )
     return compiled(level, module).instructions
 
 
 def _check_line(detail: dict, several: bool) -> str:
     """What the winner's byte checks covered, for the report."""
-    line = (f"every trial: {detail.get('check_detail', '')}; the winner, before it was written: "
-            f"{detail.get('recheck', 'not re-checked')}")
+    line = (
+        f"every trial: {detail.get('check_detail', '')}; the winner, before it was written: "
+        f"{detail.get('recheck', 'not re-checked')}"
+    )
     if not several:
-        line += ("; only the --launch shape was checked: give --check-launch SPEC for every other launch the kernel "
-                 "will serve and one whose grid fills every SM")
+        line += (
+            "; only the --launch shape was checked: give --check-launch SPEC for every other launch the kernel "
+            "will serve and one whose grid fills every SM"
+        )
     return line
 
 
@@ -310,8 +375,9 @@ def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report)
     for rank, ((choice, search_value), built) in enumerate(zip(ranked, builds)):
         path = tmp / f"finalist{rank}.cubin"
         final, why = _score_built(built, path, lambda p: _final_score(scorer, p, args.final_budget_s))
-        report.finalists.append({"moves": choice.label(), "search": f"{search_value:.4f}",
-                                 "final": final.line() if final else why})
+        report.finalists.append(
+            {"moves": choice.label(), "search": f"{search_value:.4f}", "final": final.line() if final else why}
+        )
         if final:
             scored.append((final.value, rank, choice, built, final, path))
     launches = check_specs(args, kernel) if isinstance(scorer, GpuScorer) else ()
@@ -368,8 +434,10 @@ def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) ->
         run = run_probe(cubin, scorer.spec, folder / f"probe_{name}", first, last, time_cost=False, jobs=args.jobs)
         csv_path = write_csv(folder / f"timeline_{name}.csv", run.points, run.found)
         tables.append((name, read_csv(csv_path)))
-        report.notes.append(f"timeline ({name}): {len(run.points)} positions probed in {first}..{last}, "
-                            f"{len(run.found)} jumps, {len(run.failed)} variants failed")
+        report.notes.append(
+            f"timeline ({name}): {len(run.points)} positions probed in {first}..{last}, "
+            f"{len(run.found)} jumps, {len(run.failed)} variants failed"
+        )
     report.timeline = plot(tables, folder / "timeline.png").name
 
 
@@ -383,7 +451,8 @@ def _build_all(args, kernel: str, choices: list[Choice]) -> list:
     if len(choices) <= 1 or args.jobs <= 1:
         return [build_candidate(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices]
     return parallel(min(args.jobs, len(choices)))(
-        delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices)
+        delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices
+    )
 
 
 def _final_score(scorer, path: Path, budget_s: float) -> Score:
@@ -429,12 +498,19 @@ def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: 
         return rows, None
     smaller = [choice.without(family, index) for family, index in moves]
     for (family, index), less, built in zip(moves, smaller, _build_all(args, kernel, smaller)):
-        score, why = _score_built(built, tmp / f"without_{family}_{index}.cubin",
-                                  lambda path: _final_score(scorer, path, args.final_budget_s))
+        score, why = _score_built(
+            built, tmp / f"without_{family}_{index}.cubin", lambda path: _final_score(scorer, path, args.final_budget_s)
+        )
         label = {"ptx": lambda: choice.ptx[index].describe(), "sass": lambda: f"SASS {choice.sass}"}.get(
-            family, lambda: f"{family}#{index}")()
-        rows.append({"move": label, "without": score.line() if score else why,
-                     "effect": f"{score.value / final.value:.4f}" if score else "-"})
+            family, lambda: f"{family}#{index}"
+        )()
+        rows.append(
+            {
+                "move": label,
+                "without": score.line() if score else why,
+                "effect": f"{score.value / final.value:.4f}" if score else "-",
+            }
+        )
         if score and (best is None or score.value < best[2].value):
             best = (label, less, score, built)
     return rows, best

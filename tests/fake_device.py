@@ -28,8 +28,7 @@ class FakeArray:
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        return {"data": (self.data.ptr, False), "typestr": self.host.dtype.str, "shape": self.host.shape,
-                "version": 3}
+        return {"data": (self.data.ptr, False), "typestr": self.host.dtype.str, "shape": self.host.shape, "version": 3}
 
     def __getitem__(self, key: slice) -> FakeArray:
         start = key.start or 0

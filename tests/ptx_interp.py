@@ -66,8 +66,9 @@ def _signed(v: int, bits: int) -> int:
 
 
 class Thread:
-    def __init__(self, function: Function, params: list[int], memory: Memory, tid: int = 0, ctaid: int = 0,
-                 ntid: int = 1) -> None:
+    def __init__(
+        self, function: Function, params: list[int], memory: Memory, tid: int = 0, ctaid: int = 0, ntid: int = 1
+    ) -> None:
         self.f, self.memory = function, memory
         self.params = {p.name: v for p, v in zip(function.params, params)}
         self.regs: dict[str, int] = {}
@@ -167,8 +168,11 @@ class Thread:
         elif op in ("mul", "mad"):
             wide = "wide" in mods
             src = 32 if wide else bits
-            x, y = (_signed(a[0], src), _signed(a[1], src)) if kind.startswith("s") else (a[0] & ((1 << src) - 1),
-                                                                                          a[1] & ((1 << src) - 1))
+            x, y = (
+                (_signed(a[0], src), _signed(a[1], src))
+                if kind.startswith("s")
+                else (a[0] & ((1 << src) - 1), a[1] & ((1 << src) - 1))
+            )
             out = x * y + (a[2] if op == "mad" else 0)
             self.set(ops[0], out, "b64" if wide else kind)
         elif op == "shl":
@@ -225,11 +229,16 @@ class Thread:
         f = np.float32
         op = ins.base
         with np.errstate(all="ignore"):
-            out = {"add": lambda: f(a[0]) + f(a[1]), "sub": lambda: f(a[0]) - f(a[1]),
-                   "mul": lambda: f(a[0]) * f(a[1]), "div": lambda: f(a[0]) / f(a[1]),
-                   "fma": lambda: f(np.float64(a[0]) * np.float64(a[1]) + np.float64(a[2])),
-                   "mad": lambda: f(np.float64(a[0]) * np.float64(a[1]) + np.float64(a[2])),
-                   "rsqrt": lambda: f(1.0) / np.sqrt(f(a[0])), "rcp": lambda: f(1.0) / f(a[0])}[op]()
+            out = {
+                "add": lambda: f(a[0]) + f(a[1]),
+                "sub": lambda: f(a[0]) - f(a[1]),
+                "mul": lambda: f(a[0]) * f(a[1]),
+                "div": lambda: f(a[0]) / f(a[1]),
+                "fma": lambda: f(np.float64(a[0]) * np.float64(a[1]) + np.float64(a[2])),
+                "mad": lambda: f(np.float64(a[0]) * np.float64(a[1]) + np.float64(a[2])),
+                "rsqrt": lambda: f(1.0) / np.sqrt(f(a[0])),
+                "rcp": lambda: f(1.0) / f(a[0]),
+            }[op]()
         self.set(ins.operands[0], _from_f32(float(out)), "b32")
 
     def _targets(self, operand: str) -> list[str]:

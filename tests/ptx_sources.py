@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "tests/corpus/src").glob("*.cu")) + sorted((ROOT / "benchmarks/kernels").glob("*.cu"))
 DEBUG_SOURCES = ("control.cu", "calls.cu", "rmsnorm.cu", "sync.cu")
 # (tag, nvcc flags, sources it applies to: None for all)
-BUILDS = (("release", ("-O3", "-arch=sm_90"), None), ("lineinfo", ("-O3", "-lineinfo", "-arch=sm_80"), DEBUG_SOURCES),
-          ("debug", ("-G", "-arch=sm_90"), DEBUG_SOURCES))
+BUILDS = (
+    ("release", ("-O3", "-arch=sm_90"), None),
+    ("lineinfo", ("-O3", "-lineinfo", "-arch=sm_80"), DEBUG_SOURCES),
+    ("debug", ("-G", "-arch=sm_90"), DEBUG_SOURCES),
+)
 
 
 @lru_cache(maxsize=1)
@@ -28,8 +31,12 @@ def nvcc_ptx() -> tuple[Path, ...]:
         return ()
     out = Path(tempfile.mkdtemp(prefix="reorder-ptx-tests-"))
     atexit.register(shutil.rmtree, out, True)
-    jobs = [(nvcc, "-ptx", *flags, str(source), "-o", str(out / f"{source.stem}.{tag}.ptx"))
-            for tag, flags, names in BUILDS for source in SOURCES if names is None or source.name in names]
+    jobs = [
+        (nvcc, "-ptx", *flags, str(source), "-o", str(out / f"{source.stem}.{tag}.ptx"))
+        for tag, flags, names in BUILDS
+        for source in SOURCES
+        if names is None or source.name in names
+    ]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda cmd: subprocess.run(cmd, capture_output=True, text=True, check=False), jobs))
     failed = [" ".join(cmd) + "\n" + r.stderr for cmd, r in zip(jobs, done) if r.returncode != 0]

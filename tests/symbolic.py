@@ -84,6 +84,7 @@ def equivalent(before, after, live_after: frozenset[str], registers_used: int = 
     (sa, ta), (sb, tb) = a, b
     names = {n for n in set(sa) | set(sb) if not re.fullmatch(r"[RP]\d+", n)}
     names |= {n for n in live_after if not (n[0] == "R" and int(n[1:]) >= registers_used)}
-    same = all((sa[n] if n in sa else table.make("in", n)) == (sb[n] if n in sb else table.make("in", n))
-               for n in names)
+    same = all(
+        (sa[n] if n in sa else table.make("in", n)) == (sb[n] if n in sb else table.make("in", n)) for n in names
+    )
     return same and ta == tb

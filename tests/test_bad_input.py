@@ -19,8 +19,15 @@ def _refused(*args: str, cwd: Path) -> str:
     """Run `reorder ARGS` without a GPU; assert the one-line refusal (the last line, the only
     one that speaks of an error) and return it."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    done = subprocess.run([sys.executable, "-m", "reorder", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "reorder", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()  # progress lines may come first
@@ -55,16 +62,37 @@ def test_binary_suite_and_broken_entries(tmp_path: Path, junk: dict[str, Path]) 
 
 
 def test_launch_spec_is_checked_even_without_a_gpu(tmp_path: Path, junk: dict[str, Path]) -> None:
-    line = _refused("optimize", str(CUBIN), "--launch", str(junk["thin"]), "-o", "fast.cubin", "--budget", "2",
-                    "--device", "cpu", cwd=tmp_path)
+    line = _refused(
+        "optimize",
+        str(CUBIN),
+        "--launch",
+        str(junk["thin"]),
+        "-o",
+        "fast.cubin",
+        "--budget",
+        "2",
+        "--device",
+        "cpu",
+        cwd=tmp_path,
+    )
     assert "missing 'grid'" in line and not (tmp_path / "fast.reorder").exists()
 
 
 def test_output_where_no_folder_can_be(tmp_path: Path, junk: dict[str, Path]) -> None:
     under_a_file = junk["plain"] / "out.cubin"
     assert "cannot write there" in _refused("stalls", str(CUBIN), "-o", str(under_a_file), cwd=tmp_path)
-    line = _refused("optimize", str(CUBIN), "-o", str(under_a_file), "--budget", "2", "--device", "cpu",
-                    "--assume-noalias", cwd=tmp_path)
+    line = _refused(
+        "optimize",
+        str(CUBIN),
+        "-o",
+        str(under_a_file),
+        "--budget",
+        "2",
+        "--device",
+        "cpu",
+        "--assume-noalias",
+        cwd=tmp_path,
+    )
     assert "plain.txt" in line
     assert junk["plain"].read_text() == "not a folder\n"
 

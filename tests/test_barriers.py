@@ -88,9 +88,17 @@ def read_cubin_bytes(data: bytes):
 
 
 def test_floor_is_where_every_larger_distance_was_right() -> None:
-    rows = [{"kernel": "k", "side": "after", "cycles": c, "status": "ok", "check": ok}
-            for c, ok in ((1, "MISMATCH"), (2, "MISMATCH"), (3, "identical"), (4, "MISMATCH"), (5, "identical"),
-                          (6, "identical"))]
+    rows = [
+        {"kernel": "k", "side": "after", "cycles": c, "status": "ok", "check": ok}
+        for c, ok in (
+            (1, "MISMATCH"),
+            (2, "MISMATCH"),
+            (3, "identical"),
+            (4, "MISMATCH"),
+            (5, "identical"),
+            (6, "identical"),
+        )
+    ]
     assert floor(rows, "k", "after") == 5
     assert floor(rows[:2], "k", "after") is None
 
@@ -148,8 +156,9 @@ def test_bar_red_reads_its_predicate_like_a_guard() -> None:
     for d in range(1, 6):
         code = decode_kernel(read_cubin_bytes(variants[("bar_red_lds", f"before_d{d}")].data), "bar_red_lds")
         found = verify_instructions(code.instructions, code.arch)
-        assert any(v.resource == "P0" and v.consumer_opcode.startswith("BAR.RED") and v.required == 13
-                   for v in found), d
+        assert any(
+            v.resource == "P0" and v.consumer_opcode.startswith("BAR.RED") and v.required == 13 for v in found
+        ), d
     original = decode_kernel(read_cubin(PROBES), "bar_red_lds")
     assert not [v for v in verify_instructions(original.instructions, original.arch) if v.resource == "P0"]
 
@@ -158,8 +167,12 @@ def test_latency_probe_barriers_lists_the_variants() -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "reorder", "latency-probe", "--barriers", "--build-only"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "reorder", "latency-probe", "--barriers", "--build-only"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1] == "28 variants"

@@ -51,8 +51,22 @@ def test_the_static_model_searches_once_per_kernel(tmp_path, capsys):
     once (as --tune-once) instead of repeating one search per cell."""
     from reorder.cli.main import main
 
-    argv = ["bench", str(SUITE), "--kernels", "find_index", "--points", "0,1", "--budget", "2", "--device", "cpu",
-            "--jobs", "1", "--out", str(tmp_path)]
+    argv = [
+        "bench",
+        str(SUITE),
+        "--kernels",
+        "find_index",
+        "--points",
+        "0,1",
+        "--budget",
+        "2",
+        "--device",
+        "cpu",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     frame = pd.read_csv(tmp_path / "bench.csv")
     assert len(frame) == 4 and frame["tuned_at"].nunique() == 1

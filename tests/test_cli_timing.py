@@ -25,14 +25,29 @@ CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
 SPEC = ROOT / "benchmarks" / "kernels" / "specs" / "rmsnorm_triton_style.toml"
 
 TIMED_ROW = {
-    "check": "identical", "check_sets": 3, "check_detail": "identical on 3 input set(s)",
-    "ratio": 0.97213, "ci_low": 0.9690, "ci_high": 0.9752, "ci_half_width_pct": 0.3195,
-    "a_us": 12.3456, "b_us": 12.0012, "rounds": 412, "dropped_rounds": 3, "clock_mhz": 1980.0,
-    "verdict": "faster", "l2": "warm", "method": "graph", "stopped": "target",
+    "check": "identical",
+    "check_sets": 3,
+    "check_detail": "identical on 3 input set(s)",
+    "ratio": 0.97213,
+    "ci_low": 0.9690,
+    "ci_high": 0.9752,
+    "ci_half_width_pct": 0.3195,
+    "a_us": 12.3456,
+    "b_us": 12.0012,
+    "rounds": 412,
+    "dropped_rounds": 3,
+    "clock_mhz": 1980.0,
+    "verdict": "faster",
+    "l2": "warm",
+    "method": "graph",
+    "stopped": "target",
 }
-MISMATCH_ROW = {"check": "MISMATCH", "check_sets": 3,
-                "check_detail": "buffer 'out' element [0, 5] (flat 5): ref 1.0 [0000803f] != cand nan [ffffffff]; "
-                                "1 element(s) differ"}
+MISMATCH_ROW = {
+    "check": "MISMATCH",
+    "check_sets": 3,
+    "check_detail": "buffer 'out' element [0, 5] (flat 5): ref 1.0 [0000803f] != cand nan [ffffffff]; "
+    "1 element(s) differ",
+}
 
 
 def _spec_without(tmp_path: Path, param: str) -> Path:
@@ -46,8 +61,15 @@ def _spec_without(tmp_path: Path, param: str) -> Path:
 
 
 def _run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "reorder", *argv], capture_output=True, text=True, check=False,
-                          timeout=120, cwd=ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "reorder", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def _one_error_line(err: str, *needles: str) -> str:
@@ -183,8 +205,23 @@ def test_check_job_wiring(fake_gpu, capsys: pytest.CaptureFixture[str]) -> None:
 def test_time_job_wiring(fake_gpu, capsys: pytest.CaptureFixture[str]) -> None:
     jobs, reply = fake_gpu
     reply.append(JobResult("ok", TIMED_ROW))
-    argv = ["time", str(CUBIN), str(CUBIN), "--launch", str(SPEC), "--kernel", "rms_norm_f32",
-            "--l2", "cold", "--method", "backtoback", "--target-ci", "1.5", "--budget", "4"]
+    argv = [
+        "time",
+        str(CUBIN),
+        str(CUBIN),
+        "--launch",
+        str(SPEC),
+        "--kernel",
+        "rms_norm_f32",
+        "--l2",
+        "cold",
+        "--method",
+        "backtoback",
+        "--target-ci",
+        "1.5",
+        "--budget",
+        "4",
+    ]
     assert main(argv) == 0
     assert "ratio B/A: 0.9721" in capsys.readouterr().out
     (job,) = jobs
@@ -251,8 +288,17 @@ def test_time_ok_report() -> None:
 
 
 def test_time_a_a_unknown_clock() -> None:
-    row = {**TIMED_ROW, "check": "same-file", "check_sets": 0, "verdict": "indistinguishable",
-           "clock_mhz": math.nan, "dropped_rounds": 0, "method": "backtoback", "l2": "cold", "stopped": "fixed"}
+    row = {
+        **TIMED_ROW,
+        "check": "same-file",
+        "check_sets": 0,
+        "verdict": "indistinguishable",
+        "clock_mhz": math.nan,
+        "dropped_rounds": 0,
+        "method": "backtoback",
+        "l2": "cold",
+        "stopped": "fixed",
+    }
     lines = cs.time_outcome(JobResult("ok", row)).lines
     assert lines[0] == "check: skipped (A/A: the same cubin twice)"
     assert lines[3].endswith("verdict: indistinguishable")

@@ -39,11 +39,23 @@ from reorder.sass.writer import patch_kernel
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 CHECKED_IN_HELDOUT = sorted((HELDOUT / "cubin").glob("sm_*.cubin"))
-AS_COMPILED = sorted([*(ROOT / "tests" / "corpus" / "cubin").glob("sm_*/*.cubin"),
-                      *(ROOT / "benchmarks" / "kernels" / "cubin").glob("*.cubin"),
-                      *(ROOT / "tests" / "corpus" / "triton" / "sm_90").glob("*.cubin")])
-THIRD_BATCH = ("bits64_mix", "cas_max_f32", "complex_mul_f16", "divmod_runtime", "horner_f64", "layernorm_bf16",
-               "u16_tile_shift", "vote_match")
+AS_COMPILED = sorted(
+    [
+        *(ROOT / "tests" / "corpus" / "cubin").glob("sm_*/*.cubin"),
+        *(ROOT / "benchmarks" / "kernels" / "cubin").glob("*.cubin"),
+        *(ROOT / "tests" / "corpus" / "triton" / "sm_90").glob("*.cubin"),
+    ]
+)
+THIRD_BATCH = (
+    "bits64_mix",
+    "cas_max_f32",
+    "complex_mul_f16",
+    "divmod_runtime",
+    "horner_f64",
+    "layernorm_bf16",
+    "u16_tile_shift",
+    "vote_match",
+)
 
 
 def _id(path: Path) -> str:
@@ -109,9 +121,14 @@ def test_heldout_kernels_were_never_calibrated_on() -> None:
     names = {p.stem for p in (HELDOUT / "src").glob("*.cu")}
     tables = "".join(p.read_text() for p in (ROOT / "legality" / "tables").glob("ptxas_sm_*.toml"))
     assert not names & set(re.findall(r":(\w+) 0x", tables))
-    sources = "".join(p.read_text() for p in [*(ROOT / "tests" / "corpus" / "src").glob("*.cu"),
-                                              *(ROOT / "benchmarks" / "kernels").glob("*.cu"),
-                                              *(ROOT / "legality" / "calibration").glob("*.py")])
+    sources = "".join(
+        p.read_text()
+        for p in [
+            *(ROOT / "tests" / "corpus" / "src").glob("*.cu"),
+            *(ROOT / "benchmarks" / "kernels").glob("*.cu"),
+            *(ROOT / "legality" / "calibration").glob("*.py"),
+        ]
+    )
     assert not [n for n in names if re.search(rf"\b{n}\s*\(", sources)]
 
 
@@ -138,8 +155,11 @@ def test_reorder_verify_exits_0_on_heldout_builds_and_lists_its_evidence(heldout
         for line in out.splitlines():
             if line.startswith("  compiler-in-this-cubin "):
                 listed += 1
-                assert re.search(r"(raw\w*#[\w.]+|war|waw|war_sb) +\S+ -> \S+: \d+ cycles as compiled "
-                                 r"\(\d+ dependenc(y|ies), tightest 0x\w+ -> 0x\w+\); tables ask \d+ \(\S+", line), line
+                assert re.search(
+                    r"(raw\w*#[\w.]+|war|waw|war_sb) +\S+ -> \S+: \d+ cycles as compiled "
+                    r"\(\d+ dependenc(y|ies), tightest 0x\w+ -> 0x\w+\); tables ask \d+ \(\S+",
+                    line,
+                ), line
     assert listed > 0
 
 
@@ -169,7 +189,7 @@ def _mutants(code, most: int = 8):
     """Up to `most` stall cuts and `most` scoreboard mutants of a kernel, spread over it
     (every mutant verifies the whole kernel: all of them would take minutes)."""
     for family in (list(stall_cuts(code.instructions, code.arch)), list(scoreboard_mutants(code.instructions))):
-        yield from family[::max(1, len(family) // most)][:most]
+        yield from family[:: max(1, len(family) // most)][:most]
 
 
 def _names_pair(violations, mutant) -> bool:
@@ -181,14 +201,14 @@ def _guarded_write_between(instructions, mutant) -> bool:
     case legality.verify does not check (see the reproducer below)."""
     at = {ins.offset: k for k, ins in enumerate(instructions)}
     producer = instructions[at[mutant.producer]]
-    between = instructions[at[mutant.producer] + 1: at[mutant.consumer]]
+    between = instructions[at[mutant.producer] + 1 : at[mutant.consumer]]
     return any(ins.guard and ins.access.writes & producer.access.writes for ins in between)
 
 
 def _cycles(instructions, producer: int, consumer: int) -> int:
     """Stall cycles from the producer's issue to the consumer's (one block)."""
     offsets = [ins.offset for ins in instructions]
-    return sum(ins.ctrl.stall for ins in instructions[offsets.index(producer):offsets.index(consumer)])
+    return sum(ins.ctrl.stall for ins in instructions[offsets.index(producer) : offsets.index(consumer)])
 
 
 def test_every_mutant_of_a_heldout_kernel_is_rejected_by_the_tables(heldout_kernels) -> None:
@@ -202,7 +222,10 @@ def test_every_mutant_of_a_heldout_kernel_is_rejected_by_the_tables(heldout_kern
                 kinds["behind_a_guarded_write"] = kinds.get("behind_a_guarded_write", 0) + 1
                 continue
             assert _names_pair(verify_instructions(mutant.instructions, code.arch), mutant), (
-                code.kernel.name, mutant.kind, hex(mutant.producer))
+                code.kernel.name,
+                mutant.kind,
+                hex(mutant.producer),
+            )
             kinds[mutant.kind] = kinds.get(mutant.kind, 0) + 1
     assert kinds.get("stall_cut", 0) >= 100 and kinds.get("drop_wait", 0) >= 40, kinds
     assert kinds.get("behind_a_guarded_write", 0) <= 5, kinds
@@ -218,8 +241,9 @@ def test_against_the_original_a_cut_below_both_tables_and_compiler_is_rejected(h
             if _guarded_write_between(code.instructions, mutant):
                 continue
             if mutant.kind in ("stall_cut", "guard_early") and (
-                    _cycles(mutant.instructions, mutant.producer, mutant.consumer)
-                    >= _cycles(code.instructions, mutant.producer, mutant.consumer)):
+                _cycles(mutant.instructions, mutant.producer, mutant.consumer)
+                >= _cycles(code.instructions, mutant.producer, mutant.consumer)
+            ):
                 continue  # not below the compiler's own choice for this very dependency
             report = verify_kernel(code, mutant.instructions, original=code.instructions)
             assert not report.ok and _names_pair(report.violations, mutant), (code.kernel.name, mutant.kind)
@@ -240,7 +264,8 @@ def test_standalone_rejects_dropped_scoreboards_and_cuts_below_silicon_floors(he
                 p, c = at[mutant.producer], at[mutant.consumer]
                 res = min(p.access.writes & c.access.reads)
                 if not lookup_read(load_table(code.arch), p.opcode, latency_class(p), c, res).provenance.startswith(
-                        "measured"):
+                    "measured"
+                ):
                     continue
             report = verify_as_compiled(code, mutant.instructions)
             assert not report.ok and _names_pair(report.violations, mutant), (code.kernel.name, mutant.kind)
@@ -248,19 +273,28 @@ def test_standalone_rejects_dropped_scoreboards_and_cuts_below_silicon_floors(he
     assert kinds.get("drop_wait", 0) >= 20 and kinds.get("stall_cut", 0) >= 10, kinds
 
 
-@pytest.mark.xfail(strict=True, reason="legality.verify._record replaces a register's last write with a predicated "
-                   "one, so the earlier unguarded write is not checked against a reader when the predicate is false")
+@pytest.mark.xfail(
+    strict=True,
+    reason="legality.verify._record replaces a register's last write with a predicated "
+    "one, so the earlier unguarded write is not checked against a reader when the predicate is false",
+)
 def test_a_predicated_write_does_not_hide_the_write_before_it(heldout_cubins) -> None:
     """Reproducer (box_muller, sm_80 -O3, found by the held-out mutants): FFMA R3, then
     @P1 FFMA R3, then FMUL R3, R3. With P1 false the FMUL reads the first FFMA's R3, which
     needs 4 cycles; cut to 1 + 2 the verifier still says legal."""
     code = decode_kernel(read_cubin(_build(heldout_cubins, "sm_80_O3")), "box_muller")
     texts = [ins.text for ins in code.instructions]
-    k = next(i for i in range(len(texts) - 2) if texts[i:i + 3] == [
-        "FFMA R3, R3, 0.69314718246459960938, R8", "@P1 FFMA R3, R4, R7, +INF", "FMUL R3, R3, -2"])
+    k = next(
+        i
+        for i in range(len(texts) - 2)
+        if texts[i : i + 3]
+        == ["FFMA R3, R3, 0.69314718246459960938, R8", "@P1 FFMA R3, R4, R7, +INF", "FMUL R3, R3, -2"]
+    )
     first, second = code.instructions[k].offset, code.instructions[k + 1].offset
-    cut = tuple(ins.with_ctrl(ins.ctrl.with_(stall={first: 1, second: 2}[ins.offset]))
-                if ins.offset in (first, second) else ins for ins in code.instructions)
+    cut = tuple(
+        ins.with_ctrl(ins.ctrl.with_(stall={first: 1, second: 2}[ins.offset])) if ins.offset in (first, second) else ins
+        for ins in code.instructions
+    )
     violations = verify_instructions(cut, 80)
     assert any(v.producer_offset == first and v.consumer_offset == code.instructions[k + 2].offset for v in violations)
 
@@ -278,8 +312,10 @@ def test_a_written_mutant_is_rejected_by_the_cli_standalone(heldout_cubins, tmp_
     path = _build(heldout_cubins, "sm_90_O3")
     cubin = read_cubin(path)
     for kernel in cubin.kernels:
-        mutant = next((m for m in scoreboard_mutants(decode_kernel(cubin, kernel.name).instructions)
-                       if m.kind == "drop_wait"), None)
+        mutant = next(
+            (m for m in scoreboard_mutants(decode_kernel(cubin, kernel.name).instructions) if m.kind == "drop_wait"),
+            None,
+        )
         if mutant is None:
             continue
         bad = tmp_path / "bad.cubin"

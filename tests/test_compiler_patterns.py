@@ -22,8 +22,10 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
 def _without_wait(instructions, offset: int, sb: int):
-    return tuple(ins.with_ctrl(ins.ctrl.with_(wait=ins.ctrl.wait & ~(1 << sb))) if ins.offset == offset else ins
-                 for ins in instructions)
+    return tuple(
+        ins.with_ctrl(ins.ctrl.with_(wait=ins.ctrl.wait & ~(1 << sb))) if ins.offset == offset else ins
+        for ins in instructions
+    )
 
 
 def test_an_unscoreboarded_op_is_covered_by_the_next_scoreboard_of_its_queue() -> None:
@@ -44,8 +46,11 @@ def test_complementary_guards_on_a_pending_write_are_not_a_dependency() -> None:
 
 
 def test_class_wide_compiler_minima_never_lower_a_requirement() -> None:
-    observed = [Entry("MIO", "FXU", "untracked", 31, "ptxas-observed: POPC -> IADD3"),
-                Entry("FXU", "FMAI", "waw", 1, "ptxas-observed"), Entry("BRU", "BRU", "waw", 28, "ptxas-observed")]
+    observed = [
+        Entry("MIO", "FXU", "untracked", 31, "ptxas-observed: POPC -> IADD3"),
+        Entry("FXU", "FMAI", "waw", 1, "ptxas-observed"),
+        Entry("BRU", "BRU", "waw", 28, "ptxas-observed"),
+    ]
     for arch in (80, 90):
         table = class_table(arch, observed)
         assert table.lookup("MIO", "FXU", "untracked").cycles > 64  # never ready without a scoreboard

@@ -69,8 +69,9 @@ def _nvdisasm_listing(path) -> dict[str, list[tuple[int, str]]]:
             continue
         m = re.match(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*(?:/\*.*)?$", line)
         if m and current:
-            body = re.sub(r"`\(([^)]+)\)", lambda g: hex(labels[g.group(1)]) if g.group(1) in labels else g.group(1),
-                          m.group(2))
+            body = re.sub(
+                r"`\(([^)]+)\)", lambda g: hex(labels[g.group(1)]) if g.group(1) in labels else g.group(1), m.group(2)
+            )
             out[current].append((int(m.group(1), 16), " ".join(body.split())))
     return out
 
@@ -123,7 +124,9 @@ def _one_sample(corpus_dir):
     return next(p for p in corpus_files(corpus_dir) if p.parent.name == "sm_90")
 
 
-@pytest.mark.parametrize("name", ["empty", "random", "truncated", "host_elf", "fatbin", "bad_shoff", "sm_100", "et_rel"])
+@pytest.mark.parametrize(
+    "name", ["empty", "random", "truncated", "host_elf", "fatbin", "bad_shoff", "sm_100", "et_rel"]
+)
 def test_bad_input_gives_one_line_and_exit_2(tmp_path, corpus_dir, name):
     good = _one_sample(corpus_dir).read_bytes()
     data = {
@@ -133,7 +136,9 @@ def test_bad_input_gives_one_line_and_exit_2(tmp_path, corpus_dir, name):
         "host_elf": open(sys.executable, "rb").read(4096),
         "fatbin": struct.pack("<IHH", 0xBA55ED50, 1, 16) + good,
         "bad_shoff": good[:0x28] + struct.pack("<Q", 10**9) + good[0x30:],
-        "sm_100": good[:0x30] + struct.pack("<I", (struct.unpack_from("<I", good, 0x30)[0] & ~0xFF00) | (100 << 8)) + good[0x34:],
+        "sm_100": good[:0x30]
+        + struct.pack("<I", (struct.unpack_from("<I", good, 0x30)[0] & ~0xFF00) | (100 << 8))
+        + good[0x34:],
         "et_rel": good[:0x10] + struct.pack("<H", 1) + good[0x12:],
     }[name]
     bad = tmp_path / f"{name}.cubin"

@@ -85,9 +85,20 @@ def test_an_accepted_struct_spec_that_cannot_be_built_is_a_failure(monkeypatch) 
     import timing.devicestructs
 
     kernels = fuzz.KERNELS / "structs"
-    case = Case(0, "struct", "value", "s", "check", ("check", str(kernels / "cubin" / "last_block.cubin"),
-                                                     str(kernels / "cubin" / "last_block.cubin"), "--launch",
-                                                     str(kernels / "specs" / "last_block_sum_zeros.toml")))
+    case = Case(
+        0,
+        "struct",
+        "value",
+        "s",
+        "check",
+        (
+            "check",
+            str(kernels / "cubin" / "last_block.cubin"),
+            str(kernels / "cubin" / "last_block.cubin"),
+            "--launch",
+            str(kernels / "specs" / "last_block_sum_zeros.toml"),
+        ),
+    )
     assert fuzz._drawn(case) == ""
 
     def broken(*args, **kwargs):
@@ -112,8 +123,22 @@ def test_without_ptxas_the_ptx_cases_are_skipped_and_said_to_be(monkeypatch, tmp
 
 def test_a_run_writes_its_result_file(tmp_path, capsys) -> None:
     """The big run's record: commit, seed, workers, wall time, counts per command and outcome."""
-    code = fuzz.main(["--cases", "4", "--seed", "2", "--first", "5", "--out", str(tmp_path), "--date", "2000-01-01",
-                      "--commit", "abc1234"])
+    code = fuzz.main(
+        [
+            "--cases",
+            "4",
+            "--seed",
+            "2",
+            "--first",
+            "5",
+            "--out",
+            str(tmp_path),
+            "--date",
+            "2000-01-01",
+            "--commit",
+            "abc1234",
+        ]
+    )
     assert code == 0, capsys.readouterr()
     result = json.loads((tmp_path / "2000-01-01_fuzz_seed2.json").read_text())
     assert result["commit"] == "abc1234" and result["seed"] == 2 and result["workers"] == 1

@@ -83,8 +83,26 @@ def test_latency_probe_writes_into_the_working_folder_not_the_package(tmp_path: 
     from reorder.cli.main import main
 
     before = sorted(p.name for p in latency.TABLE_DIR.iterdir())
-    row = lp.PairResult("FFMA", "measured", "FFMA", "FFMA", "FMA", "FMA", "raw", 4, 4, 4.0, 4.0,
-                        [4, 5], [1, 2, 3], [], [4, 5], [], 8, 12)
+    row = lp.PairResult(
+        "FFMA",
+        "measured",
+        "FFMA",
+        "FFMA",
+        "FMA",
+        "FMA",
+        "raw",
+        4,
+        4,
+        4.0,
+        4.0,
+        [4, 5],
+        [1, 2, 3],
+        [],
+        [4, 5],
+        [],
+        8,
+        12,
+    )
     monkeypatch.setattr(lp, "_cupy", lambda: object())
     monkeypatch.setattr(lp, "gpu_name", lambda cp: "Fake H200")
     monkeypatch.setattr(lp, "run_pairs", lambda folder, names, isolate=True: [row])
@@ -106,6 +124,8 @@ def test_latency_probe_out_is_where_it_says(tmp_path: Path, monkeypatch, given: 
     monkeypatch.setattr(lp, "gpu_name", lambda cp: "Fake H200")
     monkeypatch.setattr(lp, "run_pairs", lambda folder, names, isolate=True: [lp.PairResult("FFMA", "no floor")])
     (tmp_path / "built").mkdir()
-    assert main(["latency-probe", "--from", str(tmp_path / "built"), "--pairs", "FFMA",
-                 "--out", str(tmp_path / given)]) == 0
+    assert (
+        main(["latency-probe", "--from", str(tmp_path / "built"), "--pairs", "FFMA", "--out", str(tmp_path / given)])
+        == 0
+    )
     assert (tmp_path / given / "measured_sm_90.toml").is_file()

@@ -123,8 +123,9 @@ def _shared(data: bytearray, cubin) -> None:
     struct.pack_into("<Q", data, shared.header_offset + 32, 4 * 2**30)  # sh_size
 
 
-@pytest.mark.parametrize(("patch", "says"), [(_regcount, "register count 60437"), (_shared, "shared memory")],
-                         ids=["regcount", "shared"])
+@pytest.mark.parametrize(
+    ("patch", "says"), [(_regcount, "register count 60437"), (_shared, "shared memory")], ids=["regcount", "shared"]
+)
 def test_3_header_values_beyond_the_arch_are_refused(tmp_path: Path, capsys, patch, says) -> None:
     path = _mutant(tmp_path, "absurd", patch)
     assert says in _one_line_refusal(*_run(capsys, "verify", str(path))[::2], "verify")
@@ -155,8 +156,10 @@ def test_4_nvdisasm_time_is_bounded_by_the_input_size(tmp_path: Path, monkeypatc
 
     assert sass.nvdisasm_timeout(14 * 1024) < 20 and sass.nvdisasm_timeout(2**20) <= 30
     slow = tmp_path / "nvdisasm"
-    slow.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'Cuda compilation tools, release 13.5, V13.5.37' "
-                    "&& exit 0\nsleep 30\n")
+    slow.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'Cuda compilation tools, release 13.5, V13.5.37' "
+        "&& exit 0\nsleep 30\n"
+    )
     slow.chmod(0o755)
     monkeypatch.setenv("REORDER_NVDISASM", str(slow))
     monkeypatch.setattr(sass, "NVDISASM_BASE_S", 1.0)
@@ -183,17 +186,29 @@ def _buffer(shape: str = "[16]", dtype: str = "float32", init: str = '{ dist = "
     return f'[[param]]\nname = "x"\nkind = "buffer"\ndtype = "{dtype}"\nshape = {shape}\nrole = "in"\ninit = {init}\n'
 
 
-@pytest.mark.parametrize(("body", "says"), [
-    ("deep = " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
-    (_buffer("[1000000, 1000000]"), "at most 16 GiB"),
-    (_buffer("[4611686018427387904, 4]"), "at most 16 GiB"),
-    (_buffer(init='{ dist = "uniform", low = -inf, high = inf }'), "must be finite"),
-    (_buffer(init='{ dist = "uniform", low = -1e308, high = 1e308 }'), "wider than a float64"),
-    (_buffer(init='{ dist = "normal", std = nan }'), "must be finite"),
-    (_buffer(dtype="float32", init='{ dist = "integers", high = 99999999999999999999 }'), "does not fit int64"),
-    ('[[param]]\nname = "n"\nkind = "scalar"\ndtype = "int32"\nvalue = 1e400\n', "does not fit int32"),
-], ids=["nested", "1e12", "int64-overflow", "uniform-inf", "uniform-range", "normal-nan", "integers-int64",
-        "scalar-inf"])
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("deep = " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+        (_buffer("[1000000, 1000000]"), "at most 16 GiB"),
+        (_buffer("[4611686018427387904, 4]"), "at most 16 GiB"),
+        (_buffer(init='{ dist = "uniform", low = -inf, high = inf }'), "must be finite"),
+        (_buffer(init='{ dist = "uniform", low = -1e308, high = 1e308 }'), "wider than a float64"),
+        (_buffer(init='{ dist = "normal", std = nan }'), "must be finite"),
+        (_buffer(dtype="float32", init='{ dist = "integers", high = 99999999999999999999 }'), "does not fit int64"),
+        ('[[param]]\nname = "n"\nkind = "scalar"\ndtype = "int32"\nvalue = 1e400\n', "does not fit int32"),
+    ],
+    ids=[
+        "nested",
+        "1e12",
+        "int64-overflow",
+        "uniform-inf",
+        "uniform-range",
+        "normal-nan",
+        "integers-int64",
+        "scalar-inf",
+    ],
+)
 def test_5_specs_whose_inputs_cannot_be_drawn_are_refused(tmp_path: Path, body: str, says: str) -> None:
     from reorder.base.errors import SpecError
     from timing.spec import load_spec
@@ -204,7 +219,7 @@ def test_5_specs_whose_inputs_cannot_be_drawn_are_refused(tmp_path: Path, body: 
 
 def test_5_hook_must_import_up_front(tmp_path: Path, capsys) -> None:
     spec = tmp_path / "hook.toml"
-    spec.write_text(SPEC.read_text().replace('[kernel]\n', '[kernel]\nhook = "no_such_module_q:make"\n', 1))
+    spec.write_text(SPEC.read_text().replace("[kernel]\n", '[kernel]\nhook = "no_such_module_q:make"\n', 1))
     line = _one_line_refusal(*_run(capsys, "check", str(CUBIN), str(CUBIN), "--launch", str(spec))[::2], "check")
     assert "no_such_module_q" in line and "cannot be imported" in line
 
@@ -212,7 +227,8 @@ def test_5_hook_must_import_up_front(tmp_path: Path, capsys) -> None:
 def test_5_nested_spec_is_one_line_in_check(tmp_path: Path, capsys) -> None:
     spec = _spec(tmp_path, "deep = " + "[" * 5000 + "]" * 5000 + "\n")
     assert "nested too deeply" in _one_line_refusal(
-        *_run(capsys, "check", str(CUBIN), str(CUBIN), "--launch", str(spec))[::2], "check")
+        *_run(capsys, "check", str(CUBIN), str(CUBIN), "--launch", str(spec))[::2], "check"
+    )
 
 
 # ---------------------------------------------------------------- 6. verdicts through a closed pipe
@@ -228,8 +244,9 @@ def test_6_verdict_survives_a_closed_pipe(tmp_path: Path) -> None:
     mutant = next(scoreboard_mutants(decode_kernel(cubin, kernel.name).instructions))
     bad = tmp_path / "bad.cubin"
     bad.write_bytes(patch_kernel(cubin, kernel, mutant.instructions))
-    proc = subprocess.Popen([sys.executable, "-m", "reorder", "verify", str(bad)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reorder", "verify", str(bad)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()  # `| head -0`: the reader is gone before the first line
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
@@ -248,8 +265,14 @@ def _bounded(*args: str) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
 
     try:
-        return subprocess.run([sys.executable, "-m", "reorder", *args], capture_output=True, text=True,
-                              timeout=60, preexec_fn=limit, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "reorder", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=limit,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"reorder {' '.join(args)} did not return within 60 s")
 
@@ -258,8 +281,11 @@ def _bounded(*args: str) -> subprocess.CompletedProcess:
 def test_7_device_and_fifo_inputs_are_refused_at_once(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    for args, says in [(("disasm", "/dev/zero"), "character device"), (("verify", str(fifo)), "FIFO"),
-                       (("check", str(CUBIN), str(CUBIN), "--launch", "/dev/zero"), "character device")]:
+    for args, says in [
+        (("disasm", "/dev/zero"), "character device"),
+        (("verify", str(fifo)), "FIFO"),
+        (("check", str(CUBIN), str(CUBIN), "--launch", "/dev/zero"), "character device"),
+    ]:
         done = _bounded(*args)
         assert says in _one_line_refusal(done.returncode, done.stderr, args[0])
 
@@ -310,9 +336,29 @@ def test_8_kill_9_takes_the_search_workers_and_the_next_run_cleans_up(tmp_path: 
     with its own loky workers: all gone within seconds of the parent's kill -9."""
     scratch = tmp_path / "scratch"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))
-    proc = subprocess.Popen([sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin"),
-                             "--device", "cpu", "--jobs", "2", "--workers", "2", "--budget", "60",
-                             "--assume-noalias"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reorder",
+            "optimize",
+            str(CUBIN),
+            "-o",
+            str(tmp_path / "f.cubin"),
+            "--device",
+            "cpu",
+            "--jobs",
+            "2",
+            "--workers",
+            "2",
+            "--budget",
+            "60",
+            "--assume-noalias",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     workers: set[int] = set()
     while time.monotonic() < deadline and len(workers) < 5:  # helper, 2 + 2 loky workers (and trackers)
@@ -333,9 +379,27 @@ def test_8_kill_9_takes_the_search_workers_and_the_next_run_cleans_up(tmp_path: 
 def test_8_sigterm_unwinds_and_removes_the_run_folder(tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))
-    proc = subprocess.Popen([sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin"),
-                             "--device", "cpu", "--jobs", "1", "--budget", "40", "--assume-noalias"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reorder",
+            "optimize",
+            str(CUBIN),
+            "-o",
+            str(tmp_path / "f.cubin"),
+            "--device",
+            "cpu",
+            "--jobs",
+            "1",
+            "--budget",
+            "40",
+            "--assume-noalias",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(scratch.glob("run-*/reorder-search-*")):
         time.sleep(0.2)
@@ -402,8 +466,9 @@ def test_9_optimize_refuses_a_folder_output_before_the_search(tmp_path: Path, ca
     folder = tmp_path / "adir"
     folder.mkdir()
     start = time.monotonic()
-    line = _one_line_refusal(*_run(capsys, "optimize", str(SMALL), "-o", str(folder), "--device", "cpu",
-                                   "--budget", "50")[::2], "optimize")
+    line = _one_line_refusal(
+        *_run(capsys, "optimize", str(SMALL), "-o", str(folder), "--device", "cpu", "--budget", "50")[::2], "optimize"
+    )
     assert "is a folder" in line and time.monotonic() - start < 5
     assert not list(tmp_path.glob("*.reorder")) and not list(folder.iterdir())
 
@@ -417,8 +482,27 @@ def test_9_time_names_the_phases_it_bounds(tmp_path: Path, capsys) -> None:
     assert "wall-clock limit of the search phase" in help_text and "come after it" in help_text
     cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     out = tmp_path / "fast.cubin"
-    assert main(["optimize", str(cubin), "--kernel", "saxpy_grid_stride", "-o", str(out), "--device", "cpu",
-                 "--budget", "2", "--jobs", "1", "--time", "90s"]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                str(cubin),
+                "--kernel",
+                "saxpy_grid_stride",
+                "-o",
+                str(out),
+                "--device",
+                "cpu",
+                "--budget",
+                "2",
+                "--jobs",
+                "1",
+                "--time",
+                "90s",
+            ]
+        )
+        == 0
+    )
     report = (tmp_path / "fast.reorder" / "report.md").read_text()
     assert re.search(r"phases: search \d+ s \(--time 90 s\); finalists, re-check and pruning \d+ s", report), report
 
@@ -504,8 +588,12 @@ def test_fuzz_ptx_declaring_billions_of_registers_is_refused_before_ptxas(tmp_pa
 
 def test_an_empty_kernel_name_is_refused_not_read_as_every_kernel(capsys) -> None:
     """`--kernel "$K"` with K unset disassembled, verified or stalled every kernel (exit 0)."""
-    for command in (("disasm", str(SMALL)), ("verify", str(SMALL)), ("diff", str(SMALL), str(SMALL)),
-                    ("stalls", str(SMALL), "-o", "/nonexistent/o.cubin")):
+    for command in (
+        ("disasm", str(SMALL)),
+        ("verify", str(SMALL)),
+        ("diff", str(SMALL), str(SMALL)),
+        ("stalls", str(SMALL), "-o", "/nonexistent/o.cubin"),
+    ):
         with pytest.raises(SystemExit) as done:
             main([*command, "--kernel", " "])
         assert done.value.code == 2

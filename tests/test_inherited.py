@@ -56,15 +56,18 @@ def test_the_compilers_own_patterns_are_inherited(matmul, unlearned):
 def test_fewer_cycles_than_the_compiler_left_is_a_rejection(matmul, unlearned):
     (first, *_) = verify_kernel(matmul).violations
     ins = list(matmul.instructions)
-    between = [i for i, x in enumerate(ins) if first.producer_offset <= x.offset < first.consumer_offset
-               and x.ctrl.stall > 1]
+    between = [
+        i for i, x in enumerate(ins) if first.producer_offset <= x.offset < first.consumer_offset and x.ctrl.stall > 1
+    ]
     assert between, "the pattern has stall cycles to take away"
     for i in between:
         ins[i] = ins[i].with_ctrl(ins[i].ctrl.with_(stall=1))
     tighter = verify_kernel(matmul, tuple(ins), original=matmul.instructions)
     assert not tighter.ok
-    assert any(v.producer_offset == first.producer_offset and v.consumer_offset == first.consumer_offset
-               for v in tighter.violations)
+    assert any(
+        v.producer_offset == first.producer_offset and v.consumer_offset == first.consumer_offset
+        for v in tighter.violations
+    )
 
 
 def test_a_stall_cut_keeps_dependencies_that_run_through_its_block(matmul):
@@ -97,5 +100,7 @@ def test_the_learned_store_then_shared_load_needs_the_compilers_cycles(matmul):
     for i in range(store, load):
         ins[i] = ins[i].with_ctrl(ins[i].ctrl.with_(stall=1))
     tighter = verify_kernel(matmul, tuple(ins))
-    assert any(v.kind == "scoreboard" and v.producer_offset == 0x4BE0 and v.consumer_offset == 0x4C10
-               for v in tighter.violations), [v.line() for v in tighter.violations]
+    assert any(
+        v.kind == "scoreboard" and v.producer_offset == 0x4BE0 and v.consumer_offset == 0x4C10
+        for v in tighter.violations
+    ), [v.line() for v in tighter.violations]

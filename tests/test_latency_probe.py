@@ -21,8 +21,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-REQUIRED = ("FFMA FADD FMUL DFMA DADD IMAD IMAD.IADD IADD3 LOP3 SHF LEA PRMT SEL MOV HADD2 HFMA2 I2FP "
-            "FSETP->guarded ISETP->guarded ISETP->SEL ISETP->branch LOP3->IMAD IMAD->IADD3").split()
+REQUIRED = (
+    "FFMA FADD FMUL DFMA DADD IMAD IMAD.IADD IADD3 LOP3 SHF LEA PRMT SEL MOV HADD2 HFMA2 I2FP "
+    "FSETP->guarded ISETP->guarded ISETP->SEL ISETP->branch LOP3->IMAD IMAD->IADD3"
+).split()
 # what ptxas 13.0 emits for these chains; a pair missing here must be reported, not guessed
 EXPECTED_LOCATED = set(REQUIRED) - {"MOV"}
 
@@ -98,8 +100,8 @@ def test_variants_change_only_the_stall_bits_of_the_producers(built):
             assert data[:start] == original.data[:start] and data[end:] == original.data[end:], (b.pair, s)
             allowed = STALL_BITS | ((YIELD_BIT | REUSE_BITS) if s >= 12 else 0)
             for off in range(0, len(kernel.text), 16):
-                old = int.from_bytes(original.data[start + off:start + off + 16], "little")
-                new = int.from_bytes(data[start + off:start + off + 16], "little")
+                old = int.from_bytes(original.data[start + off : start + off + 16], "little")
+                new = int.from_bytes(data[start + off : start + off + 16], "little")
                 if off not in producers:
                     assert old == new, (b.pair, s, hex(off))
                     continue
@@ -120,7 +122,7 @@ def test_variants_keep_every_control_code_encodable(built):
         for s, rel in b.variants.items():
             k = read_cubin(folder / rel).kernel(b.kernel)
             for off in range(0, len(k.text), 16):
-                ctrl = ControlCode.from_word(int.from_bytes(k.text[off:off + 16], "little"))
+                ctrl = ControlCode.from_word(int.from_bytes(k.text[off : off + 16], "little"))
                 assert ctrl.encoding_problem() is None, (b.pair, s, hex(off))
 
 
@@ -156,6 +158,7 @@ def test_floor_is_the_lowest_stall_with_everything_above_correct():
 
 
 # --------------------------------------------------------------------------- the GPU side, with a fake cupy
+
 
 class _Arr:
     def __init__(self, a):
@@ -194,6 +197,7 @@ class _FakeCupy:
                 class S:
                     def synchronize(self):
                         pass
+
                 return S()
 
         self.cuda = _Cuda
@@ -209,11 +213,12 @@ class _FakeCupy:
                 def fn(grid, block, args):
                     inputs, out, clk = args
                     words = inputs.a.reshape(-1, pc.WORDS)
-                    res = words[:, :pc.OUT_WORDS] * np.uint32(3) + np.uint32(1)
+                    res = words[:, : pc.OUT_WORDS] * np.uint32(3) + np.uint32(1)
                     if s < fake.floor or s in fake.also_wrong:
                         res = res + np.uint32(1)
                     out.a[:] = res.reshape(-1)
                     clk.a[:] = min(s, 8) * pc.LINKS + 20
+
                 return fn
 
         self.RawModule = RawModule
@@ -226,11 +231,23 @@ class _FakeCupy:
 
 
 def _entry(verifier_from: int) -> dict:
-    return {"pair": "LOP3->IMAD", "kernel": "probe_lop3__imad", "located": True, "reason": "", "original":
-            "orig.cubin", "producer_opcode": "LOP3.LUT", "consumer_opcode": "IMAD", "producer_class": "FXU",
-            "consumer_class": "IMAD", "kind": "raw", "ptxas_stalls": [5] * 32, "edges": 32, "inputs": "u32",
-            "variants": {str(s): f"s{s:02d}.cubin" for s in pc.STALLS},
-            "verifier_ok": {str(s): s >= verifier_from for s in pc.STALLS}}
+    return {
+        "pair": "LOP3->IMAD",
+        "kernel": "probe_lop3__imad",
+        "located": True,
+        "reason": "",
+        "original": "orig.cubin",
+        "producer_opcode": "LOP3.LUT",
+        "consumer_opcode": "IMAD",
+        "producer_class": "FXU",
+        "consumer_class": "IMAD",
+        "kind": "raw",
+        "ptxas_stalls": [5] * 32,
+        "edges": 32,
+        "inputs": "u32",
+        "variants": {str(s): f"s{s:02d}.cubin" for s in pc.STALLS},
+        "verifier_ok": {str(s): s >= verifier_from for s in pc.STALLS},
+    }
 
 
 def test_probe_pair_finds_the_floor_and_flags_an_unsafe_verifier(tmp_path):
@@ -246,11 +263,14 @@ def test_probe_pair_finds_the_floor_and_flags_an_unsafe_verifier(tmp_path):
 
 
 def test_outputs_csv_and_toml(tmp_path):
-    rows = [lp.probe_pair(_entry(5), tmp_path, seeds=(1,), cp=_FakeCupy(floor=4)),
-            lp.probe_pair(_entry(5) | {"pair": "I2FP", "consumer_opcode": "IMAD.IADD"}, tmp_path, seeds=(1,),
-                          cp=_FakeCupy(floor=6)),
-            lp.probe_pair(_entry(5) | {"pair": "X"}, tmp_path, seeds=(1,), cp=_FakeCupy(floor=16)),
-            lp.PairResult("MOV", "not generated", kind="raw", note="not generated: ...")]
+    rows = [
+        lp.probe_pair(_entry(5), tmp_path, seeds=(1,), cp=_FakeCupy(floor=4)),
+        lp.probe_pair(
+            _entry(5) | {"pair": "I2FP", "consumer_opcode": "IMAD.IADD"}, tmp_path, seeds=(1,), cp=_FakeCupy(floor=6)
+        ),
+        lp.probe_pair(_entry(5) | {"pair": "X"}, tmp_path, seeds=(1,), cp=_FakeCupy(floor=16)),
+        lp.PairResult("MOV", "not generated", kind="raw", note="not generated: ..."),
+    ]
     assert rows[2].status == "no floor" and rows[2].floor is None
     csv_path, toml_path = tmp_path / "r.csv", tmp_path / "m.toml"
     lp.write_outputs(rows, 90, "Fake H200", csv_path, toml_path)
@@ -267,6 +287,7 @@ def test_outputs_csv_and_toml(tmp_path):
 
 # --------------------------------------------------------------------------- CLI
 
+
 def _gpu_present() -> bool:
     try:
         from timing.gpu import cupy_module
@@ -278,8 +299,13 @@ def _gpu_present() -> bool:
 
 
 @pytest.mark.skipif(_gpu_present(), reason="a GPU is present")
-@pytest.mark.parametrize("argv", [[*CLI, "latency-probe", "--arch", "sm_90"],
-                                  ["-m", "benchmarks.latency_probe_gpu", "--run", "nowhere", "--out", "x"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*CLI, "latency-probe", "--arch", "sm_90"],
+        ["-m", "benchmarks.latency_probe_gpu", "--run", "nowhere", "--out", "x"],
+    ],
+)
 def test_without_a_gpu_one_line_and_exit_2(argv, tmp_path):
     done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -289,8 +315,12 @@ def test_without_a_gpu_one_line_and_exit_2(argv, tmp_path):
 
 @needs_nvcc
 def test_cli_build_only(tmp_path):
-    done = subprocess.run([sys.executable, *CLI, "latency-probe", "--build-only", "--pairs",
-                           "FFMA,MOV", "--build-dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, *CLI, "latency-probe", "--build-only", "--pairs", "FFMA,MOV", "--build-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "FFMA             located" in done.stdout and "MOV              not generated" in done.stdout
     manifest = json.loads((tmp_path / "manifest.json").read_text())

@@ -30,10 +30,21 @@ def warp_select_spec(rows: int = 64, n: int = 1024, k: int = 32) -> Spec:
     dist = fake_device.array(np.random.default_rng(0).random((rows, n), dtype=np.float32))
     out_k = fake_device.array(np.zeros((rows, k), np.float32))
     out_v = fake_device.array(np.zeros((rows, k), np.int64))
-    return Spec.build("warpSelect<float, long, false, 32, 2, 128>", rows // 4, 128,
-                      {"in": tensor(dist), "outK": tensor(out_k), "outV": tensor(out_v),
-                       "initK": np.float32(np.finfo(np.float32).max), "initV": np.int64(-1), "k": np.int32(k)},
-                      buffers={"dist": dist, "out_k": out_k, "out_v": out_v}, outputs=["out_k", "out_v"])
+    return Spec.build(
+        "warpSelect<float, long, false, 32, 2, 128>",
+        rows // 4,
+        128,
+        {
+            "in": tensor(dist),
+            "outK": tensor(out_k),
+            "outV": tensor(out_v),
+            "initK": np.float32(np.finfo(np.float32).max),
+            "initV": np.int64(-1),
+            "k": np.int32(k),
+        },
+        buffers={"dist": dist, "out_k": out_k, "out_v": out_v},
+        outputs=["out_k", "out_v"],
+    )
 
 
 def test_a_faiss_call_becomes_a_spec_the_cubin_accepts():
@@ -43,7 +54,10 @@ def test_a_faiss_call_becomes_a_spec_the_cubin_accepts():
     assert checked.name.startswith("_ZN5faiss3gpu10warpSelect") and isinstance(checked, Spec)
     in_ = spec.param("in")
     assert isinstance(in_, StructParam) and dict(in_.value) == {
-        "data": Pointer("dist"), "stride": (1024, 1), "size": (64, 1024)}
+        "data": Pointer("dist"),
+        "stride": (1024, 1),
+        "size": (64, 1024),
+    }
     assert [f.type for f in spec.type_map[in_.type].fields] == ["ptr", "int64", "int64"]
     assert spec.param("dist").role == "inout" and spec.param("out_v").role == "out"
     again = parse_spec(tomllib.loads(spec.toml()), source=spec.source)  # the CLI's form
@@ -57,12 +71,17 @@ def test_descriptors_in_device_memory_and_pointers_inside_arrays():
     prm = np.dtype([("h", np.uint64), ("n", np.uint16), ("scale", np.float32)], align=True)
     host = np.array([(h.data.ptr, 8, 0.5), (h.data.ptr + 8 * 4, 8, 0.25)], dtype=prm)
     prms = fake_device.array(host.view(np.uint8))
-    dyn = np.dtype([("prms", np.uint64), ("count", np.uint16), ("out", np.uint64), ("ticket", np.uint64)],
-                   align=True)
-    spec = Spec.build("cfoTaEstDescrKernel", (1, 2), 256,
-                      {"d": np.array((prms.data.ptr, 2, out.data.ptr + 8, counter.data.ptr), dtype=dyn)[()]},
-                      buffers={"h": h, "out": out, "ticket": counter, "prms": prms}, structs={"prms": prm},
-                      outputs=["out"], zeros=["ticket"])
+    dyn = np.dtype([("prms", np.uint64), ("count", np.uint16), ("out", np.uint64), ("ticket", np.uint64)], align=True)
+    spec = Spec.build(
+        "cfoTaEstDescrKernel",
+        (1, 2),
+        256,
+        {"d": np.array((prms.data.ptr, 2, out.data.ptr + 8, counter.data.ptr), dtype=dyn)[()]},
+        buffers={"h": h, "out": out, "ticket": counter, "prms": prms},
+        structs={"prms": prm},
+        outputs=["out"],
+        zeros=["ticket"],
+    )
     prms_buffer = spec.param("prms")
     assert isinstance(prms_buffer, StructBuffer) and len(prms_buffer.values) == 2
     assert dict(prms_buffer.values[1])["h"] == Pointer("h", 8)

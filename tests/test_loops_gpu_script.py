@@ -29,21 +29,37 @@ def test_dry_run_walks_every_step(tmp_path):
     shutil.copy(TRITON / "rmsnorm_looped_fp32.toml", build / "cell.second.toml")
     source = TRITON / "rmsnorm_looped_fp32.ptx"
     move = Prefetch("rmsnorm_looped", "$L__BB0_2", 1, True)
-    built = write_and_compile(source, "rmsnorm_looped", move.apply(read_ptx(source)), [move.describe()],
-                              build / "pf1.ptx")
-    variants = [{"name": "orig", "kind": "triton", "cubin": "orig.cubin", "shared": 16},
-                {"name": "ls2", "kind": "triton", "cubin": "ls2.cubin", "shared": 4096},
-                {"name": "same", "kind": "triton", "same_as": "orig", "shared": 16},
-                {"name": "pf1", "kind": "reorder", "cubin": built.cubin.name, "shared": 16},
-                {"name": "refused", "kind": "reorder", "cubin": None, "refused": "no load", "shared": 16}]
-    cells = [{"block": 1024, "warps": 4, "n": n, "rows": 16, "spec": "cell.toml", "second": "cell.second.toml"}
-             for n in (4096, 8192)]
-    manifest = {"commit": "test", "triton": "3.6.0", "configs": [{"block": 1024, "warps": 4,
-                                                                  "original": "orig.cubin", "variants": variants}],
-                "cells": cells, "suite": [{"kernel": "find_index", "move": "m", "noalias": False, "speculate": True,
-                                           "cubin": None, "refused": "why"},
-                                          {"kernel": "rms_norm_f32", "move": "p", "noalias": True, "speculate": False,
-                                           "original": "orig.cubin", "cubin": "ls2.cubin"}]}
+    built = write_and_compile(
+        source, "rmsnorm_looped", move.apply(read_ptx(source)), [move.describe()], build / "pf1.ptx"
+    )
+    variants = [
+        {"name": "orig", "kind": "triton", "cubin": "orig.cubin", "shared": 16},
+        {"name": "ls2", "kind": "triton", "cubin": "ls2.cubin", "shared": 4096},
+        {"name": "same", "kind": "triton", "same_as": "orig", "shared": 16},
+        {"name": "pf1", "kind": "reorder", "cubin": built.cubin.name, "shared": 16},
+        {"name": "refused", "kind": "reorder", "cubin": None, "refused": "no load", "shared": 16},
+    ]
+    cells = [
+        {"block": 1024, "warps": 4, "n": n, "rows": 16, "spec": "cell.toml", "second": "cell.second.toml"}
+        for n in (4096, 8192)
+    ]
+    manifest = {
+        "commit": "test",
+        "triton": "3.6.0",
+        "configs": [{"block": 1024, "warps": 4, "original": "orig.cubin", "variants": variants}],
+        "cells": cells,
+        "suite": [
+            {"kernel": "find_index", "move": "m", "noalias": False, "speculate": True, "cubin": None, "refused": "why"},
+            {
+                "kernel": "rms_norm_f32",
+                "move": "p",
+                "noalias": True,
+                "speculate": False,
+                "original": "orig.cubin",
+                "cubin": "ls2.cubin",
+            },
+        ],
+    }
     (build / "manifest.json").write_text(json.dumps(manifest))
     out = tmp_path / "out"
     assert loops_gpu.main(["--build", str(build), "--out", str(out), "--dry-run"]) == 0

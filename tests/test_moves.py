@@ -60,7 +60,9 @@ def test_swaps_verify_and_keep_the_multiset(corpus):
             out = apply_each(code, [move])
             assert out.applied, out.skipped
             assert verify_kernel(out.after).ok
-            assert Counter(map(_without_control, out.after.instructions)) == Counter(map(_without_control, code.instructions))
+            assert Counter(map(_without_control, out.after.instructions)) == Counter(
+                map(_without_control, code.instructions)
+            )
             assert out.after.instructions[move.index].word != code.instructions[move.index].word
             done += 1
     assert done >= 30
@@ -78,8 +80,12 @@ def test_load_batch_on_rmsnorm_verifies_renames_and_shows_in_disasm(tmp_path):
     assert any("assuming the buffers do not alias" in n for n in out.notes)
     path = tmp_path / "batched.cubin"
     path.write_bytes(out.data)
-    listing = subprocess.run([sys.executable, "-m", "reorder", "disasm", str(path), "--kernel", "rmsnorm_triton_style"],
-                             capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run(
+        [sys.executable, "-m", "reorder", "disasm", str(path), "--kernel", "rmsnorm_triton_style"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     lines = [ln for ln in listing.splitlines() if ln.startswith("/*")]
     assert [ln.split(None, 2)[2] for ln in lines] == [f"{i.text} ;" for i in out.after.instructions]
 
@@ -92,8 +98,7 @@ def test_load_batch_without_noalias_never_passes_a_store(corpus):
         new_pos = {ins.offset: k for k, ins in enumerate(out.after.instructions)}
         for s in stores:
             for j, ins in enumerate(code.instructions):
-                if j > s and ins.access.mem_reads and basic_blocks(code.instructions) and \
-                        _same_block(code, j, s):
+                if j > s and ins.access.mem_reads and basic_blocks(code.instructions) and _same_block(code, j, s):
                     assert new_pos[ins.offset] > new_pos[code.instructions[s].offset]
 
 
@@ -110,8 +115,9 @@ def _blocks_for_property(corpus):
     return picked[::7]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_random_topological_orders_schedule_into_verified_code(corpus, data):
     from reorder.moves.schedule import schedule_block

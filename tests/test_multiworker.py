@@ -38,16 +38,39 @@ def _assert_clean(study, budget: int, workers: int) -> None:
     assert optuna.trial.TrialState.RUNNING not in [t.state for t in study.trials]
     done = finished_trials(study)
     assert budget <= done <= budget + workers - 1  # workers ask concurrently near the end
-    digests = [t.user_attrs["sha256"] for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
-               and not t.user_attrs.get("duplicate")]
+    digests = [
+        t.user_attrs["sha256"]
+        for t in study.trials
+        if t.state == optuna.trial.TrialState.COMPLETE and not t.user_attrs.get("duplicate")
+    ]
     assert len(digests) == len(set(digests))  # a binary is scored once, later copies are marked duplicate
 
 
 def test_two_workers_share_a_journal_study(tmp_path):
     out = tmp_path / "fast.cubin"
-    done = subprocess.run([sys.executable, "-m", "reorder", "optimize", str(CUBIN), "--kernel", KERNEL, "-o", str(out),
-                           "--budget", "8", "--jobs", "1", "--workers", "2", "--device", "cpu"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reorder",
+            "optimize",
+            str(CUBIN),
+            "--kernel",
+            KERNEL,
+            "-o",
+            str(out),
+            "--budget",
+            "8",
+            "--jobs",
+            "1",
+            "--workers",
+            "2",
+            "--device",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     study = _study(f"journal:{tmp_path / 'fast.reorder' / 'study.journal'}")
     _assert_clean(study, 8, 2)
@@ -97,8 +120,17 @@ def postgres_url():
         return subprocess.run(as_user + list(cmd), capture_output=True, text=True, check=True)
 
     run(initdb, "-D", str(data), "-A", "trust", "-U", "postgres")
-    run(pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o",
-        f"-k {base} -p {port} -c listen_addresses=''", "start")
+    run(
+        pg_ctl,
+        "-D",
+        str(data),
+        "-l",
+        str(base / "log"),
+        "-w",
+        "-o",
+        f"-k {base} -p {port} -c listen_addresses=''",
+        "start",
+    )
     try:
         run(createdb, "-h", str(base), "-p", str(port), "-U", "postgres", "reorder")
         yield f"postgresql+psycopg2://postgres@/reorder?host={base}&port={port}"
@@ -111,8 +143,9 @@ def test_postgres_workers_with_one_killed(postgres_url):
     budget = 8
 
     def worker(seed: int, die_at: int) -> subprocess.Popen:
-        code = _WORKER.format(root=str(ROOT), die_at=die_at, cubin=str(CUBIN), kernel=KERNEL, budget=budget,
-                              url=postgres_url, seed=seed)
+        code = _WORKER.format(
+            root=str(ROOT), die_at=die_at, cubin=str(CUBIN), kernel=KERNEL, budget=budget, url=postgres_url, seed=seed
+        )
         return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     doomed = worker(1, 2)

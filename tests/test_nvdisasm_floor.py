@@ -24,9 +24,11 @@ def _fake(folder: Path, release: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     major, minor, _ = release.split(".")
     path = folder / "nvdisasm"
-    path.write_text("#!/bin/sh\necho 'nvdisasm: NVIDIA (R) CUDA disassembler'\n"
-                    f"echo 'Cuda compilation tools, release {major}.{minor}, V{release}'\n"
-                    f"echo 'Build cuda_{major}.{minor}.r{major}.{minor}/compiler.0_0'\n")
+    path.write_text(
+        "#!/bin/sh\necho 'nvdisasm: NVIDIA (R) CUDA disassembler'\n"
+        f"echo 'Cuda compilation tools, release {major}.{minor}, V{release}'\n"
+        f"echo 'Build cuda_{major}.{minor}.r{major}.{minor}/compiler.0_0'\n"
+    )
     path.chmod(0o755)
     return path
 
@@ -41,8 +43,14 @@ def fresh_lookup():
 def test_old_nvdisasm_is_refused_in_one_line(tmp_path: Path) -> None:
     old = _fake(tmp_path / "cuda-13.0", "13.0.85")
     env = dict(os.environ, REORDER_NVDISASM=str(old), CUDA_VISIBLE_DEVICES="")
-    done = subprocess.run([sys.executable, "-m", "reorder", "disasm", str(CUBIN)], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "reorder", "disasm", str(CUBIN)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("reorder disasm: error: ") and "release 13.0.85" in line and str(old) in line
@@ -58,8 +66,9 @@ def test_the_wheel_is_preferred_to_path(tmp_path: Path, monkeypatch, fresh_looku
     assert tools.find_tool("nvdisasm") == wheel
 
 
-def test_an_old_wheel_gives_way_to_a_good_one_and_none_good_is_refused(tmp_path: Path, monkeypatch,
-                                                                         fresh_lookup) -> None:
+def test_an_old_wheel_gives_way_to_a_good_one_and_none_good_is_refused(
+    tmp_path: Path, monkeypatch, fresh_lookup
+) -> None:
     old = _fake(tmp_path / "wheel" / "bin", "13.4.92")
     good = _fake(tmp_path / "path", "13.5.37")
     monkeypatch.delenv("REORDER_NVDISASM", raising=False)

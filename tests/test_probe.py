@@ -35,8 +35,11 @@ pytestmark = pytest.mark.skipif(not have_tool("ptxas"), reason="templates are co
 SUITE = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
 LAYOUT = ProbeLayout((256, 1, 1), (4, 1, 1))
 # kernels with loops and forward branches, on both archs (checked-in copies: fast, stable)
-KERNELS = [(CORPUS / "cubin" / a / f"{f}.cubin", k) for a in ("sm_80", "sm_90")
-           for f, k in (("sync", "last_block_sum"), ("control", "collatz_steps"))]
+KERNELS = [
+    (CORPUS / "cubin" / a / f"{f}.cubin", k)
+    for a in ("sm_80", "sm_90")
+    for f, k in (("sync", "last_block_sum"), ("control", "collatz_steps"))
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +49,19 @@ def rms():
 
 @pytest.mark.parametrize("arch", [80, 90])
 def test_every_template_disassembles_as_intended(arch):
-    items = [T.s2r(arch, 70, "SR_TID.X"), T.s2r(arch, 71, "SR_CTAID.Y"), T.s2r(arch, 75, "SR_VIRTUALSMID"),
-             T.clock32(arch, 72), T.globaltimer64(arch, 74), T.imad(arch, 70, 71, 0x123, 72),
-             T.shr5(arch, 70, 70), T.imad_wide(arch, 72, 70, 8, 72), T.uldc64(arch, 20, 0x208),
-             T.stg64(arch, 20, 72, 0x10, 74), T.stg64(arch, 20, 72, 0, 74)]
+    items = [
+        T.s2r(arch, 70, "SR_TID.X"),
+        T.s2r(arch, 71, "SR_CTAID.Y"),
+        T.s2r(arch, 75, "SR_VIRTUALSMID"),
+        T.clock32(arch, 72),
+        T.globaltimer64(arch, 74),
+        T.imad(arch, 70, 71, 0x123, 72),
+        T.shr5(arch, 70, 70),
+        T.imad_wide(arch, 72, 70, 8, 72),
+        T.uldc64(arch, 20, 0x208),
+        T.stg64(arch, 20, 72, 0x10, 74),
+        T.stg64(arch, 20, 72, 0, 74),
+    ]
     items.append(T.ldc64(arch, 72, 0x230) if arch >= 90 else T.mov_const(arch, 72, 0x180))
     T.check_generated(items, arch)  # raises on any word that reads differently
 
@@ -100,9 +112,16 @@ def test_grown_cubin_keeps_every_original_and_fixes_everything(path, name, tmp_p
     old = read_cubin(path)
     for s_old, s_new in zip(old.sections, new.sections):
         assert s_new.offset % max(1, _align(old, s_old)) == 0
-        if s_old.type != 8 and s_old.name not in (f".text.{name}", f".nv.info.{name}", ".symtab", ".nv.info",
-                                                  f".nv.constant0.{name}"):
-            assert new.data[s_new.offset: s_new.offset + s_new.size] == old.data[s_old.offset: s_old.offset + s_old.size]
+        if s_old.type != 8 and s_old.name not in (
+            f".text.{name}",
+            f".nv.info.{name}",
+            ".symtab",
+            ".nv.info",
+            f".nv.constant0.{name}",
+        ):
+            assert (
+                new.data[s_new.offset : s_new.offset + s_new.size] == old.data[s_old.offset : s_old.offset + s_old.size]
+            )
     out = tmp_path / "grown.cubin"
     out.write_bytes(grown.data)
     assert name in run_tool("cuobjdump", "-sass", str(out))
@@ -116,8 +135,8 @@ def _align(cubin, section) -> int:
 def test_program_headers_cover_the_moved_sections(rms):
     grown = _grow(rms)
     new = parse_cubin(grown.data, "grown")
-    phoff, = struct.unpack_from("<Q", new.data, 0x20)
-    phnum, = struct.unpack_from("<H", new.data, 0x38)
+    (phoff,) = struct.unpack_from("<Q", new.data, 0x20)
+    (phnum,) = struct.unpack_from("<H", new.data, 0x38)
     segments = [struct.unpack_from("<IIQQQQQQ", new.data, phoff + 56 * i) for i in range(phnum)]
     text = new.section(".text.rmsnorm_triton_style")
     const = new.section(".nv.constant0.rms_norm_f32")
@@ -136,8 +155,9 @@ def test_probe_positions_skip_reuse_and_dead_ends(rms):
         parse_range("80-40", rms)
 
 
-@pytest.mark.parametrize("path,name", [(SUITE, "rmsnorm_triton_style")] + KERNELS[::2],
-                         ids=lambda v: getattr(v, "name", v))
+@pytest.mark.parametrize(
+    "path,name", [(SUITE, "rmsnorm_triton_style")] + KERNELS[::2], ids=lambda v: getattr(v, "name", v)
+)
 def test_probe_builds_are_bit_identical_and_legal(path, name):
     code = decode_kernel(read_cubin(path), name)
     positions = probe_positions(code)
@@ -176,8 +196,12 @@ def _ins(offset: int, text: str, ctrl: ControlCode):
 
 def test_jumps_name_the_waiter_and_its_load():
     plain = ControlCode(2, 1, 7, 7, 0, 0)
-    code = [_ins(0x00, "LDG.E R2, [R4.64]", plain.with_(wbar=3)), _ins(0x10, "IADD3 R6, R6, 0x1, RZ", plain),
-            _ins(0x20, "FADD R2, R2, R2", plain.with_(wait=1 << 3)), _ins(0x30, "FADD R7, R7, R7", plain)]
+    code = [
+        _ins(0x00, "LDG.E R2, [R4.64]", plain.with_(wbar=3)),
+        _ins(0x10, "IADD3 R6, R6, 0x1, RZ", plain),
+        _ins(0x20, "FADD R2, R2, R2", plain.with_(wait=1 << 3)),
+        _ins(0x30, "FADD R7, R7, R7", plain),
+    ]
     entry = np.full(64, 1000, dtype=np.uint32)
     issue = {0: 2, 1: 4, 2: 406, 3: 408}
     points = [point(code[k], k, np.stack([entry, entry + issue[k]], axis=-1)) for k in range(4)]
@@ -191,8 +215,12 @@ def test_a_shared_scoreboard_names_the_load_the_waiter_reads():
     """Two loads on one scoreboard: the wait covers both, and the load named is the one
     whose result the waiting instruction reads (not merely the nearest)."""
     plain = ControlCode(2, 1, 7, 7, 0, 0)
-    code = [_ins(0x00, "LDG.E R2, [R4.64]", plain.with_(wbar=2)), _ins(0x10, "LDG.E R3, [R4.64+0x4]", plain.with_(wbar=2)),
-            _ins(0x20, "FADD R8, R2, R2", plain.with_(wait=1 << 2)), _ins(0x30, "FADD R9, R3, R3", plain)]
+    code = [
+        _ins(0x00, "LDG.E R2, [R4.64]", plain.with_(wbar=2)),
+        _ins(0x10, "LDG.E R3, [R4.64+0x4]", plain.with_(wbar=2)),
+        _ins(0x20, "FADD R8, R2, R2", plain.with_(wait=1 << 2)),
+        _ins(0x30, "FADD R9, R3, R3", plain),
+    ]
     entry = np.full(32, 1000, dtype=np.uint32)
     issue = {0: 2, 1: 4, 2: 406, 3: 408}
     points = [point(code[k], k, np.stack([entry, entry + issue[k]], axis=-1)) for k in range(4)]
@@ -232,8 +260,9 @@ def test_timeline_csv_round_trip_and_plot(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reorder", *args], capture_output=True, text=True, cwd=ROOT,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "reorder", *args], capture_output=True, text=True, cwd=ROOT, check=False
+    )
 
 
 def test_cli_probe_build_only_and_bad_input(tmp_path):
@@ -279,7 +308,7 @@ def test_region_stamps_build_and_decode(rms, tmp_path):
     words = np.full((1, warps, 12), 0xFFFFFFFF, dtype=np.uint32)
     for w in range(warps - 1):  # the last warp never reached any stamp
         for n in range(3):
-            words[0, w, 4 * n: 4 * n + 4] = [1000 + n, 1, 50 * n, w % 7]
+            words[0, w, 4 * n : 4 * n + 4] = [1000 + n, 1, 50 * n, w % 7]
     rows = stamp_rows(build, rms, words)
     assert len(rows) == 3 * (warps - 1)
     assert rows[4]["warp"] == 1 and rows[4]["stamp"] == 1 and rows[4]["block"] == 0
@@ -292,12 +321,17 @@ def test_cli_region_stamps_build_only(tmp_path):
 
     from benchmarks.kernels.sweep import apply_sweep, spec_toml
 
-    raw = dict(apply_sweep(tomllib.loads((ROOT / "benchmarks/kernels/specs/rmsnorm_triton_style.toml").read_text()),
-                           {"rows": 4}))
+    raw = dict(
+        apply_sweep(
+            tomllib.loads((ROOT / "benchmarks/kernels/specs/rmsnorm_triton_style.toml").read_text()), {"rows": 4}
+        )
+    )
     raw.pop("grid_sweep", None)
     spec.write_text(spec_toml(raw))
     base = [sys.executable, "-m", "reorder", "probe", str(SUITE), "--launch", str(spec)]
-    done = subprocess.run(base + ["--stamps", "bb0,1080", "--build-only", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run(
+        base + ["--stamps", "bb0,1080", "--build-only", str(tmp_path)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert "originals changed: 0, verifier violations: 0" in done.stdout
     bad = subprocess.run(base + ["--stamps", "10a0", "--build-only", str(tmp_path)], capture_output=True, text=True)
@@ -329,8 +363,10 @@ def test_measure_variants_splits_points_from_failures(rms):
     class Pool:
         def map(self, jobs):
             assert len(jobs) == 2
-            return [SimpleNamespace(ok=True, value=records, status="ok", reason=""),
-                    SimpleNamespace(ok=False, value=None, status="crashed", reason="illegal address")]
+            return [
+                SimpleNamespace(ok=True, value=records, status="ok", reason=""),
+                SimpleNamespace(ok=False, value=None, status="crashed", reason="illegal address"),
+            ]
 
     points, failed = measure_variants(Pool(), rms, [(200, Path("a.cubin")), (201, Path("b.cubin"))], None)
     assert [p.index for p in points] == [200] and points[0].cycles == 40

@@ -51,8 +51,16 @@ class _FakeGpuPool:
         data = Path(job.args[1]).read_bytes()
         self.scored.append(data)
         ratio = 0.8 + int(hashlib.sha256(data).hexdigest()[:4], 16) % 300 / 1000
-        return JobResult("ok", {"ratio": ratio, "ci_low": ratio - 0.01, "ci_high": ratio + 0.01,
-                                "check": "identical", "check_detail": "identical on 3 input set(s)"})
+        return JobResult(
+            "ok",
+            {
+                "ratio": ratio,
+                "ci_low": ratio - 0.01,
+                "ci_high": ratio + 0.01,
+                "check": "identical",
+                "check_detail": "identical on 3 input set(s)",
+            },
+        )
 
 
 @pytest.fixture
@@ -69,8 +77,11 @@ def rejecting_swaps(monkeypatch):
 
     monkeypatch.setattr(reorder.build.space, "apply_choice", apply)  # jobs=1: joblib builds in this process
     seeds = seed_params
-    monkeypatch.setattr(reorder.search.study, "seed_params",
-                        lambda sp: [{k: (-1 if k.startswith("swap") else 0) for k in seeds(sp)[0]}, *seeds(sp)])
+    monkeypatch.setattr(
+        reorder.search.study,
+        "seed_params",
+        lambda sp: [{k: (-1 if k.startswith("swap") else 0) for k in seeds(sp)[0]}, *seeds(sp)],
+    )
 
 
 def test_predictable_trials_spend_no_gpu_trial(tmp_path, space, rejecting_swaps):
@@ -91,10 +102,23 @@ def test_predictable_trials_spend_no_gpu_trial(tmp_path, space, rejecting_swaps)
     ranked = reorder.search.study.ranked_choices(study, space, 20)
     assert all(choice.moves() for choice, _ in ranked)  # the original is never a finalist
 
-    report = Report(KERNEL, "sm_90", str(CUBIN), space.size_line(), len(study.trials), 0, 0, "(none)", None,
-                    failures=failures_by_class(study), pruned=pruned)
-    assert f"pruned before scoring (no GPU trial spent, not counted in --budget): {pruned['build: move rejected: swap']}" \
-           " x build: move rejected: swap" in report.markdown()
+    report = Report(
+        KERNEL,
+        "sm_90",
+        str(CUBIN),
+        space.size_line(),
+        len(study.trials),
+        0,
+        0,
+        "(none)",
+        None,
+        failures=failures_by_class(study),
+        pruned=pruned,
+    )
+    assert (
+        f"pruned before scoring (no GPU trial spent, not counted in --budget): {pruned['build: move rejected: swap']}"
+        " x build: move rejected: swap" in report.markdown()
+    )
     _, csv = write_report(tmp_path / "out", report, study)
     rows = pd.read_csv(csv)
     assert (rows["pruned_class"] == "build: move rejected: swap").sum() == pruned["build: move rejected: swap"]

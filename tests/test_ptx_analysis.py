@@ -55,8 +55,11 @@ def test_def_use_across_blocks(rmsnorm):
 
 
 def test_addresses_trace_back_to_kernel_parameters(rmsnorm):
-    by_code = {rmsnorm.function.body[i].code.split("\t")[1][:6]: o for i, o in rmsnorm.origins.items()
-               if rmsnorm.effects[i].space == "global"}
+    by_code = {
+        rmsnorm.function.body[i].code.split("\t")[1][:6]: o
+        for i, o in rmsnorm.origins.items()
+        if rmsnorm.effects[i].space == "global"
+    }
     assert by_code["{%f250"] == {0} and by_code["{%f258"] == {1} and by_code["[%rd13"] == {2}
     shared = [o for i, o in rmsnorm.origins.items() if rmsnorm.effects[i].space == "shared"]
     assert shared and all(o == {"sym:_ZZ20rmsnorm_triton_styleE5slots"} for o in shared)
@@ -113,6 +116,8 @@ def test_reach_conditions(rmsnorm):
     branches = sorted(rmsnorm.function.body[b].code.split()[0] for b, _ in guard.literals)
     assert branches == ["@%p31", "@%p36"] and not any(held for _, held in guard.literals)
     assert reach_condition(cfg, top, _block(rmsnorm, "$L__BB1_35")).literals == frozenset()  # a join
-    assert simplify({frozenset({(1, True)}), frozenset({(1, False), (2, True)})}) == \
-        {frozenset({(1, True)}), frozenset({(1, False), (2, True)})}
+    assert simplify({frozenset({(1, True)}), frozenset({(1, False), (2, True)})}) == {
+        frozenset({(1, True)}),
+        frozenset({(1, False), (2, True)}),
+    }
     assert simplify({frozenset({(1, True), (2, True)}), frozenset({(1, False), (2, True)})}) == {frozenset({(2, True)})}

@@ -89,8 +89,9 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
             for mode in FALLBACK_MODES:
                 moved, moves = plan(module, kernel.name, True, mode)
                 if moves:
-                    out = write_and_compile(path, kernel.name, moved, [m.describe() for m in moves],
-                                            tmp_path / f"{kernel.name}.ptx")
+                    out = write_and_compile(
+                        path, kernel.name, moved, [m.describe() for m in moves], tmp_path / f"{kernel.name}.ptx"
+                    )
                     assert out.verdict.ok, (kernel.name, out.verdict.violations)
                     built += 1
                     break
@@ -111,8 +112,20 @@ def test_cli_lists_instances_and_the_plans(capsys):
 def test_cli_writes_the_moved_ptx_and_its_cubin(tmp_path, capsys):
     source = FOLDER / "source/rmsnorm.ptx"
     out = tmp_path / "rms.ptx"
-    code = main(["ptx-hoist", str(source), "--kernel", RMSNORM, "--assume-noalias", "-o", str(out),
-                 "--moves", "peel:L__BB1_37", "hoist:all@barrier"])
+    code = main(
+        [
+            "ptx-hoist",
+            str(source),
+            "--kernel",
+            RMSNORM,
+            "--assume-noalias",
+            "-o",
+            str(out),
+            "--moves",
+            "peel:L__BB1_37",
+            "hoist:all@barrier",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
     assert out.read_text() == (FOLDER / f"{RMSNORM}.ptx").read_text()
@@ -125,8 +138,23 @@ def test_cli_refuses_to_overwrite_its_input_and_bad_moves(tmp_path, capsys):
     before = source.read_bytes()
     assert main(["ptx-hoist", str(source), "--kernel", RMSNORM, "--assume-noalias", "-o", str(source)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err and source.read_bytes() == before
-    assert main(["ptx-hoist", str(source), "--kernel", RMSNORM, "-o", str(tmp_path / "o.ptx"),
-                 "--moves", "sideways:3"]) == 2
-    assert main(["ptx-hoist", str(source), "--kernel", RMSNORM, "-o", str(tmp_path / "o.ptx"),
-                 "--moves", "hoist:506@barrier"]) == 1  # in the loop: its address changes
+    assert (
+        main(["ptx-hoist", str(source), "--kernel", RMSNORM, "-o", str(tmp_path / "o.ptx"), "--moves", "sideways:3"])
+        == 2
+    )
+    assert (
+        main(
+            [
+                "ptx-hoist",
+                str(source),
+                "--kernel",
+                RMSNORM,
+                "-o",
+                str(tmp_path / "o.ptx"),
+                "--moves",
+                "hoist:506@barrier",
+            ]
+        )
+        == 1
+    )  # in the loop: its address changes
     assert "no legal destination" in capsys.readouterr().err

@@ -39,8 +39,11 @@ def _load(module: Module, address: str) -> tuple[Planner, int]:
 
 def _destinations(body: str, address: str, noalias=False):
     planner = Planner(Analysis(_module(body).kernels[0], noalias=noalias))
-    load = next(i for i, s in enumerate(planner.analysis.function.body)
-                if s.kind == "instruction" and s.ins.base == "ld" and s.ins.address() == address)
+    load = next(
+        i
+        for i, s in enumerate(planner.analysis.function.body)
+        if s.kind == "instruction" and s.ins.base == "ld" and s.ins.address() == address
+    )
     found, stopped = targets(planner, load)
     return planner, load, found, stopped
 
@@ -50,15 +53,22 @@ def _compiles(text: str, tmp_path) -> None:
         return
     path = tmp_path / "moved.ptx"
     path.write_text(text)
-    done = subprocess.run(["ptxas", "-O3", "-arch=sm_90", str(path), "-o", str(tmp_path / "moved.cubin")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["ptxas", "-O3", "-arch=sm_90", str(path), "-o", str(tmp_path / "moved.cubin")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
 def _hoisted(module: Module, address: str, to: str, noalias) -> Module:
     planner = Planner(Analysis(module.kernels[0], noalias))
-    ident = next(s.ident for s in planner.analysis.function.body
-                 if s.kind == "instruction" and s.ins.base == "ld" and s.ins.address() == address)
+    ident = next(
+        s.ident
+        for s in planner.analysis.function.body
+        if s.kind == "instruction" and s.ins.base == "ld" and s.ins.address() == address
+    )
     return GlobalHoist("k", ident, to, noalias).apply(module)
 
 
@@ -68,14 +78,18 @@ def _order(module: Module) -> list[str]:
 
 # ---- stores ------------------------------------------------------------------------------
 
-STORE_THEN_LOAD = """
+STORE_THEN_LOAD = (
+    """
 	ld.global.f32 	%f1, [%rd6];
 	st.global.f32 	[%rd{store}+4], %f1;
-""" + SKIP + """
+"""
+    + SKIP
+    + """
 	ld.global.f32 	%f2, [%rd6+8];
 	st.global.f32 	[%rd7+8], %f2;
 $L__BB0_2:
 """
+)
 
 
 def test_never_past_a_store_to_the_same_buffer():
@@ -109,17 +123,21 @@ def test_past_a_store_to_another_buffer_only_under_noalias(tmp_path):
 
 # ---- barriers ----------------------------------------------------------------------------
 
-BARRIER = """
+BARRIER = (
+    """
 	ld.global.f32 	%f1, [%rd6];
 	st.shared.f32 	[smem], %f1;
 	bar.sync 	0;
-""" + SKIP + """
+"""
+    + SKIP
+    + """
 	ld.shared.f32 	%f2, [smem+4];
 	ld.global.f32 	%f3, [%rd6+{offset}];
 	add.f32 	%f4, %f2, %f3;
 	st.global.f32 	[%rd{store}], %f4;
 $L__BB0_2:
 """
+)
 
 
 def test_a_shared_load_never_crosses_bar_sync():
@@ -161,6 +179,7 @@ def test_fences_and_atomics_are_full_barriers():
 
 
 # ---- control: never a speculative load ----------------------------------------------------
+
 
 def test_out_of_an_if_only_predicated_by_its_condition(tmp_path):
     body = SKIP + "\tld.global.f32 \t%f2, [%rd6];\n\tst.global.f32 \t[%rd7], %f2;\n$L__BB0_2:\n"

@@ -58,8 +58,10 @@ def _triton_release() -> tuple[int, ...]:
 
 
 # the corpus PTX and cubin were made by Triton 3.9 (PTX 9.4): an older Triton's ptxas refuses that PTX
-@pytest.mark.skipif(not (triton_bin_dir() / "ptxas-blackwell").is_file() or _triton_release() < (3, 9),
-                    reason="Triton >= 3.9 is not installed")
+@pytest.mark.skipif(
+    not (triton_bin_dir() / "ptxas-blackwell").is_file() or _triton_release() < (3, 9),
+    reason="Triton >= 3.9 is not installed",
+)
 def test_triton_ptx_gives_the_cubin_triton_gives():
     compiled = compile_ptx(TRITON / "rmsnorm.ptx")
     assert compiled.recipe.ptxas == (triton_bin_dir() / "ptxas-blackwell").resolve()
@@ -104,8 +106,12 @@ def test_commands_take_ptx_and_never_write_over_it(tmp_path, capsys):
     assert "refusing to overwrite the input" in capsys.readouterr().err
     assert ptx.read_bytes() == NVCC_PTX.read_bytes()
     fast = tmp_path / "fast.cubin"
-    assert main(["optimize", str(ptx), "-o", str(fast), "--kernel", "saxpy_grid_stride", "--budget", "2",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            ["optimize", str(ptx), "-o", str(fast), "--kernel", "saxpy_grid_stride", "--budget", "2", "--device", "cpu"]
+        )
+        == 0
+    )
     report = (tmp_path / "fast.reorder" / "report.md").read_text()
     assert f"compiled from {ptx} by " in report and "-O3 -arch=sm_90" in report
 

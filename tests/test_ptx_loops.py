@@ -82,10 +82,13 @@ def test_triton_loops_found_and_the_store_rule():
         Prefetch("rmsnorm_looped", NORMALISE, 1, False).apply(_triton())
 
 
-@pytest.mark.parametrize("move", [Prefetch("rmsnorm_looped", SQUARES, d, True) for d in (1, 2, 3, 4)]
-                         + [Prefetch("rmsnorm_looped", NORMALISE, 2, True)]
-                         + [UnrollBatch("rmsnorm_looped", label, k, True) for label in (SQUARES, NORMALISE)
-                            for k in (2, 4)], ids=lambda m: m.describe())
+@pytest.mark.parametrize(
+    "move",
+    [Prefetch("rmsnorm_looped", SQUARES, d, True) for d in (1, 2, 3, 4)]
+    + [Prefetch("rmsnorm_looped", NORMALISE, 2, True)]
+    + [UnrollBatch("rmsnorm_looped", label, k, True) for label in (SQUARES, NORMALISE) for k in (2, 4)],
+    ids=lambda m: m.describe(),
+)
 def test_triton_moves_compute_the_same_and_load_nothing_more(move):
     module = _triton()
     _same_work(module, move.apply(module), _run_rmsnorm, ROWS)
@@ -96,8 +99,11 @@ def _guard_leaves(function, guard: str) -> set[str]:
     every definition of a predicate written more than once)."""
     defs: dict[str, list] = {}
     for s in function.body:
-        if s.kind == "instruction" and s.ins.base in ("setp", "and", "not", "mov") and s.ins.modifiers[-1:] in \
-                (("pred",), ("s32",), ("u32",), ("s64",), ("u64",), ("b32",), ("f32",)):
+        if (
+            s.kind == "instruction"
+            and s.ins.base in ("setp", "and", "not", "mov")
+            and s.ins.modifiers[-1:] in (("pred",), ("s32",), ("u32",), ("s64",), ("u64",), ("b32",), ("f32",))
+        ):
             defs.setdefault(s.ins.operands[0], []).append(s.ins)
     leaves, seen, work = set(), set(), [guard.lstrip("!")]
     while work:
@@ -119,8 +125,9 @@ def test_every_prefetched_load_is_predicated_by_the_loop_bound(distance):
     comparison with the trip bound (%r7 = n_cols) on an advanced induction and from the load's
     own mask: the original's loop condition and guard for that iteration."""
     moved = Prefetch("rmsnorm_looped", SQUARES, distance, True).apply(_triton()).kernels[0]
-    prefetched = [s.ins for s in moved.body if s.kind == "instruction" and s.ins.base == "ld"
-                  and "%lp" in s.ins.operands[0]]
+    prefetched = [
+        s.ins for s in moved.body if s.kind == "instruction" and s.ins.base == "ld" and "%lp" in s.ins.operands[0]
+    ]
     assert len(prefetched) == 2 * (distance + distance)  # prologue and one refill per copy, two loads each
     for ins in prefetched:
         assert ins.guard and not ins.guard_negated
@@ -133,10 +140,13 @@ def test_a_prefetched_load_without_its_guard_is_caught():
     module = _triton()
     moved = Prefetch("rmsnorm_looped", SQUARES, 2, True).apply(module)
     function = moved.kernels[0]
-    index = next(i for i, s in enumerate(function.body) if s.kind == "instruction" and s.ins.base == "ld"
-                 and "%lp" in s.ins.operands[0] and s.ident.endswith(".pf0.5"))
+    index = next(
+        i
+        for i, s in enumerate(function.body)
+        if s.kind == "instruction" and s.ins.base == "ld" and "%lp" in s.ins.operands[0] and s.ident.endswith(".pf0.5")
+    )
     bad = function.body[index].retext(re.sub(r"@%\w+ ", "", function.body[index].text))
-    broken = moved.with_function(function.with_body(function.body[:index] + (bad,) + function.body[index + 1:]))
+    broken = moved.with_function(function.with_body(function.body[:index] + (bad,) + function.body[index + 1 :]))
     with pytest.raises((AssertionError, Unmodelled)):
         _same_work(module, broken, _run_rmsnorm, [(1040, 0)])
 
@@ -204,13 +214,17 @@ def test_barriers_shared_loads_and_unknown_trip_counts():
     plain = _loop()
     for move in (Prefetch("k", "$L__BB0_2", 3), UnrollBatch("k", "$L__BB0_2", 4)):
         moved = move.apply(plain)  # n is a parameter: the trip count is not known, every prefetched load guarded
-        loads = [s.ins for s in moved.kernels[0].body if s.kind == "instruction" and s.ins.base == "ld"
-                 and "%lp" in s.ins.operands[0]]
+        loads = [
+            s.ins
+            for s in moved.kernels[0].body
+            if s.kind == "instruction" and s.ins.base == "ld" and "%lp" in s.ins.operands[0]
+        ]
         assert loads and all(ins.guard for ins in loads[1:])  # the first (iteration 0 at the top) runs when entered
         _same_work(plain, moved, _run_small, [(n, t) for n in (1, 127, 128, 129, 256, 700) for t in (0, 100)])
 
 
 # ---- early exit: find_index ---------------------------------------------------------------
+
 
 def _particlefilter() -> Module:
     return parse_module((SUITE / "particlefilter.ptx").read_text())
@@ -231,8 +245,10 @@ def test_early_exit_needs_speculate_and_stays_in_bounds():
     module = _particlefilter()
     with pytest.raises(NotApplicable, match="left early on loaded data"):
         Prefetch("find_index", "$L__BB1_4", 2).apply(module)
-    for move in (Prefetch("find_index", "$L__BB1_4", 2, speculate=True),
-                 UnrollBatch("find_index", "$L__BB1_4", 4, speculate=True)):
+    for move in (
+        Prefetch("find_index", "$L__BB1_4", 2, speculate=True),
+        UnrollBatch("find_index", "$L__BB1_4", 4, speculate=True),
+    ):
         moved = move.apply(module)
         for n in (1, 3, 8, 13):
             for target in (0.0, 0.5, 2.0):  # first element, the middle, never found
@@ -244,12 +260,15 @@ def test_early_exit_needs_speculate_and_stays_in_bounds():
 
 # ---- compiled and verified; the command line ----------------------------------------------
 
+
 @pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
 def test_candidates_compile_with_their_producers_ptxas_and_verify(tmp_path):
-    cases = [(TRITON, "rmsnorm_looped", Prefetch("rmsnorm_looped", SQUARES, 2, True)),
-             (TRITON, "rmsnorm_looped", UnrollBatch("rmsnorm_looped", NORMALISE, 4, True)),
-             (SUITE / "rmsnorm.ptx", "rms_norm_f32", Prefetch("rms_norm_f32", "$L__BB0_2", 1)),
-             (SUITE / "particlefilter.ptx", "find_index", UnrollBatch("find_index", "$L__BB1_4", 2, speculate=True))]
+    cases = [
+        (TRITON, "rmsnorm_looped", Prefetch("rmsnorm_looped", SQUARES, 2, True)),
+        (TRITON, "rmsnorm_looped", UnrollBatch("rmsnorm_looped", NORMALISE, 4, True)),
+        (SUITE / "rmsnorm.ptx", "rms_norm_f32", Prefetch("rms_norm_f32", "$L__BB0_2", 1)),
+        (SUITE / "particlefilter.ptx", "find_index", UnrollBatch("find_index", "$L__BB1_4", 2, speculate=True)),
+    ]
     for k, (source, kernel, move) in enumerate(cases):
         moved = move.apply(parse_module(source.read_text()))
         built = write_and_compile(source, kernel, moved, [move.describe()], tmp_path / f"c{k}.ptx")
@@ -260,8 +279,13 @@ def test_candidates_compile_with_their_producers_ptxas_and_verify(tmp_path):
 @pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
 def test_ptx_loops_command(tmp_path):
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", *map(str, args)], capture_output=True,
-                              text=True, check=False, cwd=ROOT)
+        return subprocess.run(
+            [sys.executable, "-m", "reorder", "ptx-loops", *map(str, args)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
 
     listed = cli(TRITON, "--list")
     assert listed.returncode == 0 and "loop $L__BB0_6" in listed.stdout and "prefetch:$L__BB0_2@4" in listed.stdout
@@ -277,28 +301,54 @@ def test_the_loop_kind_is_registered_and_every_alternative_applies():
     from reorder.ptx.registry import MoveOptions, Pick, kind_named
 
     kind, module = kind_named("loop"), _triton()
-    assert kind.instances(module, MoveOptions("rmsnorm_looped", False)) and \
-        [i.key for i in kind.instances(module, MoveOptions("rmsnorm_looped", False))] == [SQUARES]
+    assert kind.instances(module, MoveOptions("rmsnorm_looped", False)) and [
+        i.key for i in kind.instances(module, MoveOptions("rmsnorm_looped", False))
+    ] == [SQUARES]
     instances = kind.instances(module, MoveOptions("rmsnorm_looped", True))
     assert [i.key for i in instances] == [SQUARES, NORMALISE]
     for instance in instances:
         for choice in instance.choices[1:]:
             moved, done = kind.apply(module, MoveOptions("rmsnorm_looped", True), [Pick("loop", instance.key, choice)])
             assert len(done) == 1 and moved.text != module.text
-    both, done = kind.apply(module, MoveOptions("rmsnorm_looped", True),
-                            [Pick("loop", SQUARES, "prefetch2"), Pick("loop", NORMALISE, "unroll2")])
+    both, done = kind.apply(
+        module,
+        MoveOptions("rmsnorm_looped", True),
+        [Pick("loop", SQUARES, "prefetch2"), Pick("loop", NORMALISE, "unroll2")],
+    )
     assert done == (f"prefetch:{SQUARES}@2", f"unroll:{NORMALISE}@2")
     _same_work(module, both, _run_rmsnorm, ROWS[:4])
 
 
 def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx():
     cubin = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"
-    listed = subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--list"], capture_output=True,
-                            text=True, check=False, cwd=ROOT)
+    listed = subprocess.run(
+        [sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--list"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert listed.returncode == 0, listed.stderr
     assert "rmsnorm_looped: 2 loops in its SASS" in listed.stdout and "need the kernel's PTX" in listed.stdout
-    asked = subprocess.run([sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--loop", "x", "--prefetch", "1",
-                            "-o", "/nonexistent/out.ptx"], capture_output=True, text=True, check=False, cwd=ROOT)
+    asked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reorder",
+            "ptx-loops",
+            str(cubin),
+            "--loop",
+            "x",
+            "--prefetch",
+            "1",
+            "-o",
+            "/nonexistent/out.ptx",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert asked.returncode != 0 and "loop moves need the kernel's PTX" in asked.stderr
 
 
@@ -339,24 +389,39 @@ def _run_rms_norm_f32(module: Module, n: int, tid: int, threads: int):
     return Thread(module.function("rms_norm_f32"), [x, w, y, n, _f32(1e-5)], memory, tid=tid, ntid=threads).run()
 
 
-@pytest.mark.parametrize("move", [Prefetch("rms_norm_f32", "$L__BB0_2", 2),
-                                  Prefetch("rms_norm_f32", "$L__BB0_11", 3, True),
-                                  UnrollBatch("rms_norm_f32", "$L__BB0_11", 4, True)], ids=lambda m: m.describe())
+@pytest.mark.parametrize(
+    "move",
+    [
+        Prefetch("rms_norm_f32", "$L__BB0_2", 2),
+        Prefetch("rms_norm_f32", "$L__BB0_11", 3, True),
+        UnrollBatch("rms_norm_f32", "$L__BB0_11", 4, True),
+    ],
+    ids=lambda m: m.describe(),
+)
 def test_nvcc_loops_stepping_by_a_register(move):
     """nvcc's strided loops (`col += blockDim.x`): the step is a register, advanced by a multiply."""
     module = parse_module((SUITE / "rmsnorm.ptx").read_text())
-    _same_work(module, move.apply(module), _run_rms_norm_f32,
-               [(n, tid, threads) for n in (1, 5, 33) for tid, threads in ((0, 1), (3, 4), (2, 32))])
+    _same_work(
+        module,
+        move.apply(module),
+        _run_rms_norm_f32,
+        [(n, tid, threads) for n in (1, 5, 33) for tid, threads in ((0, 1), (3, 4), (2, 32))],
+    )
 
 
 def test_only_wrapping_integer_adds_are_inductions():
     """A float accumulator stepping by a register is not an induction (k float adds are not one
     add of k steps), nor is an add that sets the carry flag: a load addressed through either stays."""
-    body = LOOP.format(inside="\tadd.f32 \t%f3, %f3, %f4;\n\tcvt.rzi.s32.f32 \t%r3, %f3;\n"
-                              "\tmul.wide.s32 \t%rd9, %r3, 4;\n\tadd.s64 \t%rd10, %rd7, %rd9;\n"
-                              "\tld.global.f32 \t%f5, [%rd10];\n\tadd.cc.u32 \t%r4, %r4, 1;", after="")
-    body = body.replace("\tmov.u32 \t%r2, 0;", "\tmov.u32 \t%r2, 0;\n\tmov.f32 \t%f3, 0f00000000;\n"
-                                               "\tmov.f32 \t%f4, 0f3F800000;\n\tmov.u32 \t%r4, 0;")
+    body = LOOP.format(
+        inside="\tadd.f32 \t%f3, %f3, %f4;\n\tcvt.rzi.s32.f32 \t%r3, %f3;\n"
+        "\tmul.wide.s32 \t%rd9, %r3, 4;\n\tadd.s64 \t%rd10, %rd7, %rd9;\n"
+        "\tld.global.f32 \t%f5, [%rd10];\n\tadd.cc.u32 \t%r4, %r4, 1;",
+        after="",
+    )
+    body = body.replace(
+        "\tmov.u32 \t%r2, 0;",
+        "\tmov.u32 \t%r2, 0;\n\tmov.f32 \t%f3, 0f00000000;\n\tmov.f32 \t%f4, 0f3F800000;\n\tmov.u32 \t%r4, 0;",
+    )
     module = parse_module(ptx_sources.kernel(body))
     analysis = Analysis(module.kernels[0])
     loop = find_loop(analysis, "$L__BB0_2")
@@ -373,8 +438,7 @@ def test_loop_moves_compose_with_the_other_kinds():
 
     module, options, rng = _triton(), MoveOptions("rmsnorm_looped", True), random.Random(3)
     for _ in range(3):
-        done = walk(module, options, lambda inst: rng.choice(inst.choices[1:] if inst.kind == "loop"
-                                                             else inst.choices))
+        done = walk(module, options, lambda inst: rng.choice(inst.choices[1:] if inst.kind == "loop" else inst.choices))
         assert any(a.startswith(("prefetch", "unroll")) for a in done.applied)
         assert rebuild(module, options, done.picks).module.text == done.module.text
         _same_work(module, done.module, _run_rmsnorm, ROWS[::2])

@@ -57,8 +57,9 @@ def _plan_picks(module, to: str, fallback: str) -> list[Pick]:
     peeled = walk(module, options, lambda inst: "on" if inst.key == "$L__BB1_37" else OFF)
     groups = [i for i in peeled.offered if i.kind == "hoist" and i.key in PEELED]
     assert len(groups) == len(PEELED)
-    return [Pick("peel", "$L__BB1_37", "on")] + [Pick("hoist", g.key, to if to in g.choices else fallback)
-                                                 for g in groups]
+    return [Pick("peel", "$L__BB1_37", "on")] + [
+        Pick("hoist", g.key, to if to in g.choices else fallback) for g in groups
+    ]
 
 
 @pytest.mark.parametrize("to,fallback", [("barrier", "store"), ("top", "top")])
@@ -110,7 +111,8 @@ def test_an_outside_kind_takes_part_after_earlier_stages(module, clean_registry)
         return m, tuple(p.describe() for p in picks)
 
     register(MoveKind("mark", 95, "test kind", instances, apply))
-    done = walk(module, MoveOptions(KERNEL, True),
-                lambda inst: "on" if inst.kind == "mark" or inst.key == "$L__BB1_37" else OFF)
+    done = walk(
+        module, MoveOptions(KERNEL, True), lambda inst: "on" if inst.kind == "mark" or inst.key == "$L__BB1_37" else OFF
+    )
     assert seen == [True]
     assert done.applied[-1] == "mark:k@on"

@@ -96,19 +96,31 @@ $L__BB0_2:
 
 
 def test_a_different_address_is_not_reused():
-    assert _reusable("""
+    assert (
+        _reusable("""
 	ld.global.f32 	%f1, [%rd6+4];
 	ld.global.f32 	%f2, [%rd6+8];
-""") == []
-    assert _reusable("""
+""")
+        == []
+    )
+    assert (
+        _reusable(
+            """
 	ld.global.f32 	%f1, [%rd6+4];
 	ld.global.f32 	%f2, [%rd7+4];
-""", noalias=True) == []
-    assert _reusable("""
+""",
+            noalias=True,
+        )
+        == []
+    )
+    assert (
+        _reusable("""
 	ld.global.f32 	%f1, [%rd6];
 	ld.global.u32 	%r2, [%rd6];
 	cvt.rn.f32.u32 	%f2, %r2;
-""") == []  # another type: not the same value
+""")
+        == []
+    )  # another type: not the same value
 
 
 def test_an_address_register_written_between_is_not_reused():

@@ -94,8 +94,12 @@ def test_a_pick_that_changes_nothing_is_a_build_failure_not_a_crash(ptx):
 
 
 def _optimize(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reorder", "optimize", *args, "--device", "cpu", "--jobs", "1",
-                           "--no-contributions"], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "reorder", "optimize", *args, "--device", "cpu", "--jobs", "1", "--no-contributions"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @needs_ptxas
@@ -117,8 +121,9 @@ def test_optimize_on_ptx_searches_both_levels(ptx, tmp_path):
 def test_optimize_on_a_cubin_with_its_ptx(ptx, tmp_path):
     cubin = tmp_path / "k.cubin"
     subprocess.run(["ptxas", "-O3", "-arch=sm_90", str(ptx), "-o", str(cubin)], check=True)
-    done = _optimize(str(cubin), "--ptx", str(ptx), "-o", str(tmp_path / "o.cubin"), "--budget", "1",
-                     "--assume-noalias")
+    done = _optimize(
+        str(cubin), "--ptx", str(ptx), "-o", str(tmp_path / "o.cubin"), "--budget", "1", "--assume-noalias"
+    )
     assert done.returncode == 0, done.stderr
     assert "PTX moves (nvcc PTX" in (tmp_path / "o.reorder" / "report.md").read_text()
 
@@ -137,10 +142,13 @@ def test_without_ptx_the_report_says_ptx_moves_were_unavailable(ptx, tmp_path):
 @pytest.mark.skipif(not have_tool("nvcc"), reason="needs nvcc")
 def test_optimize_takes_cuda_source_with_nvcc_flags(tmp_path):
     source = tmp_path / "k.cu"
-    source.write_text("extern \"C\" __global__ void scale(float* y, const float* x, int n) {\n"
-                      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n")
-    done = _optimize(str(source), "--nvcc-flags", "-O3 -arch=sm_90 -lineinfo", "-o", str(tmp_path / "o.cubin"),
-                     "--budget", "1")
+    source.write_text(
+        'extern "C" __global__ void scale(float* y, const float* x, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n"
+    )
+    done = _optimize(
+        str(source), "--nvcc-flags", "-O3 -arch=sm_90 -lineinfo", "-o", str(tmp_path / "o.cubin"), "--budget", "1"
+    )
     assert done.returncode == 0, done.stderr
     assert "nvcc -ptx -O3 -arch=sm_90 -lineinfo" in done.stderr
     report = (tmp_path / "o.reorder" / "report.md").read_text()
@@ -151,11 +159,45 @@ def test_bad_ptx_inputs_get_one_line(ptx, tmp_path, capsys):
     cubin = Path(__file__).resolve().parent / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     junk = tmp_path / "junk.ptx"
     junk.write_text("not ptx at all\n")
-    assert main(["optimize", str(cubin), "--kernel", "saxpy_grid_stride", "--ptx", str(junk), "-o",
-                 str(tmp_path / "o.cubin"), "--device", "cpu", "--budget", "1"]) == 2
+    assert (
+        main(
+            [
+                "optimize",
+                str(cubin),
+                "--kernel",
+                "saxpy_grid_stride",
+                "--ptx",
+                str(junk),
+                "-o",
+                str(tmp_path / "o.cubin"),
+                "--device",
+                "cpu",
+                "--budget",
+                "1",
+            ]
+        )
+        == 2
+    )
     assert "not a PTX file" in capsys.readouterr().err
-    assert main(["optimize", str(cubin), "--kernel", "saxpy_grid_stride", "--ptx", str(ptx), "-o",
-                 str(tmp_path / "o.cubin"), "--device", "cpu", "--budget", "1"]) == 2
+    assert (
+        main(
+            [
+                "optimize",
+                str(cubin),
+                "--kernel",
+                "saxpy_grid_stride",
+                "--ptx",
+                str(ptx),
+                "-o",
+                str(tmp_path / "o.cubin"),
+                "--device",
+                "cpu",
+                "--budget",
+                "1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "saxpy_grid_stride" in err  # the PTX has no such kernel
     bad = tmp_path / "bad.cu"

@@ -18,15 +18,26 @@ CUBIN = ROOT / "benchmarks/kernels/cubin/rmsnorm.cubin"
 
 def _manifest(build: Path) -> None:
     shutil.copy(CUBIN, build / "rmsnorm.cubin")
-    names = [("ptx0-none", "ptx+sass"), ("ptx0-sc", "ptx+sass"), ("ptx1-none", "ptx+sass"), ("sass-sc", "sass"),
-             ("sass-sb+sc", "sass")]
+    names = [
+        ("ptx0-none", "ptx+sass"),
+        ("ptx0-sc", "ptx+sass"),
+        ("ptx1-none", "ptx+sass"),
+        ("sass-sc", "sass"),
+        ("sass-sb+sc", "sass"),
+    ]
     cands = []
     for name, level in names:
         shutil.copy(CUBIN, build / f"{name}.cubin")
         cands.append({"name": name, "level": level, "moves": name, "cubin": f"{name}.cubin"})
-    rms = {"kernel": "rmsnorm_triton_style", "noalias": True, "original": "rmsnorm.cubin",
-           "shapes": [{"rows": 1}, {"rows": 16}, {"rows": 1024}], "sweep": [{"rows": 1}, {"rows": 2048}],
-           "candidates": cands, "refused": []}
+    rms = {
+        "kernel": "rmsnorm_triton_style",
+        "noalias": True,
+        "original": "rmsnorm.cubin",
+        "shapes": [{"rows": 1}, {"rows": 16}, {"rows": 1024}],
+        "sweep": [{"rows": 1}, {"rows": 2048}],
+        "candidates": cands,
+        "refused": [],
+    }
     other = {**rms, "kernel": "rms_norm_f32", "shapes": [{}], "candidates": cands[:1] + cands[3:4]}
     (build / "manifest.json").write_text(json.dumps({"commit": "test", "kernels": [other, rms]}))
 
@@ -40,10 +51,12 @@ def test_dry_run_walks_every_step(tmp_path):
     first = [r["candidate"] for r in screen if r["kernel"] == "rmsnorm_triton_style" and r["shape"] == "rows=1"]
     assert first == ["ptx0-none", "sass-sb+sc", "ptx1-none", "sass-sc", "ptx0-sc"]  # alternating, most promising first
     final = list(csv.DictReader((out / "ptx_search_final.csv").open()))
-    assert [(r["kernel"], r["shape"]) for r in final] == [("rmsnorm_triton_style", f"rows={n}") for n in (1, 16, 1024)] \
-        + [("rms_norm_f32", "spec")]  # the must-show first
-    assert all(float(r["ptx_ratio"]) > 0 and float(r["sass_ratio"]) > 0 and float(r["vs_sass_ratio"]) > 0
-               for r in final)
+    assert [(r["kernel"], r["shape"]) for r in final] == [
+        ("rmsnorm_triton_style", f"rows={n}") for n in (1, 16, 1024)
+    ] + [("rms_norm_f32", "spec")]  # the must-show first
+    assert all(
+        float(r["ptx_ratio"]) > 0 and float(r["sass_ratio"]) > 0 and float(r["vs_sass_ratio"]) > 0 for r in final
+    )
     assert all(r["ptx_recheck"].startswith("identical at 2 sweep points") for r in final)
     summary = (out / "summary.md").read_text()
     assert "rmsnorm_triton_style rows=1: speed-up" in summary and "target >= 1.25x" in summary
@@ -52,8 +65,16 @@ def test_dry_run_walks_every_step(tmp_path):
 
 def test_the_builder_lists_ptx_variants_with_sass_families_and_the_sass_seeds():
     cands = ptx_search_build.candidates("rmsnorm_triton_style", True, cap=2)
-    assert [n for n, _, _ in cands] == ["ptx0-none", "ptx0-sc", "ptx0-sb+sc", "ptx0-lb+sc",
-                                        "ptx1-none", "ptx1-sc", "ptx1-sb+sc", "ptx1-lb+sc"]
+    assert [n for n, _, _ in cands] == [
+        "ptx0-none",
+        "ptx0-sc",
+        "ptx0-sb+sc",
+        "ptx0-lb+sc",
+        "ptx1-none",
+        "ptx1-sc",
+        "ptx1-sb+sc",
+        "ptx1-lb+sc",
+    ]
     assert all(c.ptx and lv == "ptx+sass" for _, lv, c in cands)
     assert {p.kind for p in cands[0][2].ptx} == {"peel", "hoist"}  # the 'barrier' plan: peel, then hoist
     sass = ptx_search_build.sass_candidates(CUBIN, "rmsnorm_triton_style", True)

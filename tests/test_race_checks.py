@@ -25,8 +25,9 @@ CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
 
 def test_a_passed_check_names_every_launch_and_the_poison() -> None:
     spec = load_spec(SPEC)
-    line = CheckResult(True, 20, launches=(launch_label(spec), "grid [2048, 1, 1] block [256, 1, 1]"),
-                       shared_poisoned=True).describe()
+    line = CheckResult(
+        True, 20, launches=(launch_label(spec), "grid [2048, 1, 1] block [256, 1, 1]"), shared_poisoned=True
+    ).describe()
     assert "20 input set" in line and "2 launch" in line and "[512, 1, 1]" in line and "[2048, 1, 1]" in line
     assert "shared memory poisoned" in line
 
@@ -72,8 +73,16 @@ class _Pool:
 
 def test_a_winner_that_differs_at_the_recheck_is_rejected(tmp_path) -> None:
     spec = load_spec(SPEC)
-    pool = _Pool(JobResult("ok", {"check": "MISMATCH", "check_sets": 20,
-                                  "check_detail": "grid [4, 1, 1] block [256, 1, 1], input set 1000003: ..."}))
+    pool = _Pool(
+        JobResult(
+            "ok",
+            {
+                "check": "MISMATCH",
+                "check_sets": 20,
+                "check_detail": "grid [4, 1, 1] block [256, 1, 1], input set 1000003: ...",
+            },
+        )
+    )
     scorer = GpuScorer(CUBIN, spec, pool)
     with pytest.raises(Rejected, match="re-check: outputs differ: grid \\[4"):
         scorer.recheck(tmp_path / "cand.cubin", (spec,), sets=20, first_set=1_000_000)
@@ -110,17 +119,46 @@ def _reorder(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_check_launch_needs_launch(tmp_path) -> None:
-    done = _reorder("optimize", str(CUBIN), "--kernel", "rmsnorm_triton_style", "-o", str(tmp_path / "o.cubin"),
-                    "--device", "cpu", "--check-launch", str(SPEC), "--budget", "1")
+    done = _reorder(
+        "optimize",
+        str(CUBIN),
+        "--kernel",
+        "rmsnorm_triton_style",
+        "-o",
+        str(tmp_path / "o.cubin"),
+        "--device",
+        "cpu",
+        "--check-launch",
+        str(SPEC),
+        "--budget",
+        "1",
+    )
     assert done.returncode == 2 and "--check-launch needs --launch" in done.stderr
 
 
 def test_a_wrong_check_launch_is_refused_before_the_search(tmp_path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text(SPEC.read_text().replace('name = "eps"', 'name = "eps2"\n').replace(
-        'dtype = "float32"\nvalue = 1e-5', 'dtype = "float64"\nvalue = 1e-5'))
-    done = _reorder("optimize", str(CUBIN), "--kernel", "rmsnorm_triton_style", "-o", str(tmp_path / "o.cubin"),
-                    "--device", "cpu", "--launch", str(SPEC), "--check-launch", str(bad), "--budget", "1")
+    bad.write_text(
+        SPEC.read_text()
+        .replace('name = "eps"', 'name = "eps2"\n')
+        .replace('dtype = "float32"\nvalue = 1e-5', 'dtype = "float64"\nvalue = 1e-5')
+    )
+    done = _reorder(
+        "optimize",
+        str(CUBIN),
+        "--kernel",
+        "rmsnorm_triton_style",
+        "-o",
+        str(tmp_path / "o.cubin"),
+        "--device",
+        "cpu",
+        "--launch",
+        str(SPEC),
+        "--check-launch",
+        str(bad),
+        "--budget",
+        "1",
+    )
     assert done.returncode == 2 and "bad.toml" in done.stderr
     assert not (tmp_path / "o.cubin").exists()
 
@@ -131,8 +169,18 @@ def test_a_hard_linked_output_is_refused_before_the_search(tmp_path) -> None:
     src = tmp_path / "k.cubin"
     src.write_bytes(CUBIN.read_bytes())
     os.link(src, tmp_path / "link.cubin")
-    done = _reorder("optimize", str(src), "--kernel", "rmsnorm_triton_style", "-o", str(tmp_path / "link.cubin"),
-                    "--device", "cpu", "--budget", "1")
+    done = _reorder(
+        "optimize",
+        str(src),
+        "--kernel",
+        "rmsnorm_triton_style",
+        "-o",
+        str(tmp_path / "link.cubin"),
+        "--device",
+        "cpu",
+        "--budget",
+        "1",
+    )
     assert done.returncode == 2 and "input" in done.stderr and "trials" not in done.stderr
     assert not (tmp_path / "link.reorder").exists()
 
@@ -140,10 +188,22 @@ def test_a_hard_linked_output_is_refused_before_the_search(tmp_path) -> None:
 def test_failures_are_counted_by_kind() -> None:
     from reorder.report.markdown import Report, failure_class
 
-    assert failure_class("build: move rejected: swap @ block ?: verifier rejected Swap(index=1606)") == \
-        "build: move rejected: swap"
+    assert (
+        failure_class("build: move rejected: swap @ block ?: verifier rejected Swap(index=1606)")
+        == "build: move rejected: swap"
+    )
     assert failure_class("outputs differ: grid [4, 1, 1] block [256, 1, 1], input set 2: x") == "outputs differ"
     assert failure_class("").startswith("no reason recorded")
-    report = Report("k", "sm_90", "k.cubin", "space", 10, 3, 0, "(none)", None,
-                    failures={"outputs differ": 1, "build: move rejected: swap": 2})
+    report = Report(
+        "k",
+        "sm_90",
+        "k.cubin",
+        "space",
+        10,
+        3,
+        0,
+        "(none)",
+        None,
+        failures={"outputs differ": 1, "build: move rejected: swap": 2},
+    )
     assert "- failed trials by reason: 2 x build: move rejected: swap; 1 x outputs differ" in report.markdown()

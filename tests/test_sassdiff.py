@@ -55,7 +55,23 @@ def test_cli_and_the_optimize_report(moved, tmp_path, capsys):
     assert main(["diff", str(CUBIN), str(other)]) == 2
     assert "no kernel in common" in capsys.readouterr().err
     fast = tmp_path / "fast.cubin"
-    assert main(["optimize", str(CUBIN), "--kernel", KERNEL, "--assume-noalias", "--budget", "3", "--device", "cpu",
-                 "-o", str(fast)]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                str(CUBIN),
+                "--kernel",
+                KERNEL,
+                "--assume-noalias",
+                "--budget",
+                "3",
+                "--device",
+                "cpu",
+                "-o",
+                str(fast),
+            ]
+        )
+        == 0
+    )
     diff = (tmp_path / "fast.reorder" / "changes.diff").read_text()
     assert diff.startswith(f"// {KERNEL}: ") and "changes.diff" in (tmp_path / "fast.reorder" / "report.md").read_text()

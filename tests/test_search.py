@@ -24,8 +24,9 @@ KERNEL = "saxpy_grid_stride"
 
 
 def _config(tmp_path: Path, name: str, budget: int, **kw) -> SearchConfig:
-    return SearchConfig(CUBIN, KERNEL, False, budget, 600.0, 1, f"sqlite:///{tmp_path / 'study.db'}", name,
-                        seed=kw.pop("seed", 3), **kw)
+    return SearchConfig(
+        CUBIN, KERNEL, False, budget, 600.0, 1, f"sqlite:///{tmp_path / 'study.db'}", name, seed=kw.pop("seed", 3), **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +99,9 @@ def test_a_killed_workers_trial_is_retried(tmp_path, space):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 9, done.stderr
     time.sleep(3)  # past the grace period: the dead worker's trial is stale
-    study = run_search(_config(tmp_path, "k", 5, heartbeat_s=1, grace_s=2), space, StaticScorer(CUBIN, KERNEL),
-                       progress=lambda _: None)
+    study = run_search(
+        _config(tmp_path, "k", 5, heartbeat_s=1, grace_s=2), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None
+    )
     states = [t.state for t in study.trials]
     stale = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL and "failure" not in t.user_attrs]
     assert len(stale) == 1
@@ -117,8 +119,9 @@ def test_a_fresh_study_starts_with_the_single_move_seeds(tmp_path, space):
 
     seeds = seed_params(space)
     assert seeds and all(set(s) == set(seeds[0]) for s in seeds)
-    study = run_search(_config(tmp_path, "seeded", len(seeds) + 2), space, StaticScorer(CUBIN, KERNEL),
-                       progress=lambda _: None)
+    study = run_search(
+        _config(tmp_path, "seeded", len(seeds) + 2), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None
+    )
     first = sorted(study.trials, key=lambda t: t.number)[: len(seeds)]
     assert [{k: v for k, v in t.params.items()} for t in first] == seeds
     ranked = ranked_choices(study, space, 3)

@@ -63,8 +63,9 @@ def test_wrong_on_silicon_is_rejected(cubin, kernel, offset, stall, resource, pr
     code = _kernel(cubin, kernel)
     assert not verify_instructions(code.instructions, code.arch), "the compiler's schedule is legal"
     found = verify_instructions(_lowered(code, offset, stall), code.arch)
-    assert any(v.resource == resource and v.producer_opcode == producer and v.consumer_opcode == consumer
-               for v in found), [v.line() for v in found]
+    assert any(
+        v.resource == resource and v.producer_opcode == producer and v.consumer_opcode == consumer for v in found
+    ), [v.line() for v in found]
 
 
 def test_vote_reads_the_predicate_it_votes_on() -> None:

@@ -41,8 +41,12 @@ def _check(code, out) -> None:
     assert Counter(map(_canonical, out.after.instructions)) == Counter(map(_canonical, code.instructions))
     live = guarded_live_out(code.instructions)
     for b in basic_blocks(code.instructions):
-        assert equivalent(code.instructions[b.start:b.end], out.after.instructions[b.start:b.end], live[b.start],
-                          code.registers_used()), (code.cubin.path, code.kernel.name, b)
+        assert equivalent(
+            code.instructions[b.start : b.end],
+            out.after.instructions[b.start : b.end],
+            live[b.start],
+            code.registers_used(),
+        ), (code.cubin.path, code.kernel.name, b)
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +57,11 @@ def triton_style():
 def _normalise_loop(code):
     """The block that branches back to itself and stores (the normalise pass's body)."""
     ins = code.instructions
-    return next(b for b in basic_blocks(ins)
-                if ins[b.end - 1].target == ins[b.start].offset and any(ins[i].base == "STG" for i in b.indices()))
+    return next(
+        b
+        for b in basic_blocks(ins)
+        if ins[b.end - 1].target == ins[b.start].offset and any(ins[i].base == "STG" for i in b.indices())
+    )
 
 
 def _at(code, offset: int):
@@ -65,14 +72,20 @@ def test_predicate_and_register_renames_disassemble_as_expected(triton_style):
     code = triton_style
     by_offset = {i.offset: i for i in code.instructions}
     cases = {  # offset -> (renames, the text the rewritten word must disassemble to)
-        0xE00: ([OperandRename(0xE00, 0, 0, 5, "P"), OperandRename(0xE00, 2, 25, 27)],
-                ("", "ISETP.GE.AND", ("P5", "PT", "R27", "R0", "PT"))),
-        0xEA0: ([OperandRename(0xEA0, GUARD_OPERAND, 0, 5, "P"), OperandRename(0xEA0, 0, 4, 36)],
-                ("@!P5", "LDG.E.128", ("R36", "desc[UR6][R20.64+0x2000]"))),
+        0xE00: (
+            [OperandRename(0xE00, 0, 0, 5, "P"), OperandRename(0xE00, 2, 25, 27)],
+            ("", "ISETP.GE.AND", ("P5", "PT", "R27", "R0", "PT")),
+        ),
+        0xEA0: (
+            [OperandRename(0xEA0, GUARD_OPERAND, 0, 5, "P"), OperandRename(0xEA0, 0, 4, 36)],
+            ("@!P5", "LDG.E.128", ("R36", "desc[UR6][R20.64+0x2000]")),
+        ),
         0xCC0: ([OperandRename(0xCC0, 1, 1, 4, "P")], ("", "IADD3", ("R20", "P4", "R12", "R26", "RZ"))),
         0xCD0: ([OperandRename(0xCD0, 4, 1, 4, "P")], ("", "IADD3.X", ("R21", "R13", "R2", "RZ", "P4", "!PT"))),
-        0x220: ([OperandRename(0x220, 4, 0, 6, "P"), OperandRename(0x220, 0, 5, 30)],
-                ("", "LEA.HI.X.SX32", ("R30", "R5", "R2", "0x1", "P6"))),
+        0x220: (
+            [OperandRename(0x220, 4, 0, 6, "P"), OperandRename(0x220, 0, 5, 30)],
+            ("", "LEA.HI.X.SX32", ("R30", "R5", "R2", "0x1", "P6")),
+        ),
     }
     for offset, (renames, expected) in cases.items():
         assert by_offset[offset].opcode == expected[1]
@@ -99,8 +112,11 @@ def test_guarded_loads_leave_their_registers_dead_across_the_back_edge(triton_st
     webs = analyse_block(code.instructions, loop, guarded_live_out(code.instructions)[loop.start])
     loads = [d for d, df in enumerate(webs.defs) if code.instructions[loop.start + df.pos].base == "LDG"]
     assert len(loads) == 8 and set(loads) <= webs.renamable
-    stg_data = [d for d, df in enumerate(webs.defs) if code.instructions[loop.start + df.pos].base == "FMUL"
-                and df.regs[0] in {"R8", "R9", "R10", "R11"}]
+    stg_data = [
+        d
+        for d, df in enumerate(webs.defs)
+        if code.instructions[loop.start + df.pos].base == "FMUL" and df.regs[0] in {"R8", "R9", "R10", "R11"}
+    ]
     assert stg_data and not set(stg_data) & webs.renamable  # they feed a 128-bit store: kept
 
 
@@ -109,12 +125,14 @@ def test_normalise_pass_loads_all_issue_before_its_first_multiply_and_store(trit
     out = batch_loads(code, noalias=True)
     _check(code, out)
     loop = _normalise_loop(code)
-    block = out.after.instructions[loop.start:loop.end]
+    block = out.after.instructions[loop.start : loop.end]
     loads = [k for k, i in enumerate(block) if i.base == "LDG"]
     first_math = min(k for k, i in enumerate(block) if i.base in ("FMUL", "STG"))
     assert len(loads) == 8 and max(loads) < first_math
     assert len({i.guard for i in block if i.base == "LDG"}) == 4  # four chunks, four live guards
-    assert kernel_cycles(out.after.instructions) < kernel_cycles(batch_loads(code, True, slices=False).after.instructions)
+    assert kernel_cycles(out.after.instructions) < kernel_cycles(
+        batch_loads(code, True, slices=False).after.instructions
+    )
     assert out.after.kernel.regcount > code.kernel.regcount
     assert any("assuming the buffers do not alias" in n for n in out.notes)
     assert any(f"registers {code.kernel.regcount} -> {out.after.kernel.regcount}" in n for n in out.notes)
@@ -125,12 +143,16 @@ def test_without_noalias_no_load_passes_a_store(triton_style):
     out = batch_loads(code, noalias=False)
     _check(code, out)
     for b in basic_blocks(code.instructions):
-        block = out.after.instructions[b.start:b.end]
+        block = out.after.instructions[b.start : b.end]
         stores = [k for k, i in enumerate(block) if i.access.mem_writes]
-        loads_after = [k for k, i in enumerate(code.instructions[b.start:b.end]) if i.base == "LDG"
-                       and stores and k > min(stores)]
+        loads_after = [
+            k
+            for k, i in enumerate(code.instructions[b.start : b.end])
+            if i.base == "LDG" and stores and k > min(stores)
+        ]
         assert len([k for k, i in enumerate(block) if i.base == "LDG" and stores and k > min(stores)]) == len(
-            loads_after)
+            loads_after
+        )
 
 
 def test_register_budget_limits_the_hoist(triton_style):
@@ -140,7 +162,7 @@ def test_register_budget_limits_the_hoist(triton_style):
     out = apply_each(code, [tight])
     assert out.applied and verify_kernel(out.after).ok
     assert out.after.kernel.regcount <= code.kernel.regcount + 8
-    block = out.after.instructions[loop.start:loop.end]
+    block = out.after.instructions[loop.start : loop.end]
     first_store = min(k for k, i in enumerate(block) if i.base == "STG")
     assert 2 <= len([k for k, i in enumerate(block[:first_store]) if i.base == "LDG"]) < 8
 

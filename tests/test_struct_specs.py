@@ -28,8 +28,10 @@ from timing.spec import check_against_params, param_offsets, parse_spec
 from timing.spectoml import spec_toml
 
 HERE = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "structs"
-CUBINS = {source: HERE / "cubin" / source.replace(".cu", ".cubin")
-          for source in ("kselect_tensor.cu", "cfo_ta_descr.cu", "last_block.cu")}
+CUBINS = {
+    source: HERE / "cubin" / source.replace(".cu", ".cubin")
+    for source in ("kselect_tensor.cu", "cfo_ta_descr.cu", "last_block.cu")
+}
 K32 = "warpSelect<float, long, false, 32, 2, 128>"
 
 
@@ -57,12 +59,20 @@ def test_checked_in_specs_are_current_and_round_trip(name):
 
 def test_faiss_tensor_layout_and_cfo_descriptor_layout():
     k32 = spec_of("warp_select_tensor_k32")
-    assert describe_layout(k32.type_map, "Tensor2") == \
-        "struct Tensor2 {data_@0:ptr, stride_@8:int64[2], size_@24:int64[2]} 40 bytes, align 8"
+    assert (
+        describe_layout(k32.type_map, "Tensor2")
+        == "struct Tensor2 {data_@0:ptr, stride_@8:int64[2], size_@24:int64[2]} 40 bytes, align 8"
+    )
     cfo = spec_of("cfo_ta_descr").type_map
     assert size_align(cfo, "CfoTaEstDynDescr") == (24, 8)  # uint16 count padded to the float** at 16
     assert [(p.field.name, p.offset) for p in placed_fields(cfo, "CfoTaEstUeGrpPrms")][3:] == [
-        ("nRxAnt", 64), ("nLayers", 66), ("nDmrsSyms", 67), ("nSc", 68), ("cfoScale", 72), ("taScale", 76)]
+        ("nRxAnt", 64),
+        ("nLayers", 66),
+        ("nDmrsSyms", 67),
+        ("nSc", 68),
+        ("cfoScale", 72),
+        ("taScale", 76),
+    ]
     assert size_align(cfo, "TensorDescr4") == (32, 8)  # 28 bytes of fields, tail padding to 8
 
 
@@ -71,17 +81,23 @@ def test_device_memory_layouts_agree_with_nvcc(tmp_path):
     """Structs in device memory have no parameter table to check against: static_asserts
     against the kernel sources' own types, compiled by nvcc, do it."""
     cfo = spec_of("cfo_ta_descr").type_map
-    lines = ['#include <cstddef>', f'#include "{HERE / "cfo_ta_descr.cu"}"', "using namespace pusch;"]
+    lines = ["#include <cstddef>", f'#include "{HERE / "cfo_ta_descr.cu"}"', "using namespace pusch;"]
     cxx = {"TensorDescr4": "TensorDescr<4>", "TensorDescr1": "TensorDescr<1>"}
     for ty in ("TensorDescr4", "TensorDescr1", "CfoTaEstUeGrpPrms", "CfoTaEstDynDescr"):
         c = cxx.get(ty, ty)
-        lines.append(f"static_assert(sizeof({c}) == {size_align(cfo, ty)[0]}, \"{ty} size\");")
-        lines += [f"static_assert(offsetof({c}, {p.field.name}) == {p.offset}, \"{ty}.{p.field.name}\");"
-                  for p in placed_fields(cfo, ty)]
+        lines.append(f'static_assert(sizeof({c}) == {size_align(cfo, ty)[0]}, "{ty} size");')
+        lines += [
+            f'static_assert(offsetof({c}, {p.field.name}) == {p.offset}, "{ty}.{p.field.name}");'
+            for p in placed_fields(cfo, ty)
+        ]
     src = tmp_path / "layout.cu"
     src.write_text("\n".join(lines) + "\n")
-    done = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "layout.o")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "layout.o")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -100,8 +116,11 @@ def test_names_resolve_by_signature_substring_and_symbol():
 
 def test_ambiguous_and_missing_names_list_the_candidates():
     cubin = read_cubin(CUBINS["kselect_tensor.cu"])
-    with pytest.raises(InputError, match=r"'warpSelect' is ambiguous, 2 kernels match: .*128, 4, 128.*32, 2, 128|"
-                                         r"'warpSelect' is ambiguous, 2 kernels match: .*32, 2, 128.*128, 4, 128"):
+    with pytest.raises(
+        InputError,
+        match=r"'warpSelect' is ambiguous, 2 kernels match: .*128, 4, 128.*32, 2, 128|"
+        r"'warpSelect' is ambiguous, 2 kernels match: .*32, 2, 128.*128, 4, 128",
+    ):
         cubin.kernel("warpSelect")
     with pytest.raises(InputError, match=r"no kernel named 'blockSelect' \(have: void faiss::gpu::warpSelect<"):
         cubin.kernel("blockSelect")
@@ -168,20 +187,27 @@ def test_a_layout_that_disagrees_with_the_cubin_is_one_line(tmp_path):
     for p in raw["param"][:3]:
         p["value"]["stride_"] = p["value"]["stride_"][0]
     bad = parse_spec(raw, source="bad.toml")
-    with pytest.raises(SpecError, match=r"param 'in' \(#0\): spec says struct Tensor2 .* 32 bytes, align 8 = 32 "
-                                        r"bytes, kernel parameter is 40 bytes at offset 0"):
+    with pytest.raises(
+        SpecError,
+        match=r"param 'in' \(#0\): spec says struct Tensor2 .* 32 bytes, align 8 = 32 "
+        r"bytes, kernel parameter is 40 bytes at offset 0",
+    ):
         checked_spec(bad, [CUBINS["kselect_tensor.cu"]])
     good = spec_of("warp_select_tensor_k32")
-    with pytest.raises(SpecError, match=r"param 'initV' \(#4\): spec's layout puts scalar int64 at offset 128, "
-                                        r"kernel parameter is at offset 124"):
+    with pytest.raises(
+        SpecError,
+        match=r"param 'initV' \(#4\): spec's layout puts scalar int64 at offset 128, "
+        r"kernel parameter is at offset 124",
+    ):
         check_against_params(good, [40, 40, 40, 4, 8, 4], [0, 40, 80, 120, 124, 136])
 
 
 def test_the_cli_refuses_a_bad_struct_spec_with_exit_2(tmp_path, capsys):
     raw = (HERE / "specs" / "warp_select_tensor_k32.toml").read_text()
     spec = tmp_path / "bad.toml"
-    spec.write_text(raw.replace('{ name = "size_", type = "int64", count = 2 }',
-                                '{ name = "size_", type = "int32", count = 2 }'))
+    spec.write_text(
+        raw.replace('{ name = "size_", type = "int64", count = 2 }', '{ name = "size_", type = "int32", count = 2 }')
+    )
     cubin = str(CUBINS["kselect_tensor.cu"])
     assert main(["check", cubin, cubin, "--launch", str(spec)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -215,8 +241,9 @@ def test_descriptors_point_at_the_buffers_and_compare_symbolically():
     for name in ("ue_grp_prms", "est_ptrs"):
         assert np.array_equal(devicestructs.symbolic_bytes(dev, name), devicestructs.symbolic_bytes(other, name))
     dev["est_ptrs"].host[0:8] = 0  # a kernel that overwrote a pointer is noticed
-    assert not np.array_equal(devicestructs.symbolic_bytes(dev, "est_ptrs"),
-                              devicestructs.symbolic_bytes(other, "est_ptrs"))
+    assert not np.array_equal(
+        devicestructs.symbolic_bytes(dev, "est_ptrs"), devicestructs.symbolic_bytes(other, "est_ptrs")
+    )
 
 
 def test_zeros_get_one_cleared_copy_per_timed_launch():
@@ -263,11 +290,19 @@ def test_a_struct_launch_hands_cuLaunchKernel_the_packed_bytes(monkeypatch):
     def launch_kernel(func, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         pointers = (ctypes.c_void_p * 6).from_address(params)
         sizes = (40, 40, 40, 4, 8, 4)
-        seen.update(func=func, grid=(gx, gy, gz), block=(bx, by, bz), stream=stream,
-                    args=[ctypes.string_at(p, n) for p, n in zip(pointers, sizes)])
+        seen.update(
+            func=func,
+            grid=(gx, gy, gz),
+            block=(bx, by, bz),
+            stream=stream,
+            args=[ctypes.string_at(p, n) for p, n in zip(pointers, sizes)],
+        )
 
-    fake = SimpleNamespace(cuda=SimpleNamespace(driver=SimpleNamespace(launchKernel=launch_kernel),
-                                                get_current_stream=lambda: SimpleNamespace(ptr=77)))
+    fake = SimpleNamespace(
+        cuda=SimpleNamespace(
+            driver=SimpleNamespace(launchKernel=launch_kernel), get_current_stream=lambda: SimpleNamespace(ptr=77)
+        )
+    )
     monkeypatch.setattr(gpu, "cupy_module", lambda: fake)
     spec = spec_of("warp_select_tensor_k32")
     dev = _device(spec)
@@ -278,47 +313,106 @@ def test_a_struct_launch_hands_cuLaunchKernel_the_packed_bytes(monkeypatch):
     tensor_in = seen["args"][0]
     assert int.from_bytes(tensor_in[:8], "little") == dev["dist"].data.ptr
     assert np.frombuffer(tensor_in[8:], np.int64).tolist() == [32768, 1, 512, 32768]
-    assert seen["args"][3:] == [np.float32(struct_specs.FLT_MAX).tobytes(), np.int64(-1).tobytes(),
-                                np.int32(32).tobytes()]
+    assert seen["args"][3:] == [
+        np.float32(struct_specs.FLT_MAX).tobytes(),
+        np.int64(-1).tobytes(),
+        np.int32(32).tobytes(),
+    ]
 
 
-C_TYPES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
-           "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
-           "float32": "float", "float64": "double", "bool": "bool", "ptr": "void*"}
+C_TYPES = {
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "uint16": "unsigned short",
+    "int32": "int",
+    "uint32": "unsigned int",
+    "int64": "long long",
+    "uint64": "unsigned long long",
+    "float32": "float",
+    "float64": "double",
+    "bool": "bool",
+    "ptr": "void*",
+}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_mixed_alignment_layouts_agree_with_nvcc(tmp_path):
     """Padding before wider fields, tail padding, arrays, a nested 12-byte uint3-like struct
     (llama.cpp passes such packed fields), each declared in C from the spec's own types."""
-    raw = {"kernel": {"name": "k", "grid": [1], "block": [1]}, "type": [
-        {"name": "U3", "fields": [{"name": "x", "type": "uint32"}, {"name": "y", "type": "uint32"},
-                                  {"name": "z", "type": "uint32"}]},
-        {"name": "Mixed", "fields": [
-            {"name": "a", "type": "uint8"}, {"name": "d", "type": "float64"}, {"name": "u", "type": "U3"},
-            {"name": "s", "type": "int16"}, {"name": "c", "type": "uint8", "count": 3}, {"name": "p", "type": "ptr"},
-            {"name": "f", "type": "float32"}, {"name": "b", "type": "bool"}, {"name": "v", "type": "U3", "count": 2},
-            {"name": "t", "type": "int8"}]}],
-        "param": [{"name": "m", "kind": "struct", "type": "Mixed", "value": {
-            "a": 1, "d": 2.0, "u": {"x": 1, "y": 2, "z": 3}, "s": 4, "c": [5, 6, 7], "p": 0, "f": 1.5, "b": True,
-            "v": [{"x": 1, "y": 2, "z": 3}, {"x": 4, "y": 5, "z": 6}], "t": -1}}]}
+    raw = {
+        "kernel": {"name": "k", "grid": [1], "block": [1]},
+        "type": [
+            {
+                "name": "U3",
+                "fields": [
+                    {"name": "x", "type": "uint32"},
+                    {"name": "y", "type": "uint32"},
+                    {"name": "z", "type": "uint32"},
+                ],
+            },
+            {
+                "name": "Mixed",
+                "fields": [
+                    {"name": "a", "type": "uint8"},
+                    {"name": "d", "type": "float64"},
+                    {"name": "u", "type": "U3"},
+                    {"name": "s", "type": "int16"},
+                    {"name": "c", "type": "uint8", "count": 3},
+                    {"name": "p", "type": "ptr"},
+                    {"name": "f", "type": "float32"},
+                    {"name": "b", "type": "bool"},
+                    {"name": "v", "type": "U3", "count": 2},
+                    {"name": "t", "type": "int8"},
+                ],
+            },
+        ],
+        "param": [
+            {
+                "name": "m",
+                "kind": "struct",
+                "type": "Mixed",
+                "value": {
+                    "a": 1,
+                    "d": 2.0,
+                    "u": {"x": 1, "y": 2, "z": 3},
+                    "s": 4,
+                    "c": [5, 6, 7],
+                    "p": 0,
+                    "f": 1.5,
+                    "b": True,
+                    "v": [{"x": 1, "y": 2, "z": 3}, {"x": 4, "y": 5, "z": 6}],
+                    "t": -1,
+                },
+            }
+        ],
+    }
     types = parse_spec(raw, source="mixed").type_map
     lines = ["#include <cstddef>"]
     for name in ("U3", "Mixed"):
-        members = " ".join(f"{C_TYPES.get(f.type, f.type)} {f.name}" + (f"[{f.count}]" if f.count > 1 else "") + ";"
-                           for f in types[name].fields)
+        members = " ".join(
+            f"{C_TYPES.get(f.type, f.type)} {f.name}" + (f"[{f.count}]" if f.count > 1 else "") + ";"
+            for f in types[name].fields
+        )
         lines.append(f"struct {name} {{ {members} }};")
         size, align = size_align(types, name)
-        lines.append(f"static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, \"{name}\");")
-        lines += [f"static_assert(offsetof({name}, {p.field.name}) == {p.offset}, \"{name}.{p.field.name}\");"
-                  for p in placed_fields(types, name)]
+        lines.append(f'static_assert(sizeof({name}) == {size} && alignof({name}) == {align}, "{name}");')
+        lines += [
+            f'static_assert(offsetof({name}, {p.field.name}) == {p.offset}, "{name}.{p.field.name}");'
+            for p in placed_fields(types, name)
+        ]
     lines.append("__global__ void k(Mixed m) { if (m.a == 7) *(int*)m.p = m.t; }")
     src = tmp_path / "mixed.cu"
     src.write_text("\n".join(lines) + "\n")
-    done = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", str(src), "-o", str(tmp_path / "mixed.cubin")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-cubin", str(src), "-o", str(tmp_path / "mixed.cubin")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert size_align(types, "Mixed") == (88, 8)  # 81 bytes of fields and padding, tail-padded to 8
     kernel = read_cubin(tmp_path / "mixed.cubin").kernel("k(Mixed)")
-    check_against_params(parse_spec(raw, source="mixed"), [p.size for p in kernel.params],
-                         [p.offset for p in kernel.params])
+    check_against_params(
+        parse_spec(raw, source="mixed"), [p.size for p in kernel.params], [p.offset for p in kernel.params]
+    )

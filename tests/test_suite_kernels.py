@@ -208,7 +208,7 @@ def test_spmv_hook_gives_valid_csr():
     row_ptr, cols = got["row_ptr"], got["col_idx"]
     assert row_ptr[0] == 0 and row_ptr[-1] == cols.size and np.all(np.diff(row_ptr) >= 0)
     for r in range(0, 1024, 97):
-        assert np.all(np.diff(cols[row_ptr[r]:row_ptr[r + 1]]) >= 0)
+        assert np.all(np.diff(cols[row_ptr[r] : row_ptr[r + 1]]) >= 0)
     assert cols.min() >= 0 and cols.max() < 1024
 
 
@@ -229,8 +229,12 @@ def test_warp_select_reference_sorted_k_smallest():
 
 
 def test_normalize_weights_reference():
-    inputs = {"weights": np.array([1, 1, 2], np.float32), "N": 3,
-              "partial_sums": np.array([4], np.float32), "seed": np.array([1], np.int32)}
+    inputs = {
+        "weights": np.array([1, 1, 2], np.float32),
+        "N": 3,
+        "partial_sums": np.array([4], np.float32),
+        "seed": np.array([1], np.int32),
+    }
     got = reference.normalize_weights(inputs)
     assert got["norm_weights"].tolist() == [0.25, 0.25, 0.5]
     assert got["CDF"].tolist() == [0.25, 0.5, 1.0]
@@ -239,8 +243,13 @@ def test_normalize_weights_reference():
 
 
 def test_find_index_reference():
-    inputs = {"CDF": np.array([0.2, 0.5, 1.0], np.float32), "u": np.array([0.1, 0.5, 1.5], np.float32),
-              "arrayX": np.array([10, 11, 12], np.float32), "arrayY": np.array([20, 21, 22], np.float32), "N": 3}
+    inputs = {
+        "CDF": np.array([0.2, 0.5, 1.0], np.float32),
+        "u": np.array([0.1, 0.5, 1.5], np.float32),
+        "arrayX": np.array([10, 11, 12], np.float32),
+        "arrayY": np.array([20, 21, 22], np.float32),
+        "N": 3,
+    }
     got = reference.find_index(inputs)
     assert got["xj"].tolist() == [10, 11, 12]  # u > CDF[-1] falls back to N-1
     assert got["yj"].tolist() == [20, 21, 22]
@@ -262,8 +271,15 @@ def test_cfo_ta_reference_recovers_pure_rotations():
 
 def test_embedding_bag_references():
     weight = np.arange(12, dtype=np.float32).reshape(4, 3)  # row r = [3r, 3r+1, 3r+2]
-    inputs = {"indices": np.array([0, 2, 3, 3, 1], np.int64), "offsets": np.array([0, 2, 2], np.int64),
-              "weight": weight, "num_indices": 5, "num_bags": 3, "dim": 3, "padding_idx": 3}
+    inputs = {
+        "indices": np.array([0, 2, 3, 3, 1], np.int64),
+        "offsets": np.array([0, 2, 2], np.int64),
+        "weight": weight,
+        "num_indices": 5,
+        "num_bags": 3,
+        "dim": 3,
+        "padding_idx": 3,
+    }
     total = reference.embedding_bag_sum(inputs)["output"]
     mean = reference.embedding_bag_mean(inputs)["output"]
     assert total.tolist() == [[6, 8, 10], [0, 0, 0], [3, 4, 5]]  # padding rows (3) skipped
@@ -282,8 +298,13 @@ def test_rmsnorm_references_on_constant_row():
 
 def test_spmv_reference_matches_dense():
     dense = np.array([[1, 0, 2], [0, 0, 0], [0, 3, 4]], np.float32)
-    inputs = {"row_ptr": np.array([0, 2, 2, 4], np.int32), "col_idx": np.array([0, 2, 1, 2], np.int32),
-              "vals": np.array([1, 2, 3, 4], np.float32), "x": np.array([1, 2, 3], np.float32), "n_rows": 3}
+    inputs = {
+        "row_ptr": np.array([0, 2, 2, 4], np.int32),
+        "col_idx": np.array([0, 2, 1, 2], np.int32),
+        "vals": np.array([1, 2, 3, 4], np.float32),
+        "x": np.array([1, 2, 3], np.float32),
+        "n_rows": 3,
+    }
     assert reference.spmv_csr_vector(inputs)["y"].tolist() == (dense @ [1, 2, 3]).tolist()
 
 

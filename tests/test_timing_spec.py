@@ -96,7 +96,10 @@ BAD_CASES = {
     "bad kind": (mutate('kind = "scalar"', 'kind = "scaler"'), "kind must be one of"),
     "bad dist": (mutate('dist = "normal"', 'dist = "gauss"'), "dist must be one of"),
     "bad dist arg": (mutate("mean = 0.0", "mu = 0.0"), "takes"),
-    "integers without high": (mutate("init = { dist = \"index\", high = 10 }", "init = { dist = \"integers\" }"), "needs 'high'"),
+    "integers without high": (
+        mutate('init = { dist = "index", high = 10 }', 'init = { dist = "integers" }'),
+        "needs 'high'",
+    ),
     "integers empty range": (mutate("high = 10", "low = 5, high = 5"), "low < high"),
     "int range overflow": (mutate("high = 10", "high = 3000000000"), "does not fit int32"),
     "non-positive shape": (mutate("shape = [16, 64]", "shape = [16, 0]"), "must be positive"),
@@ -179,11 +182,11 @@ def test_all_distributions(tmp_path: Path) -> None:
     block = 32
     """
     dists = {
-        "u": ('float64', '{ dist = "uniform", low = 2.0, high = 3.0 }'),
-        "a": ('int16', '{ dist = "arange" }'),
-        "p": ('uint32', '{ dist = "permutation" }'),
-        "c": ('float16', '{ dist = "const", value = 1.5 }'),
-        "i": ('uint64', '{ dist = "integers", low = 0, high = 18446744073709551615 }'),
+        "u": ("float64", '{ dist = "uniform", low = 2.0, high = 3.0 }'),
+        "a": ("int16", '{ dist = "arange" }'),
+        "p": ("uint32", '{ dist = "permutation" }'),
+        "c": ("float16", '{ dist = "const", value = 1.5 }'),
+        "i": ("uint64", '{ dist = "integers", low = 0, high = 18446744073709551615 }'),
     }
     for name, (dtype, init) in dists.items():
         text += f"""

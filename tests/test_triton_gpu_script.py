@@ -124,10 +124,12 @@ def test_a_dry_run_writes_every_table_the_summary_and_the_readme_row(built, tmp_
     build, _ = built
     assert triton_gpu.main(["--build", str(build), "--out", str(tmp_path), "--dry-run", "--deadline", "200"]) == 0
     cells = _rows(tmp_path / "triton_cells.csv")
-    assert [(r["shape"], r["l2"]) for r in cells] == [(s, l2) for s in ("16x4096", "1024x4096", "8192x4096")
-                                                       for l2 in ("warm", "cold")]
-    assert all(r["status"] == "ok" and r["gpu"] == "none (dry run)" and r["triton_best_config"] == "num_warps2"
-               for r in cells)
+    assert [(r["shape"], r["l2"]) for r in cells] == [
+        (s, l2) for s in ("16x4096", "1024x4096", "8192x4096") for l2 in ("warm", "cold")
+    ]
+    assert all(
+        r["status"] == "ok" and r["gpu"] == "none (dry run)" and r["triton_best_config"] == "num_warps2" for r in cells
+    )
     timed = int(cells[0]["candidates_timed"])
     assert timed >= 1 and len(_rows(tmp_path / "triton_checks.csv")) == 3 * timed
     assert len(_rows(tmp_path / "triton_configs.csv")) == 6
@@ -142,8 +144,23 @@ def test_past_the_deadline_every_cell_is_a_skipped_row_and_the_run_ends_cleanly(
     from benchmarks import triton_gpu
 
     build, _ = built
-    assert triton_gpu.main(["--build", str(build), "--out", str(tmp_path), "--dry-run", "--deadline", "0",
-                            "--no-readme", "--families", f"{FAMILY},no_such_family"]) == 0
+    assert (
+        triton_gpu.main(
+            [
+                "--build",
+                str(build),
+                "--out",
+                str(tmp_path),
+                "--dry-run",
+                "--deadline",
+                "0",
+                "--no-readme",
+                "--families",
+                f"{FAMILY},no_such_family",
+            ]
+        )
+        == 0
+    )
     rows = _rows(tmp_path / "triton_cells.csv")
     assert {(r["family"], r["status"]) for r in rows} == {("no_such_family", "error"), (FAMILY, "skipped")}
     assert "cells not measured: 7" in (tmp_path / "summary.md").read_text()
@@ -163,8 +180,22 @@ def test_a_check_that_crashes_is_retried_per_candidate_and_the_culprit_is_left_o
         return dry_run(self, func, *args, **kwargs)
 
     monkeypatch.setattr(triton_gpu.Dry, "run", run)
-    assert triton_gpu.main(["--build", str(build), "--out", str(tmp_path), "--dry-run", "--no-readme",
-                            "--no-jit-check", "--families", FAMILY]) == 0
+    assert (
+        triton_gpu.main(
+            [
+                "--build",
+                str(build),
+                "--out",
+                str(tmp_path),
+                "--dry-run",
+                "--no-readme",
+                "--no-jit-check",
+                "--families",
+                FAMILY,
+            ]
+        )
+        == 0
+    )
     checks = {(r["shape"], r["candidate"]): r["check"] for r in _rows(tmp_path / "triton_checks.csv")}
     assert checks[("16x4096", culprit)] == "crashed"
     assert all(v == "identical" for (_, label), v in checks.items() if label != culprit)

@@ -22,9 +22,16 @@ needs_triton = pytest.mark.skipif(not HAVE_TRITON, reason="triton is not install
 # ---------------------------------------------------------------- the marker
 
 
-@pytest.mark.parametrize("request_", [Request(), Request(noalias=True), Request("search", budget=8),
-                                      Request("tuned", key="0123abcd4567ef89", noalias=True),
-                                      Request(noalias=True, rev="0123456789ab")])
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Request(),
+        Request(noalias=True),
+        Request("search", budget=8),
+        Request("tuned", key="0123abcd4567ef89", noalias=True),
+        Request(noalias=True, rev="0123456789ab"),
+    ],
+)
 def test_a_request_reads_back_from_its_token(request_):
     assert parse_token(request_.token()) == request_
 
@@ -48,8 +55,10 @@ def test_the_marker_is_split_from_ptxas_options_and_replaced_not_doubled():
     assert with_marker("-O3 --reorder", Request("search", budget=2)) == "-O3 --reorder=search:2"
 
 
-@pytest.mark.parametrize("token", ["--reorder=search:0", "--reorder=search:x", "--reorder=tuned:XYZ",
-                                   "--reorder=fast", "--reorder=noalias:1"])
+@pytest.mark.parametrize(
+    "token",
+    ["--reorder=search:0", "--reorder=search:x", "--reorder=tuned:XYZ", "--reorder=fast", "--reorder=noalias:1"],
+)
 def test_a_malformed_marker_is_one_line(token):
     with pytest.raises(InputError, match="reorder marker"):
         parse_token(token)
@@ -193,8 +202,9 @@ def _rmsnorm_call(**options):
     from reorder.triton.compile import compile_call
 
     case = family("rmsnorm_looped_fp16").case((16, 16384))
-    return compile_call(case.kernel, *stand_in_args(case), arch=90, **case.constexprs, num_warps=4, LOOP_STAGES=2,
-                        **options)
+    return compile_call(
+        case.kernel, *stand_in_args(case), arch=90, **case.constexprs, num_warps=4, LOOP_STAGES=2, **options
+    )
 
 
 @needs_triton

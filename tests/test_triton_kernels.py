@@ -29,8 +29,10 @@ def test_each_launch_from_metadata_agrees_with_its_cubin(cubin):
     from timing.cli_support import validated_spec
 
     spec = validated_spec(cubin.with_suffix(".toml"), [cubin])
-    assert spec.block[0] % 32 == 0 and [p.name for p in spec.params][-2:] == ["triton_global_scratch",
-                                                                             "triton_profile_scratch"]
+    assert spec.block[0] % 32 == 0 and [p.name for p in spec.params][-2:] == [
+        "triton_global_scratch",
+        "triton_profile_scratch",
+    ]
 
 
 @pytest.mark.parametrize("name", ["rmsnorm_looped_fp16", "layernorm_fp16"])
@@ -49,8 +51,23 @@ def test_moves_on_tritons_own_cubins_are_legal_against_the_compilers_schedule(na
 def test_the_search_runs_with_the_launch_built_from_metadata(tmp_path, capsys):
     cubin = FOLDER / "rmsnorm_row_fp16.cubin"
     out = tmp_path / "fast.cubin"
-    assert main(["optimize", str(cubin), "-o", str(out), "--launch", str(cubin.with_suffix(".toml")), "--budget", "1",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                str(cubin),
+                "-o",
+                str(out),
+                "--launch",
+                str(cubin.with_suffix(".toml")),
+                "--budget",
+                "1",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert out.is_file() and "PREDICTED" in (tmp_path / "fast.reorder" / "report.md").read_text()
 
 

@@ -28,8 +28,11 @@ from timing.spec import BufferParam, ScalarParam, parse_spec
 HAVE_TRITON = importlib.util.find_spec("triton") is not None
 needs_triton = pytest.mark.skipif(not HAVE_TRITON, reason="triton is not installed")
 
-Meta = namedtuple("Meta", "name num_warps num_ctas shared global_scratch_size global_scratch_align "
-                          "profile_scratch_size profile_scratch_align launch_cooperative_grid launch_pdl")
+Meta = namedtuple(
+    "Meta",
+    "name num_warps num_ctas shared global_scratch_size global_scratch_align "
+    "profile_scratch_size profile_scratch_align launch_cooperative_grid launch_pdl",
+)
 
 
 class Src:
@@ -39,9 +42,18 @@ class Src:
 
 class Compiled:
     def __init__(self, signature, **meta):
-        fields = {"name": "k", "num_warps": 4, "num_ctas": 1, "shared": 0, "global_scratch_size": 0,
-                  "global_scratch_align": 1, "profile_scratch_size": 0, "profile_scratch_align": 1,
-                  "launch_cooperative_grid": False, "launch_pdl": False}
+        fields = {
+            "name": "k",
+            "num_warps": 4,
+            "num_ctas": 1,
+            "shared": 0,
+            "global_scratch_size": 0,
+            "global_scratch_align": 1,
+            "profile_scratch_size": 0,
+            "profile_scratch_align": 1,
+            "launch_cooperative_grid": False,
+            "launch_pdl": False,
+        }
         self.metadata = Meta(**{**fields, **meta})
         self.src = Src(signature)
 
@@ -57,7 +69,7 @@ class Tensor:
     def stride(self):
         if self._strides is not None:
             return self._strides
-        return tuple(int(np.prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+        return tuple(int(np.prod(self.shape[i + 1 :])) for i in range(len(self.shape)))
 
     def min(self):
         return min(self._values)
@@ -70,8 +82,15 @@ SIG = {"x": "*fp32", "idx": "*i32", "y": "*fp16", "n": "i32", "one": "constexpr"
 
 
 def _values():
-    return {"x": Tensor((16, 64)), "idx": Tensor((16,), values=[3, 9, 40]), "y": Tensor((16, 64)), "n": 64,
-            "one": 1, "eps": 1e-5, "BLOCK": 64}
+    return {
+        "x": Tensor((16, 64)),
+        "idx": Tensor((16,), values=[3, 9, 40]),
+        "y": Tensor((16, 64)),
+        "n": 64,
+        "one": 1,
+        "eps": 1e-5,
+        "BLOCK": 64,
+    }
 
 
 def test_parameters_follow_the_signature_then_two_null_scratch_pointers():
@@ -102,8 +121,14 @@ def test_grid_may_be_a_callable_of_the_bound_arguments():
         grid_of((1, 1, 1, 1), {})
 
 
-@pytest.mark.parametrize("meta,words", [({"num_ctas": 2}, "cluster launch"), ({"launch_pdl": True}, "launch_pdl"),
-                                        ({"shared": 300 * 1024}, "shared memory")])
+@pytest.mark.parametrize(
+    "meta,words",
+    [
+        ({"num_ctas": 2}, "cluster launch"),
+        ({"launch_pdl": True}, "launch_pdl"),
+        ({"shared": 300 * 1024}, "shared memory"),
+    ],
+)
 def test_launches_reorder_cannot_make_are_refused_in_one_line(meta, words):
     with pytest.raises(SpecError, match=words):
         launch_spec(Compiled(SIG, **meta), _values(), (1,))
@@ -198,8 +223,9 @@ def test_ints_equal_to_one_and_none_become_constexprs_and_leave_the_parameter_li
     assert "b_col_stride" in [p.name for p in launch_spec(call.kernel, call.values, case.grid).params]
 
 
-@pytest.mark.parametrize("ty,words", [(("i32", "i32"), "is a tuple"), ("tensordesc<fp16[64, 64]>", "tensordesc"),
-                                      ("nvTmaDesc", "nvTmaDesc")])
+@pytest.mark.parametrize(
+    "ty,words", [(("i32", "i32"), "is a tuple"), ("tensordesc<fp16[64, 64]>", "tensordesc"), ("nvTmaDesc", "nvTmaDesc")]
+)
 def test_tuple_and_descriptor_arguments_are_refused_in_one_line(ty, words):
     with pytest.raises(SpecError, match=words):
         launch_spec(Compiled({**SIG, "t": ty}), {**_values(), "t": None}, (1,))
@@ -221,5 +247,9 @@ def test_a_none_argument_becomes_a_constexpr_and_leaves_the_parameter_list(trito
     assert [p.name for p in spec.params] == ["x_ptr", "y_ptr", "n", GLOBAL_SCRATCH, PROFILE_SCRATCH]
     check_against_params(spec, param_sizes(parse_cubin(without.cubin).kernel(without.name)))
     with_b = compile_call(add_optional, x, b, y, 256, arch=90, BLOCK=256, num_warps=2)
-    assert [p.name for p in launch_spec(with_b.kernel, with_b.values, (1,)).params][:4] == ["x_ptr", "b_ptr", "y_ptr",
-                                                                                          "n"]
+    assert [p.name for p in launch_spec(with_b.kernel, with_b.values, (1,)).params][:4] == [
+        "x_ptr",
+        "b_ptr",
+        "y_ptr",
+        "n",
+    ]

@@ -31,8 +31,13 @@ def _accepting_ptxas(ptx: Path, tmp: Path) -> Path | None:
     found = [triton_bin_dir() / "ptxas-blackwell", triton_bin_dir() / "ptxas"]
     found += [find_tool("ptxas")] if have_tool("ptxas") else []
     for path in found:
-        if path.is_file() and subprocess.run([str(path), *TRITON_FLAGS, str(ptx), "-o", str(tmp / "probe.o")],
-                                             capture_output=True, check=False).returncode == 0:
+        if (
+            path.is_file()
+            and subprocess.run(
+                [str(path), *TRITON_FLAGS, str(ptx), "-o", str(tmp / "probe.o")], capture_output=True, check=False
+            ).returncode
+            == 0
+        ):
             return path
     return None
 
@@ -139,7 +144,7 @@ def test_triton_compiles_through_the_stand_in_without_the_hook(tmp_path, monkeyp
     from reorder.triton import hook
 
     wrapper = tmp_path / "reorder-ptxas"
-    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -m reorder.triton.ptxas \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m reorder.triton.ptxas "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -153,8 +158,9 @@ def test_triton_compiles_through_the_stand_in_without_the_hook(tmp_path, monkeyp
         case = family("softmax_fp16").case((512, 32000))
 
         def build(**extra):
-            return compile_call(case.kernel, *stand_in_args(case), arch=90, **case.constexprs, num_warps=4,
-                                LOOP_STAGES=2, **extra).cubin
+            return compile_call(
+                case.kernel, *stand_in_args(case), arch=90, **case.constexprs, num_warps=4, LOOP_STAGES=2, **extra
+            ).cubin
 
         plain = build()
         for name in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):

@@ -22,8 +22,10 @@ def triton_env(tmp_path, monkeypatch):
 
 
 def test_with_reorder_adds_a_marked_twin_of_each_config_for_the_autotuner():
-    configs = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048, "ptx_options": "-O3"},
-                                                                           num_warps=8)]
+    configs = [
+        triton.Config({"BLOCK": 1024}, num_warps=4),
+        triton.Config({"BLOCK": 2048, "ptx_options": "-O3"}, num_warps=8),
+    ]
     from reorder.triton.digest import code_digest
 
     axis = with_reorder(configs, Request("search", budget=4))
@@ -46,8 +48,19 @@ def test_tune_runs_the_search_on_a_launch_from_metadata_and_the_hook_serves_its_
     fam = family("rmsnorm_row_fp16")
     case = fam.case((16, 4096))
     args = stand_in_args(case)
-    result = tune(case.kernel, *args, grid=case.grid, configs=[{"num_warps": 4}], budget=1, seconds=300, arch=90,
-                  device="cpu", outputs=case.outputs, folder=triton_env / "tune", **case.constexprs)
+    result = tune(
+        case.kernel,
+        *args,
+        grid=case.grid,
+        configs=[{"num_warps": 4}],
+        budget=1,
+        seconds=300,
+        arch=90,
+        device="cpu",
+        outputs=case.outputs,
+        folder=triton_env / "tune",
+        **case.constexprs,
+    )
     (row,) = result.rows
     assert not row.measured and "predicted" in row.score
     assert (row.folder / "launch.toml").is_file() and (row.folder / "reorder.reorder" / "report.md").is_file()
@@ -58,8 +71,9 @@ def test_tune_runs_the_search_on_a_launch_from_metadata_and_the_hook_serves_its_
     install(say=None)
     served = compile_call(case.kernel, *args, arch=90, **case.constexprs, **row.marked).cubin
     assert served == tuned_binary(original, row.key) and (served != original) == row.changed
-    (checked,) = verify(case.kernel, *args, grid=case.grid, arch=90, outputs=case.outputs, **case.constexprs,
-                        **row.marked)
+    (checked,) = verify(
+        case.kernel, *args, grid=case.grid, arch=90, outputs=case.outputs, **case.constexprs, **row.marked
+    )
     assert checked.ok and checked.same_binary == (not row.changed)
     assert checked.same_binary or (checked.legal and checked.check.startswith("not run"))
 

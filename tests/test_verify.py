@@ -28,14 +28,20 @@ def _names_pair(violations, mutant) -> bool:
 def test_under_stall_mutants_are_rejected_with_the_right_pair(corpus, family):
     counts: dict[str, int] = {}
     for cubin, code in corpus:
-        source = stall_cuts(code.instructions, cubin.arch) if family == "stall_cut" else scoreboard_mutants(code.instructions)
+        source = (
+            stall_cuts(code.instructions, cubin.arch)
+            if family == "stall_cut"
+            else scoreboard_mutants(code.instructions)
+        )
         for mutant in itertools.islice(source, 6):
             violations = verify_instructions(mutant.instructions, cubin.arch)
             assert violations, (cubin.path, code.kernel.name, mutant.kind, hex(mutant.producer), hex(mutant.consumer))
             assert _names_pair(violations, mutant), (cubin.path, mutant.kind, [v.line() for v in violations[:3]])
             counts[mutant.kind] = counts.get(mutant.kind, 0) + 1
-    expected = {"stall_cut": ["stall_cut", "guard_early"],
-                "scoreboard": ["drop_wait", "drop_scoreboard", "swap_scoreboard"]}[family]
+    expected = {
+        "stall_cut": ["stall_cut", "guard_early"],
+        "scoreboard": ["drop_wait", "drop_scoreboard", "swap_scoreboard"],
+    }[family]
     for kind in expected:
         assert counts.get(kind, 0) >= 10, counts
 
@@ -89,8 +95,11 @@ def test_verify_cli_exit_codes(corpus_dir, tmp_path):
         if mutant:
             bad = tmp_path / "bad.cubin"
             bad.write_bytes(patch_kernel(cubin, kernel, mutant.instructions))
-            done = subprocess.run([sys.executable, "-m", "reorder", "verify", str(bad), "--kernel", kernel.name],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "reorder", "verify", str(bad), "--kernel", kernel.name],
+                capture_output=True,
+                text=True,
+            )
             assert done.returncode == 1
             assert f"{mutant.consumer:#06x}" in done.stdout
             return

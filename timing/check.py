@@ -122,8 +122,9 @@ def compare_outputs(ref: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> 
 # ---------------------------------------------------------------- GPU part
 
 
-def run_once(kernel: object, spec: LaunchSpec, host: dict[str, np.ndarray | np.generic],
-             poison_shared: bool = True) -> dict[str, np.ndarray]:
+def run_once(
+    kernel: object, spec: LaunchSpec, host: dict[str, np.ndarray | np.generic], poison_shared: bool = True
+) -> dict[str, np.ndarray]:
     """Launch on fresh device copies of `host` and return every buffer afterwards.
 
     `host` already carries poison in its out buffers (draw_inputs puts it
@@ -149,8 +150,15 @@ def launch_label(spec: LaunchSpec) -> str:
     return f"grid {list(spec.grid)} block {list(spec.block)}"
 
 
-def check_pair(a_cubin: str | Path, b_cubin: str | Path, spec: LaunchSpec, sets: int = 3,
-               more: Sequence[LaunchSpec] = (), first_set: int = 0, poison_shared: bool = True) -> CheckResult:
+def check_pair(
+    a_cubin: str | Path,
+    b_cubin: str | Path,
+    spec: LaunchSpec,
+    sets: int = 3,
+    more: Sequence[LaunchSpec] = (),
+    first_set: int = 0,
+    poison_shared: bool = True,
+) -> CheckResult:
     """Run A (reference) and B (candidate) on `sets` fresh input sets at the spec's launch
     and at each launch of `more`, and compare every byte.
 
@@ -167,8 +175,7 @@ def check_pair(a_cubin: str | Path, b_cubin: str | Path, spec: LaunchSpec, sets:
         found = _check_launch(a_cubin, b_cubin, launch, range(first_set, first_set + sets), poison_shared)
         if found is not None:
             return found
-    return CheckResult(True, sets, launches=tuple(launch_label(s) for s in launches),
-                       shared_poisoned=poison_shared)
+    return CheckResult(True, sets, launches=tuple(launch_label(s) for s in launches), shared_poisoned=poison_shared)
 
 
 def _check_launch(a_cubin, b_cubin, spec: LaunchSpec, set_indices: range, poison_shared: bool) -> CheckResult | None:
@@ -185,11 +192,25 @@ def _check_launch(a_cubin, b_cubin, spec: LaunchSpec, set_indices: range, poison
             self_diff = compare_outputs(ref, run_once(ka, spec, host, poison_shared))
             if self_diff is not None:
                 return CheckResult(
-                    False, len(set_indices), self_diff, i, reference_deterministic=False,
+                    False,
+                    len(set_indices),
+                    self_diff,
+                    i,
+                    reference_deterministic=False,
                     reason=f"{where}: reference is not deterministic, byte equality is meaningless: "
-                           f"{self_diff.describe()}", launches=(where,), shared_poisoned=poison_shared)
+                    f"{self_diff.describe()}",
+                    launches=(where,),
+                    shared_poisoned=poison_shared,
+                )
         diff = compare_outputs(ref, run_once(kb, spec, host, poison_shared))
         if diff is not None:
-            return CheckResult(False, len(set_indices), diff, i, reason=f"{where}, input set {i}: {diff.describe()}",
-                               launches=(where,), shared_poisoned=poison_shared)
+            return CheckResult(
+                False,
+                len(set_indices),
+                diff,
+                i,
+                reason=f"{where}, input set {i}: {diff.describe()}",
+                launches=(where,),
+                shared_poisoned=poison_shared,
+            )
     return None

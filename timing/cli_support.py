@@ -125,8 +125,14 @@ def gpu_unavailable_reason(timeout_s: float = PROBE_TIMEOUT_S, env: Mapping[str,
     spawned fresh anyway) and a driver that hangs or aborts cannot take the CLI down.
     """
     try:
-        done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=False,
-                              timeout=timeout_s, env=dict(env) if env is not None else None)
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout_s,
+            env=dict(env) if env is not None else None,
+        )
     except subprocess.TimeoutExpired:
         return f"the GPU probe did not answer within {timeout_s:g} s"
     except OSError as e:
@@ -208,10 +214,14 @@ def timing_lines(row: Mapping[str, Any]) -> tuple[str, ...]:
         check,
         f"A: {row['a_us']:.3f} us per launch",
         f"B: {row['b_us']:.3f} us per launch",
-        (f"ratio B/A: {row['ratio']:.4f}  95% CI [{row['ci_low']:.4f}, {row['ci_high']:.4f}] "
-         f"(+/-{row['ci_half_width_pct']:.2f}%)  verdict: {verdict}"),
-        (f"method {row['method']}, L2 {row['l2']}, SM clock {format_clock(row.get('clock_mhz'))}, "
-         f"{row['rounds']} rounds{dropped}, stopped on {row['stopped']}"),
+        (
+            f"ratio B/A: {row['ratio']:.4f}  95% CI [{row['ci_low']:.4f}, {row['ci_high']:.4f}] "
+            f"(+/-{row['ci_half_width_pct']:.2f}%)  verdict: {verdict}"
+        ),
+        (
+            f"method {row['method']}, L2 {row['l2']}, SM clock {format_clock(row.get('clock_mhz'))}, "
+            f"{row['rounds']} rounds{dropped}, stopped on {row['stopped']}"
+        ),
     )
 
 

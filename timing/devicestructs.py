@@ -122,8 +122,11 @@ def per_launch_names(spec: LaunchSpec) -> frozenset[str]:
             if name not in needs and any(p.buffer in needs for p in ptrs):
                 needs.add(name)
                 grown = True
-    params = {p.name for p in spec.params if isinstance(p, StructParam)
-              and any(q.buffer in needs for q in pointers_in(types, p.type, p.value))}
+    params = {
+        p.name
+        for p in spec.params
+        if isinstance(p, StructParam) and any(q.buffer in needs for q in pointers_in(types, p.type, p.value))
+    }
     return frozenset(needs | params)
 
 

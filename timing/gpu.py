@@ -118,8 +118,15 @@ def _launch_bytes(kernel: Kernel, spec: LaunchSpec, args: tuple[Any, ...]) -> No
     cp = cupy_module()
     buffers = [ctypes.create_string_buffer(argument_bytes(a), max(len(argument_bytes(a)), 1)) for a in args]
     params = (ctypes.c_void_p * max(len(buffers), 1))(*[ctypes.addressof(b) for b in buffers])
-    cp.cuda.driver.launchKernel(driver_function(kernel.function), *spec.grid, *spec.block, spec.shared,
-                                cp.cuda.get_current_stream().ptr, ctypes.addressof(params), 0)
+    cp.cuda.driver.launchKernel(
+        driver_function(kernel.function),
+        *spec.grid,
+        *spec.block,
+        spec.shared,
+        cp.cuda.get_current_stream().ptr,
+        ctypes.addressof(params),
+        0,
+    )
 
 
 def driver_function(function: Any) -> int:

@@ -94,14 +94,13 @@ def _pointer_fields(dtype: np.dtype, records: np.ndarray, arrays: _Arrays) -> se
     return out
 
 
-def _struct_types(dtype: np.dtype, name: str, records: np.ndarray, arrays: _Arrays,
-                  out: dict[str, StructType]) -> str:
+def _struct_types(dtype: np.dtype, name: str, records: np.ndarray, arrays: _Arrays, out: dict[str, StructType]) -> str:
     """Declare the struct type of `dtype` (and nested ones) in `out`; returns its name."""
     pointers = _pointer_fields(dtype, records, arrays)
     fields = []
     for field in dtype.names or ():
         sub, _ = dtype.fields[field][:2]
-        base, shape = (sub.subdtype if sub.subdtype else (sub, ()))
+        base, shape = sub.subdtype if sub.subdtype else (sub, ())
         count = math.prod(shape) if shape else 1
         if base.names:
             ty = _struct_types(base, f"{name}_{field}", records[field].reshape(-1), arrays, out)
@@ -117,12 +116,15 @@ def _check_offsets(dtype: np.dtype, types: Mapping[str, StructType], name: str) 
     for placed in placed_fields(types, name):
         given = dtype.fields[placed.field.name][1]
         if given != placed.offset:
-            raise SpecError(f"struct {name}: field '{placed.field.name}' is at offset {given} in the dtype, "
-                            f"{placed.offset} by the C layout; build the dtype with align=True")
+            raise SpecError(
+                f"struct {name}: field '{placed.field.name}' is at offset {given} in the dtype, "
+                f"{placed.offset} by the C layout; build the dtype with align=True"
+            )
     size = size_align(types, name)[0]
     if dtype.itemsize != size:
-        raise SpecError(f"struct {name}: the dtype is {dtype.itemsize} bytes, the C layout {size}; "
-                        "build the dtype with align=True")
+        raise SpecError(
+            f"struct {name}: the dtype is {dtype.itemsize} bytes, the C layout {size}; build the dtype with align=True"
+        )
 
 
 def _value(types: Mapping[str, StructType], ty: str, record: Any, arrays: _Arrays, where: str) -> FieldValue:
@@ -150,11 +152,21 @@ class Spec(LaunchSpec):
     __slots__ = ()
 
     @classmethod
-    def build(cls, kernel: str, grid: int | Sequence[int], block: int | Sequence[int],
-              args: Mapping[str, Any] | Sequence[Any], *, buffers: Mapping[str, Any] | None = None,
-              structs: Mapping[str, np.dtype] | None = None, outputs: Sequence[str] = (),
-              zeros: Sequence[str] = (), inits: Mapping[str, Mapping[str, Any]] | None = None,
-              shared: int = 0, seed: int = 0) -> Spec:
+    def build(
+        cls,
+        kernel: str,
+        grid: int | Sequence[int],
+        block: int | Sequence[int],
+        args: Mapping[str, Any] | Sequence[Any],
+        *,
+        buffers: Mapping[str, Any] | None = None,
+        structs: Mapping[str, np.dtype] | None = None,
+        outputs: Sequence[str] = (),
+        zeros: Sequence[str] = (),
+        inits: Mapping[str, Mapping[str, Any]] | None = None,
+        shared: int = 0,
+        seed: int = 0,
+    ) -> Spec:
         named = dict(args) if isinstance(args, Mapping) else {f"arg{i}": v for i, v in enumerate(args)}
         extra_arrays = dict(buffers or {})
         structs = dict(structs or {})
@@ -169,12 +181,24 @@ class Spec(LaunchSpec):
         arrays = _Arrays(live)
         types: dict[str, StructType] = {}
         params = tuple(_param(n, v, live, arrays, types, outputs, zeros, inits) for n, v in named.items())
-        extra = tuple(_extra(n, v, live[n] if n in live else None, structs.get(n), arrays, types, outputs,
-                             zeros, inits) for n, v in extra_arrays.items())
+        extra = tuple(
+            _extra(n, v, live[n] if n in live else None, structs.get(n), arrays, types, outputs, zeros, inits)
+            for n, v in extra_arrays.items()
+        )
         dims = tuple([grid] if isinstance(grid, int) else grid)
         bdims = tuple([block] if isinstance(block, int) else block)
-        base = LaunchSpec(kernel, _three(dims), _three(bdims), params, shared, seed, None, f"<launch {kernel}>",
-                          tuple(types.values()), extra)
+        base = LaunchSpec(
+            kernel,
+            _three(dims),
+            _three(bdims),
+            params,
+            shared,
+            seed,
+            None,
+            f"<launch {kernel}>",
+            tuple(types.values()),
+            extra,
+        )
         checked = parse_spec(spec_dict(base), source=base.source)  # the validation a TOML spec gets
         return cls(*(getattr(checked, f) for f in LaunchSpec.__dataclass_fields__))
 
@@ -196,8 +220,11 @@ def _buffer(name: str, value: Any, a: DeviceArray, outputs, zeros, inits) -> Buf
         return BufferParam(name, a.dtype.name, shape, "out")
     if name in zeros:
         return BufferParam(name, a.dtype.name, shape, "zeros")
-    init = Init(str(inits[name]["dist"]), tuple((k, v) for k, v in inits[name].items() if k != "dist")) \
-        if name in inits else _default_init(name, value, a)
+    init = (
+        Init(str(inits[name]["dist"]), tuple((k, v) for k, v in inits[name].items() if k != "dist"))
+        if name in inits
+        else _default_init(name, value, a)
+    )
     return BufferParam(name, a.dtype.name, shape, "inout", init)
 
 
@@ -212,8 +239,16 @@ def _default_init(name: str, value: Any, a: DeviceArray) -> Init:
     return Init("integers", (("low", int(live.min())), ("high", int(live.max()) + 1)))
 
 
-def _param(name: str, value: Any, live: Mapping[str, DeviceArray], arrays: _Arrays,
-           types: dict[str, StructType], outputs, zeros, inits) -> Param:
+def _param(
+    name: str,
+    value: Any,
+    live: Mapping[str, DeviceArray],
+    arrays: _Arrays,
+    types: dict[str, StructType],
+    outputs,
+    zeros,
+    inits,
+) -> Param:
     if name in live:
         return _buffer(name, value, live[name], outputs, zeros, inits)
     record = value[0] if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.names else value
@@ -222,12 +257,23 @@ def _param(name: str, value: Any, live: Mapping[str, DeviceArray], arrays: _Arra
         return StructParam(name, ty, _value(types, ty, record, arrays, f"param '{name}'"))  # type: ignore[arg-type]
     if isinstance(record, np.generic) and record.dtype.kind in "biuf":
         return ScalarParam(name, record.dtype.name, record.item())
-    raise SpecError(f"param '{name}': {type(value).__name__} is no device array, numpy scalar or numpy "
-                    "structured scalar (give Python numbers as numpy scalars of the kernel's width)")
+    raise SpecError(
+        f"param '{name}': {type(value).__name__} is no device array, numpy scalar or numpy "
+        "structured scalar (give Python numbers as numpy scalars of the kernel's width)"
+    )
 
 
-def _extra(name: str, value: Any, a: DeviceArray | None, dtype: np.dtype | None, arrays: _Arrays,
-           types: dict[str, StructType], outputs, zeros, inits) -> Extra:
+def _extra(
+    name: str,
+    value: Any,
+    a: DeviceArray | None,
+    dtype: np.dtype | None,
+    arrays: _Arrays,
+    types: dict[str, StructType],
+    outputs,
+    zeros,
+    inits,
+) -> Extra:
     if a is None:
         raise SpecError(f"buffer '{name}': {type(value).__name__} is no device array")
     if dtype is None:
@@ -238,5 +284,11 @@ def _extra(name: str, value: Any, a: DeviceArray | None, dtype: np.dtype | None,
         raise SpecError(f"buffer '{name}': {raw.size} bytes are no whole number of {dtype} structs")
     records = raw.view(dtype)
     ty = _struct_types(dtype, f"{name}_t", records, arrays, types)
-    return StructBuffer(name, ty, tuple(_value(types, ty, r, arrays, f"buffer '{name}'[{i}]")  # type: ignore[misc]
-                                        for i, r in enumerate(records)))
+    return StructBuffer(
+        name,
+        ty,
+        tuple(
+            _value(types, ty, r, arrays, f"buffer '{name}'[{i}]")  # type: ignore[misc]
+            for i, r in enumerate(records)
+        ),
+    )

@@ -31,8 +31,19 @@ POINTER = "ptr"
 PTR_BYTES = 8
 # numpy dtype name -> struct module format (little-endian, no padding)
 PRIMITIVES: dict[str, str] = {
-    "bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
-    "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d", POINTER: "Q",
+    "bool": "?",
+    "int8": "b",
+    "uint8": "B",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "uint64": "Q",
+    "float16": "e",
+    "float32": "f",
+    "float64": "d",
+    POINTER: "Q",
 }
 
 
@@ -115,8 +126,10 @@ def describe_layout(types: Types, type_name: str) -> str:
     size, align = size_align(types, type_name)
     if type_name in PRIMITIVES:
         return f"{type_name} {size} bytes"
-    parts = [f"{p.field.name}@{p.offset}:{p.field.type}" + (f"[{p.field.count}]" if p.field.count > 1 else "")
-             for p in placed_fields(types, type_name)]
+    parts = [
+        f"{p.field.name}@{p.offset}:{p.field.type}" + (f"[{p.field.count}]" if p.field.count > 1 else "")
+        for p in placed_fields(types, type_name)
+    ]
     return f"struct {type_name} {{{', '.join(parts)}}} {size} bytes, align {align}"
 
 
@@ -184,5 +197,6 @@ def numpy_dtype(types: Types, type_name: str) -> np.dtype:
         names.append(p.field.name)
         formats.append(element if p.field.count == 1 else np.dtype((element, (p.field.count,))))
         offsets.append(p.offset)
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
-                     "itemsize": size_align(types, type_name)[0]})
+    return np.dtype(
+        {"names": names, "formats": formats, "offsets": offsets, "itemsize": size_align(types, type_name)[0]}
+    )

@@ -45,9 +45,12 @@ class Build:
 def same_buffers(specs: Sequence[LaunchSpec]) -> None:
     """Every spec names the same parameters (buffers of one shape and type): one buffer set
     serves them all. SpecError naming the first difference."""
+
     def signature(spec: LaunchSpec) -> tuple:
-        return tuple((p.name, p.dtype, p.shape) if isinstance(p, BufferParam) else (p.name, p.dtype, p.value)
-                     for p in spec.params)
+        return tuple(
+            (p.name, p.dtype, p.shape) if isinstance(p, BufferParam) else (p.name, p.dtype, p.value)
+            for p in spec.params
+        )
 
     first = signature(specs[0])
     for spec in specs[1:]:
@@ -55,8 +58,9 @@ def same_buffers(specs: Sequence[LaunchSpec]) -> None:
             raise SpecError(f"{spec.name}: parameters differ between builds ({signature(spec)} vs {first})")
 
 
-def time_ci(times: Sequence[float], confidence: float = 0.95, n_boot: int = 1000,
-            rng: np.random.Generator | int | None = 0) -> tuple[float, float, float]:
+def time_ci(
+    times: Sequence[float], confidence: float = 0.95, n_boot: int = 1000, rng: np.random.Generator | int | None = 0
+) -> tuple[float, float, float]:
     """(trimmed mean, low, high): one build's per-launch time with a round-resampling bootstrap CI."""
     x = np.asarray(times, dtype=np.float64)
     if x.size < 2:
@@ -75,9 +79,16 @@ def split_rounds(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return times[0::2], times[1::2]
 
 
-def time_builds(builds: Sequence[Build], host: Mapping[str, Any], l2: str = "warm", budget_s: float = 1.0,
-                min_rounds: int = 20, max_rounds: int = 5000, min_replay_us: float = 100.0,
-                seed: int = 0) -> dict[str, Any]:
+def time_builds(
+    builds: Sequence[Build],
+    host: Mapping[str, Any],
+    l2: str = "warm",
+    budget_s: float = 1.0,
+    min_rounds: int = 20,
+    max_rounds: int = 5000,
+    min_replay_us: float = 100.0,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Time every build on the buffers made from `host` (see the module docstring); a dict
     with the labels, `times` (kept rounds x builds, us per launch), repeats, clock and rounds."""
     from timing import gpu
@@ -94,8 +105,10 @@ def time_builds(builds: Sequence[Build], host: Mapping[str, Any], l2: str = "war
     clock, rng = open_sm_clock(cp), np.random.default_rng(seed)
     n = len(builds)
     if l2 == "warm":
-        repeats = [choose_repeats(_graph_launch_us(cp, stream, k, b.spec, a), min_replay_us)
-                   for k, b, a in zip(kernels, builds, args)]
+        repeats = [
+            choose_repeats(_graph_launch_us(cp, stream, k, b.spec, a), min_replay_us)
+            for k, b, a in zip(kernels, builds, args)
+        ]
     else:
         repeats = [1] * n
     graphs = [_capture(cp, stream, k, b.spec, a, r) for k, b, a, r in zip(kernels, builds, args, repeats)]
@@ -117,7 +130,13 @@ def time_builds(builds: Sequence[Build], host: Mapping[str, Any], l2: str = "war
         rounds += 1
     keep = clock_keep_mask(clocks[:rounds])
     kept_clock = clocks[:rounds][keep]
-    return {"labels": [b.label for b in builds], "times": times[:rounds][keep], "repeats": repeats, "l2": l2,
-            "rounds": int(keep.sum()), "dropped_rounds": int(rounds - keep.sum()),
-            "clock_mhz": float(np.nanmedian(kept_clock)) if not np.all(np.isnan(kept_clock)) else float("nan"),
-            "seconds": time.perf_counter() - started}
+    return {
+        "labels": [b.label for b in builds],
+        "times": times[:rounds][keep],
+        "repeats": repeats,
+        "l2": l2,
+        "rounds": int(keep.sum()),
+        "dropped_rounds": int(rounds - keep.sum()),
+        "clock_mhz": float(np.nanmedian(kept_clock)) if not np.all(np.isnan(kept_clock)) else float("nan"),
+        "seconds": time.perf_counter() - started,
+    }

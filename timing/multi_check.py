@@ -50,29 +50,36 @@ def first_difference(ref: dict[str, Any], got: dict[str, Any]) -> str:
         where = cp.nonzero(x != y)[0]
         first = int(where[0])
         item = first // a.dtype.itemsize
-        return (f"{name}: {int(where.size)} byte(s) differ, first at element {item} "
-                f"({a.reshape(-1)[item].item()!r} vs {got[name].reshape(-1)[item].item()!r})")
+        return (
+            f"{name}: {int(where.size)} byte(s) differ, first at element {item} "
+            f"({a.reshape(-1)[item].item()!r} vs {got[name].reshape(-1)[item].item()!r})"
+        )
     return ""
 
 
-def check_builds(original: Build, candidates: Sequence[Build], sets: int = 2, first_set: int = 0,
-                 poison_shared: bool = True) -> dict[str, dict[str, str]]:
+def check_builds(
+    original: Build, candidates: Sequence[Build], sets: int = 2, first_set: int = 0, poison_shared: bool = True
+) -> dict[str, dict[str, str]]:
     """label -> {'check': 'identical' | 'MISMATCH' | 'not deterministic', 'detail': ...} for
     every candidate, over input sets first_set .. first_set + sets - 1."""
     from timing import gpu
     from timing.inputs import draw_inputs
 
     same_buffers([original.spec, *(c.spec for c in candidates)])
-    out = {c.label: {"check": "identical", "detail": f"{sets} fresh input set(s), shared memory poisoned"}
-           for c in candidates}
+    out = {
+        c.label: {"check": "identical", "detail": f"{sets} fresh input set(s), shared memory poisoned"}
+        for c in candidates
+    }
     for index in range(first_set, first_set + sets):
         pristine = gpu.to_device(draw_inputs(original.spec, index))
         ref = run_build(original, pristine, poison_shared)
         if index == first_set:
             again = first_difference(ref, run_build(original, pristine, poison_shared))
             if again:
-                return {c.label: {"check": "not deterministic", "detail": f"the original itself: {again}"}
-                        for c in candidates}
+                return {
+                    c.label: {"check": "not deterministic", "detail": f"the original itself: {again}"}
+                    for c in candidates
+                }
         for c in candidates:
             if out[c.label]["check"] != "identical":
                 continue

@@ -143,8 +143,9 @@ def _l2_flusher(cp: Any, stream: Any) -> Callable[[], None]:
     return flush
 
 
-def _capture(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: Sequence[tuple],
-             clear: Callable[[Any], None]) -> Any:
+def _capture(
+    cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, args: Sequence[tuple], clear: Callable[[Any], None]
+) -> Any:
     """A CUDA graph of len(args) launches, launch i with args[i], instantiated and replayed once
     (uploaded, warmed). `clear` resets the launches' zeros counters (timing.devicestructs) and
     runs before every replay, outside any timed region."""
@@ -183,8 +184,7 @@ def _graph_launch_us(cp: Any, stream: Any, kernel: Any, spec: LaunchSpec, copies
     return best
 
 
-def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], specs: Sequence[LaunchSpec],
-                copies: Any) -> np.ndarray:
+def _backtoback(cp: Any, stream: Any, kernels: Sequence[Any], specs: Sequence[LaunchSpec], copies: Any) -> np.ndarray:
     """Per-launch us, shape (2, runs): event pair around 100 launches, A's runs then B's
     (copies holds 3 + 100 argument tuples; their counters are cleared before each run)."""
     from timing import gpu
@@ -256,8 +256,17 @@ def time_pair(
         mhz = clock()
         est = paired_ratio_ci(us[0], us[1], confidence, rng=rng)
         return TimingResult(
-            est, float(np.median(us[0])), float(np.median(us[1])), BACKTOBACK_RUNS, 0, mhz,
-            method, l2, (BACKTOBACK_LAUNCHES, BACKTOBACK_LAUNCHES), "fixed", time.perf_counter() - t_begin,
+            est,
+            float(np.median(us[0])),
+            float(np.median(us[1])),
+            BACKTOBACK_RUNS,
+            0,
+            mhz,
+            method,
+            l2,
+            (BACKTOBACK_LAUNCHES, BACKTOBACK_LAUNCHES),
+            "fixed",
+            time.perf_counter() - t_begin,
         )
 
     if l2 == "warm":
@@ -269,8 +278,7 @@ def time_pair(
     else:
         repeats = (1, 1)
     copies = launch_copies(cp, spec, dev, max(repeats))  # both kernels launch on the same copies
-    graphs = tuple(_capture(cp, stream, kernels[k], specs[k], copies.args[: repeats[k]], copies.clear)
-                   for k in (0, 1))
+    graphs = tuple(_capture(cp, stream, kernels[k], specs[k], copies.args[: repeats[k]], copies.clear) for k in (0, 1))
     flush = _l2_flusher(cp, stream) if l2 == "cold" else None
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in (0, 1)]
 
@@ -314,7 +322,15 @@ def time_pair(
     clock_kept = clocks[:n][keep]
     mhz = float(np.nanmedian(clock_kept)) if not np.all(np.isnan(clock_kept)) else float("nan")
     return TimingResult(
-        est, float(np.median(kept[:, 0])), float(np.median(kept[:, 1])), int(len(kept)),
-        int(n - len(kept)), mhz, method, l2, (int(repeats[0]), int(repeats[1])), stopped,
+        est,
+        float(np.median(kept[:, 0])),
+        float(np.median(kept[:, 1])),
+        int(len(kept)),
+        int(n - len(kept)),
+        mhz,
+        method,
+        l2,
+        (int(repeats[0]), int(repeats[1])),
+        stopped,
         time.perf_counter() - t_begin,
     )

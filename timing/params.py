@@ -234,7 +234,7 @@ def check_fits(value: Any, dtype: str, where: str, what: str) -> None:
             raise SpecError(f"{where}: {what} {value!r} does not fit {dtype} [{info.min}, {info.max}]")
     elif dt.kind == "b" and value not in (0, 1):
         raise SpecError(f"{where}: {what} {value!r} is not a boolean")
-    elif dt.kind == "f" and (not finite(value) and isinstance(value, int) or
-                             finite(value) and abs(float(value)) > np.finfo(dt).max):
-        raise SpecError(f"{where}: {what} {value!r} is beyond the range of {dtype} (inf and nan may be given "
-                        "as such)")
+    elif dt.kind == "f" and (
+        not finite(value) and isinstance(value, int) or finite(value) and abs(float(value)) > np.finfo(dt).max
+    ):
+        raise SpecError(f"{where}: {what} {value!r} is beyond the range of {dtype} (inf and nan may be given as such)")

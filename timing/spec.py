@@ -146,10 +146,8 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
         raise SpecError(f"{where}: 'hook' must look like 'pkg.module:func', got {hook!r}")
     types = structs.parse_types(_tables(raw, "type", source), source)
     has_hook = hook is not None
-    params = tuple(_parse_param(p, i, source, has_hook, types)
-                   for i, p in enumerate(_tables(raw, "param", source)))
-    extra = tuple(_parse_extra(b, i, source, has_hook, types)
-                  for i, b in enumerate(_tables(raw, "buffer", source)))
+    params = tuple(_parse_param(p, i, source, has_hook, types) for i, p in enumerate(_tables(raw, "param", source)))
+    extra = tuple(_parse_extra(b, i, source, has_hook, types) for i, b in enumerate(_tables(raw, "buffer", source)))
     seen: set[str] = set()
     for p in params + extra:
         if p.name in seen:
@@ -171,14 +169,16 @@ def _tables(raw: dict[str, Any], key: str, source: str) -> list[dict[str, Any]]:
 
 def _check_total_size(spec: LaunchSpec, source: str) -> None:
     total = sum(p.nbytes for p in spec.buffers) + sum(
-        size_align(spec.type_map, b.type)[0] * len(b.values) for b in spec.struct_buffers)
+        size_align(spec.type_map, b.type)[0] * len(b.values) for b in spec.struct_buffers
+    )
     if total > MAX_BUFFER_BYTES:
-        raise SpecError(f"{source}: buffers of {total / 2**30:.3g} GiB in all; a spec may ask for at most "
-                        f"{MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)")
+        raise SpecError(
+            f"{source}: buffers of {total / 2**30:.3g} GiB in all; a spec may ask for at most "
+            f"{MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)"
+        )
 
 
-def _parse_extra(raw: dict[str, Any], index: int, source: str, has_hook: bool,
-                 types: tuple[StructType, ...]) -> Extra:
+def _parse_extra(raw: dict[str, Any], index: int, source: str, has_hook: bool, types: tuple[StructType, ...]) -> Extra:
     """A [[buffer]]: plain (dtype/shape/role, read like a buffer parameter) or holding structs
     (type/values, timing.structs)."""
     name = raw.get("name")
@@ -192,8 +192,9 @@ def _parse_extra(raw: dict[str, Any], index: int, source: str, has_hook: bool,
     return _parse_param({**raw, "kind": "buffer"}, index, source, has_hook)  # type: ignore[return-value]
 
 
-def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool,
-                 types: tuple[StructType, ...] = ()) -> Param:
+def _parse_param(
+    raw: dict[str, Any], index: int, source: str, has_hook: bool, types: tuple[StructType, ...] = ()
+) -> Param:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{source}: param #{index}: missing or empty 'name'")
@@ -225,8 +226,10 @@ def _parse_param(raw: dict[str, Any], index: int, source: str, has_hook: bool,
         raise SpecError(f"{where}: '{role}' buffer needs an 'init' (or a kernel hook that supplies it)")
     buffer = BufferParam(name, dtype, shape, role)
     if buffer.nbytes > MAX_BUFFER_BYTES:
-        raise SpecError(f"{where}: shape {list(shape)} of {dtype} is {buffer.nbytes} bytes; a spec may ask for at "
-                        f"most {MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)")
+        raise SpecError(
+            f"{where}: shape {list(shape)} of {dtype} is {buffer.nbytes} bytes; a spec may ask for at "
+            f"most {MAX_BUFFER_BYTES // 2**30} GiB (timing.spec.MAX_BUFFER_BYTES)"
+        )
     init = None if init_raw is None else _init(init_raw, dtype, shape, where)
     return BufferParam(name, dtype, shape, role, init)
 
@@ -240,7 +243,9 @@ def _init(raw: Any, dtype: str, shape: tuple[int, ...], where: str) -> Init:
     defaults = DISTS[dist]
     unknown = set(raw) - {"dist"} - set(defaults)
     if unknown:
-        raise SpecError(f"{where}: init dist '{dist}' takes {sorted(defaults) or 'no arguments'}, got {sorted(unknown)}")
+        raise SpecError(
+            f"{where}: init dist '{dist}' takes {sorted(defaults) or 'no arguments'}, got {sorted(unknown)}"
+        )
     args: list[tuple[str, float]] = []
     for key, default in defaults.items():
         value = raw.get(key, default)
@@ -325,8 +330,7 @@ def _what(p: Param, types: dict[str, StructType]) -> str:
     return f"scalar {p.dtype}"
 
 
-def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int],
-                         offsets: Sequence[int] | None = None) -> None:
+def check_against_params(spec: LaunchSpec, param_sizes: Sequence[int], offsets: Sequence[int] | None = None) -> None:
     """Refuse a spec whose parameter list disagrees with the cubin's KPARAM_INFO sizes (and,
     when given, offsets: a struct laid out differently from the compiler's would pass
     fields at the wrong bytes even when its total size happens to agree).

@@ -44,15 +44,26 @@ def _buffer_entry(p: BufferParam, kind: bool) -> dict[str, Any]:
 
 def spec_dict(spec: LaunchSpec) -> dict[str, Any]:
     """The spec as the dict a TOML spec file parses to."""
-    kernel: dict[str, Any] = {"name": spec.name, "grid": list(spec.grid), "block": list(spec.block),
-                              "shared": spec.shared, "seed": spec.seed}
+    kernel: dict[str, Any] = {
+        "name": spec.name,
+        "grid": list(spec.grid),
+        "block": list(spec.block),
+        "shared": spec.shared,
+        "seed": spec.seed,
+    }
     if spec.hook is not None:
         kernel["hook"] = spec.hook
     out: dict[str, Any] = {"kernel": kernel}
     if spec.types:
-        out["type"] = [{"name": t.name, "fields": [
-            {"name": f.name, "type": f.type, **({"count": f.count} if f.count > 1 else {})} for f in t.fields]}
-            for t in spec.types]
+        out["type"] = [
+            {
+                "name": t.name,
+                "fields": [
+                    {"name": f.name, "type": f.type, **({"count": f.count} if f.count > 1 else {})} for f in t.fields
+                ],
+            }
+            for t in spec.types
+        ]
     params = []
     for p in spec.params:
         if isinstance(p, ScalarParam):
@@ -63,8 +74,12 @@ def spec_dict(spec: LaunchSpec) -> dict[str, Any]:
             params.append(_buffer_entry(p, kind=True))
     out["param"] = params
     if spec.extra:
-        out["buffer"] = [{"name": b.name, "type": b.type, "values": [value_dict(v) for v in b.values]}
-                         if isinstance(b, StructBuffer) else _buffer_entry(b, kind=False) for b in spec.extra]
+        out["buffer"] = [
+            {"name": b.name, "type": b.type, "values": [value_dict(v) for v in b.values]}
+            if isinstance(b, StructBuffer)
+            else _buffer_entry(b, kind=False)
+            for b in spec.extra
+        ]
     return out
 
 

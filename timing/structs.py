@@ -40,8 +40,16 @@ from typing import Any
 
 from reorder.base.errors import SpecError
 from timing.layout import POINTER, PRIMITIVES, Field, FieldValue, Pointer, StructType, pointers_in, size_align
-from timing.params import (BufferParam, LaunchSpec, StructBuffer, StructParam, check_dtype, check_fits,
-                            no_unknown, required)
+from timing.params import (
+    BufferParam,
+    LaunchSpec,
+    StructBuffer,
+    StructParam,
+    check_dtype,
+    check_fits,
+    no_unknown,
+    required,
+)
 
 _TYPE_KEYS = {"name", "fields"}
 _FIELD_KEYS = {"name", "type", "count"}
@@ -93,8 +101,10 @@ def _refuse_cycles(types: list[StructType], source: str) -> None:
 
     def visit(name: str, path: tuple[str, ...]) -> None:
         if name in path:
-            raise SpecError(f"{source}: type '{name}' contains itself ({' -> '.join(path + (name,))}); "
-                            "a struct can only point at itself")
+            raise SpecError(
+                f"{source}: type '{name}' contains itself ({' -> '.join(path + (name,))}); "
+                "a struct can only point at itself"
+            )
         if len(path) >= MAX_NESTING:
             raise SpecError(f"{source}: type '{path[0]}' nests structs more than {MAX_NESTING} deep")
         for f in by_name[name].fields:
@@ -109,8 +119,7 @@ def _type_known(ty: Any, types: tuple[StructType, ...], where: str, allow_pointe
     names = {t.name for t in types}
     if not isinstance(ty, str) or not (ty in names or allow_pointer and ty == POINTER):
         choices = sorted(names) + ([POINTER] if allow_pointer else [])
-        raise SpecError(f"{where}: 'type' must name a [[type]] ({', '.join(choices) or 'none declared'}), "
-                        f"got {ty!r}")
+        raise SpecError(f"{where}: 'type' must name a [[type]] ({', '.join(choices) or 'none declared'}), got {ty!r}")
     return ty
 
 
@@ -149,8 +158,9 @@ def parse_value(types: dict[str, StructType], ty: str, raw: Any, where: str) -> 
     unknown = set(raw) - {f.name for f in fields}
     missing = [f.name for f in fields if f.name not in raw]
     if unknown or missing:
-        raise SpecError(f"{where}: struct {ty} has fields {[f.name for f in fields]}; "
-                        f"unknown {sorted(unknown)}, missing {missing}")
+        raise SpecError(
+            f"{where}: struct {ty} has fields {[f.name for f in fields]}; unknown {sorted(unknown)}, missing {missing}"
+        )
     out = []
     for f in fields:
         at = f"{where}.{f.name}"
@@ -174,8 +184,9 @@ def _pointer(raw: Any, where: str) -> Pointer:
         index = raw.get("index", 0)
         if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
             return Pointer(raw["buffer"], index)
-    raise SpecError(f"{where}: a pointer is a buffer name, {{ buffer = NAME, index = N >= 0 }}, or 0 (NULL); "
-                    f"got {raw!r}")
+    raise SpecError(
+        f"{where}: a pointer is a buffer name, {{ buffer = NAME, index = N >= 0 }}, or 0 (NULL); got {raw!r}"
+    )
 
 
 # ---------------------------------------------------------------- cross references
@@ -201,11 +212,15 @@ def check_references(spec: LaunchSpec) -> None:
                 if ptr.buffer is None:
                     continue
                 if ptr.buffer not in elements:
-                    raise SpecError(f"{spec.source}: {where}: pointer to '{ptr.buffer}', which is no buffer of the "
-                                    f"spec (have: {', '.join(sorted(elements)) or 'none'})")
+                    raise SpecError(
+                        f"{spec.source}: {where}: pointer to '{ptr.buffer}', which is no buffer of the "
+                        f"spec (have: {', '.join(sorted(elements)) or 'none'})"
+                    )
                 if ptr.index > elements[ptr.buffer]:
-                    raise SpecError(f"{spec.source}: {where}: pointer {ptr.describe()} is past the end of "
-                                    f"'{ptr.buffer}' ({elements[ptr.buffer]} elements)")
+                    raise SpecError(
+                        f"{spec.source}: {where}: pointer {ptr.describe()} is past the end of "
+                        f"'{ptr.buffer}' ({elements[ptr.buffer]} elements)"
+                    )
 
 
 def element_bytes(spec: LaunchSpec, name: str) -> int:

@@ -280,4 +280,3 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -120,8 +120,11 @@ def normalize_weights_inputs(spec: Spec, rng: np.random.Generator) -> Inputs:
     """Weights, their sum (the output of Rodinia's sum_kernel) and an LCG seed."""
     weights = particle_weights(shape_of(spec, "weights")[0], rng)
     total = np.float32(weights.astype(np.float64).sum())
-    return {"weights": weights, "partial_sums": np.array([total], np.float32),
-            "seed": np.array([rng.integers(1, 2**31 - 1)], np.int32)}
+    return {
+        "weights": weights,
+        "partial_sums": np.array([total], np.float32),
+        "seed": np.array([rng.integers(1, 2**31 - 1)], np.int32),
+    }
 
 
 def find_index_inputs(spec: Spec, rng: np.random.Generator) -> Inputs:
@@ -131,13 +134,17 @@ def find_index_inputs(spec: Spec, rng: np.random.Generator) -> Inputs:
     cdf = np.cumsum(weights / weights.sum()).astype(np.float32)
     u1 = rng.uniform(0.0, 1.0 / n)
     u = (u1 + np.arange(n) / n).astype(np.float32)
-    return {"CDF": cdf, "u": u,
-            "arrayX": (64.0 + rng.normal(0.0, 5.0, n)).astype(np.float32),
-            "arrayY": (64.0 + rng.normal(0.0, 2.0, n)).astype(np.float32)}
+    return {
+        "CDF": cdf,
+        "u": u,
+        "arrayX": (64.0 + rng.normal(0.0, 5.0, n)).astype(np.float32),
+        "arrayY": (64.0 + rng.normal(0.0, 2.0, n)).astype(np.float32),
+    }
 
 
-def cfo_ta_channel(shape: tuple[int, ...], cfo_phase: np.ndarray, ta_phase: np.ndarray,
-                   rng: np.random.Generator, snr_db: float = 30.0) -> np.ndarray:
+def cfo_ta_channel(
+    shape: tuple[int, ...], cfo_phase: np.ndarray, ta_phase: np.ndarray, rng: np.random.Generator, snr_db: float = 30.0
+) -> np.ndarray:
     """H[g, a, l, t, s] = h(s) * e^{j cfo t} * e^{j ta s} + noise, h a 4-tap frequency-selective channel.
 
     shape is [groups, ants, layers, dmrs, sc, 2]: complex values as (re, im) float32

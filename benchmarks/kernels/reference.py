@@ -26,8 +26,7 @@ def warp_select(inputs: Inputs) -> Outputs:
     x = np.asarray(inputs["in"])
     k = int(inputs["k"])
     order = np.argsort(x, axis=1, kind="stable")[:, :k]
-    return {"out_val": np.take_along_axis(x, order, axis=1).astype(np.float32),
-            "out_idx": order.astype(np.int32)}
+    return {"out_val": np.take_along_axis(x, order, axis=1).astype(np.float32), "out_idx": order.astype(np.int32)}
 
 
 def lcg_next(state: int) -> int:
@@ -56,9 +55,11 @@ def find_index(inputs: Inputs) -> Outputs:
     # The first x with CDF[x] >= u is the first x where the running max reaches u,
     # which holds for any CDF, monotone or not, just like the kernel's linear scan.
     index = np.minimum(np.searchsorted(np.maximum.accumulate(cdf), u, side="left"), n - 1)
-    return {"xj": np.asarray(inputs["arrayX"], np.float32)[index],
-            "yj": np.asarray(inputs["arrayY"], np.float32)[index],
-            "weights": np.full(n, np.float32(1.0) / np.float32(n), np.float32)}
+    return {
+        "xj": np.asarray(inputs["arrayX"], np.float32)[index],
+        "yj": np.asarray(inputs["arrayY"], np.float32)[index],
+        "weights": np.full(n, np.float32(1.0) / np.float32(n), np.float32),
+    }
 
 
 def cfo_ta_est(inputs: Inputs) -> Outputs:
@@ -70,9 +71,12 @@ def cfo_ta_est(inputs: Inputs) -> Outputs:
     h = h[..., :n_dmrs, :n_sc]
     cfo_rot = (np.conj(h[..., :-1, :]) * h[..., 1:, :]).sum(axis=(1, 3, 4))
     ta_rot = (np.conj(h[..., :-1]) * h[..., 1:]).sum(axis=(1, 3, 4))
-    return {"cfo_rot": _pairs(cfo_rot), "ta_rot": _pairs(ta_rot),
-            "cfo_est": (np.angle(cfo_rot) * float(inputs["cfo_scale"])).astype(np.float32),
-            "ta_est": (np.angle(ta_rot) * float(inputs["ta_scale"])).astype(np.float32)}
+    return {
+        "cfo_rot": _pairs(cfo_rot),
+        "ta_rot": _pairs(ta_rot),
+        "cfo_est": (np.angle(cfo_rot) * float(inputs["cfo_scale"])).astype(np.float32),
+        "ta_est": (np.angle(ta_rot) * float(inputs["ta_scale"])).astype(np.float32),
+    }
 
 
 def _pairs(values: np.ndarray) -> np.ndarray:
@@ -89,7 +93,7 @@ def _bag_reduce(inputs: Inputs, mean: bool) -> Outputs:
     out = np.zeros((num_bags, dim), np.float64)
     ends = np.append(offsets[1:num_bags], num_indices)
     for bag in range(num_bags):
-        rows = indices[offsets[bag]:ends[bag]]
+        rows = indices[offsets[bag] : ends[bag]]
         rows = rows[rows != padding]
         if rows.size:
             out[bag] = weight[rows, :dim].astype(np.float64).sum(axis=0)

@@ -35,8 +35,10 @@ def _compare(name: str, got: np.ndarray, want: np.ndarray, tol: tuple[float, flo
     if ok.all():
         return []
     worst = int(np.argmax(np.abs(got - want).ravel()))
-    return [f"{name}: {int((~ok).sum())} of {want.size} outside rtol={tol[0]} atol={tol[1]}; "
-            f"worst at {worst}: got {got.ravel()[worst]!r}, want {want.ravel()[worst]!r}"]
+    return [
+        f"{name}: {int((~ok).sum())} of {want.size} outside rtol={tol[0]} atol={tol[1]}; "
+        f"worst at {worst}: got {got.ravel()[worst]!r}, want {want.ravel()[worst]!r}"
+    ]
 
 
 def _check_kselect(

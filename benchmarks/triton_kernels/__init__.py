@@ -54,8 +54,11 @@ class Case:
     @property
     def inits(self) -> dict[str, dict]:
         """How a launch spec draws the inputs whose spread is not N(0, 1) (reorder.triton.launch)."""
-        return {name: {"dist": "normal", "mean": 0.0, "std": a.std} for name, a in zip(self.names, self.args)
-                if isinstance(a, TensorArg) and a.role == "in" and a.std != 1.0}
+        return {
+            name: {"dist": "normal", "mean": 0.0, "std": a.std}
+            for name, a in zip(self.names, self.args)
+            if isinstance(a, TensorArg) and a.role == "in" and a.std != 1.0
+        }
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,11 @@ def _size(dtype: str) -> int:
 
 
 def _grid_configs(warps: tuple[int, ...], stages: tuple[int, ...], key: str) -> tuple[dict, ...]:
-    return tuple({"num_warps": w, key: s} if key != "num_stages" else {"num_warps": w, "num_stages": s}
-                 for w in warps for s in stages)
+    return tuple(
+        {"num_warps": w, key: s} if key != "num_stages" else {"num_warps": w, "num_stages": s}
+        for w in warps
+        for s in stages
+    )
 
 
 def softmax_case(dtype: str, shape: tuple[int, ...]) -> Case:
@@ -99,27 +105,51 @@ def softmax_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
         return {"y_ptr": torch.softmax(t["x_ptr"].float(), dim=-1)}
 
-    return Case("softmax", shape, softmax_rows, (TensorArg(shape, dtype), TensorArg(shape, dtype, "out"), cols, cols,
-                                                 cols), {"BLOCK": 2048}, (rows,), ("y_ptr",), reference,
-                2 * rows * cols * _size(dtype))
+    return Case(
+        "softmax",
+        shape,
+        softmax_rows,
+        (TensorArg(shape, dtype), TensorArg(shape, dtype, "out"), cols, cols, cols),
+        {"BLOCK": 2048},
+        (rows,),
+        ("y_ptr",),
+        reference,
+        2 * rows * cols * _size(dtype),
+    )
 
 
 def rmsnorm_case(dtype: str, shape: tuple[int, ...]) -> Case:
     from benchmarks.triton_kernels.rmsnorm import rmsnorm_row
 
     rows, cols = shape
-    return Case("rmsnorm_row", shape, rmsnorm_row,
-                (TensorArg(shape, dtype), TensorArg((cols,), dtype), TensorArg(shape, dtype, "out"), cols, cols, cols,
-                 EPS), {"BLOCK": 4096}, (rows,), ("y_ptr",), _rms_reference, (2 * rows + 1) * cols * _size(dtype))
+    return Case(
+        "rmsnorm_row",
+        shape,
+        rmsnorm_row,
+        (TensorArg(shape, dtype), TensorArg((cols,), dtype), TensorArg(shape, dtype, "out"), cols, cols, cols, EPS),
+        {"BLOCK": 4096},
+        (rows,),
+        ("y_ptr",),
+        _rms_reference,
+        (2 * rows + 1) * cols * _size(dtype),
+    )
 
 
 def rmsnorm_looped_case(dtype: str, shape: tuple[int, ...]) -> Case:
     from benchmarks.triton_kernels.rmsnorm import rmsnorm_looped
 
     rows, cols = shape
-    return Case("rmsnorm_looped", shape, rmsnorm_looped,
-                (TensorArg(shape, dtype), TensorArg((cols,), dtype), TensorArg(shape, dtype, "out"), cols, cols, cols,
-                 EPS), {"BLOCK": 1024}, (rows,), ("y_ptr",), _rms_reference, (2 * rows + 1) * cols * _size(dtype))
+    return Case(
+        "rmsnorm_looped",
+        shape,
+        rmsnorm_looped,
+        (TensorArg(shape, dtype), TensorArg((cols,), dtype), TensorArg(shape, dtype, "out"), cols, cols, cols, EPS),
+        {"BLOCK": 1024},
+        (rows,),
+        ("y_ptr",),
+        _rms_reference,
+        (2 * rows + 1) * cols * _size(dtype),
+    )
 
 
 def _rms_reference(t: dict) -> dict:
@@ -143,11 +173,29 @@ def layernorm_case(dtype: str, shape: tuple[int, ...]) -> Case:
         y = (x - mean[:, None]) * rstd[:, None] * t["w_ptr"].float() + t["b_ptr"].float()
         return {"y_ptr": y, "mean_ptr": mean, "rstd_ptr": rstd}
 
-    args = (TensorArg(shape, dtype), TensorArg((cols,), dtype), TensorArg((cols,), dtype),
-            TensorArg(shape, dtype, "out"), TensorArg((rows,), "float32", "out"), TensorArg((rows,), "float32", "out"),
-            cols, cols, cols, EPS)
-    return Case("layernorm", shape, layernorm_looped, args, {"BLOCK": 1024}, (rows,),
-                ("y_ptr", "mean_ptr", "rstd_ptr"), reference, (2 * rows + 2) * cols * _size(dtype) + 8 * rows)
+    args = (
+        TensorArg(shape, dtype),
+        TensorArg((cols,), dtype),
+        TensorArg((cols,), dtype),
+        TensorArg(shape, dtype, "out"),
+        TensorArg((rows,), "float32", "out"),
+        TensorArg((rows,), "float32", "out"),
+        cols,
+        cols,
+        cols,
+        EPS,
+    )
+    return Case(
+        "layernorm",
+        shape,
+        layernorm_looped,
+        args,
+        {"BLOCK": 1024},
+        (rows,),
+        ("y_ptr", "mean_ptr", "rstd_ptr"),
+        reference,
+        (2 * rows + 2) * cols * _size(dtype) + 8 * rows,
+    )
 
 
 def matmul_case(dtype: str, shape: tuple[int, ...]) -> Case:
@@ -161,11 +209,34 @@ def matmul_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
         return {"c_ptr": torch.nn.functional.leaky_relu(t["a_ptr"].float() @ t["b_ptr"].float(), SLOPE)}
 
-    args = (TensorArg((m, k), dtype), TensorArg((k, n), dtype), TensorArg((m, n), dtype, "out"), m, n, k, k, 1, n, 1,
-            n, 1, SLOPE)
+    args = (
+        TensorArg((m, k), dtype),
+        TensorArg((k, n), dtype),
+        TensorArg((m, n), dtype, "out"),
+        m,
+        n,
+        k,
+        k,
+        1,
+        n,
+        1,
+        n,
+        1,
+        SLOPE,
+    )
     grid = (-(-m // bm) * -(-n // bn),)
-    return Case("matmul_leaky", shape, matmul_leaky, args, {"BM": bm, "BN": bn, "BK": 64, "GROUP_M": 8}, grid,
-                ("c_ptr",), reference, (m * k + k * n + m * n) * _size(dtype), 2 * m * n * k)
+    return Case(
+        "matmul_leaky",
+        shape,
+        matmul_leaky,
+        args,
+        {"BM": bm, "BN": bn, "BK": 64, "GROUP_M": 8},
+        grid,
+        ("c_ptr",),
+        reference,
+        (m * k + k * n + m * n) * _size(dtype),
+        2 * m * n * k,
+    )
 
 
 def ffn_case(dtype: str, shape: tuple[int, ...]) -> Case:
@@ -182,11 +253,33 @@ def ffn_case(dtype: str, shape: tuple[int, ...]) -> Case:
         gate, up = normed @ t["w1_ptr"].float(), normed @ t["w3_ptr"].float()
         return {"out_ptr": torch.nn.functional.silu(gate) * up}
 
-    w_std = k ** -0.5  # unit-variance gate and up
-    args = (TensorArg((m, k), dtype), TensorArg((k,), dtype), TensorArg((k, n), dtype, std=w_std),
-            TensorArg((k, n), dtype, std=w_std), TensorArg((m, n), dtype, "out"), m, n, k, k, n, n, EPS)
-    return Case("ffn_swiglu", shape, ffn_swiglu, args, {"BM": bm, "BN": bn, "BK": 64}, (-(-m // bm) * -(-n // bn),),
-                ("out_ptr",), reference, (m * k + k + 2 * k * n + m * n) * _size(dtype), 2 * 2 * m * n * k)
+    w_std = k**-0.5  # unit-variance gate and up
+    args = (
+        TensorArg((m, k), dtype),
+        TensorArg((k,), dtype),
+        TensorArg((k, n), dtype, std=w_std),
+        TensorArg((k, n), dtype, std=w_std),
+        TensorArg((m, n), dtype, "out"),
+        m,
+        n,
+        k,
+        k,
+        n,
+        n,
+        EPS,
+    )
+    return Case(
+        "ffn_swiglu",
+        shape,
+        ffn_swiglu,
+        args,
+        {"BM": bm, "BN": bn, "BK": 64},
+        (-(-m // bm) * -(-n // bn),),
+        ("out_ptr",),
+        reference,
+        (m * k + k + 2 * k * n + m * n) * _size(dtype),
+        2 * 2 * m * n * k,
+    )
 
 
 FFN_TILE = (64, 64)
@@ -198,19 +291,53 @@ FAMILIES: tuple[Family, ...] = tuple(
     family
     for dtype, short in (("float32", "fp32"), ("float16", "fp16"))
     for family in (
-        Family(f"softmax_{short}", dtype, ((64, 32000), (512, 32000), (1024, 32000)),
-               _grid_configs(ROW_WARPS, LOOP_STAGES, "LOOP_STAGES"), softmax_case),
-        Family(f"rmsnorm_row_{short}", dtype, ((16, 4096), (1024, 4096), (8192, 4096)),
-               tuple({"num_warps": w} for w in (2, 4, 8, 16)), rmsnorm_case),
-        Family(f"rmsnorm_looped_{short}", dtype, ((16, 16384), (512, 16384), (2048, 16384)),
-               _grid_configs((4, 8), LOOP_STAGES, "LOOP_STAGES"), rmsnorm_looped_case),
-        Family(f"layernorm_{short}", dtype, ((16, 8192), (512, 8192), (2048, 8192)),
-               _grid_configs((4, 8), LOOP_STAGES, "LOOP_STAGES"), layernorm_case),
+        Family(
+            f"softmax_{short}",
+            dtype,
+            ((64, 32000), (512, 32000), (1024, 32000)),
+            _grid_configs(ROW_WARPS, LOOP_STAGES, "LOOP_STAGES"),
+            softmax_case,
+        ),
+        Family(
+            f"rmsnorm_row_{short}",
+            dtype,
+            ((16, 4096), (1024, 4096), (8192, 4096)),
+            tuple({"num_warps": w} for w in (2, 4, 8, 16)),
+            rmsnorm_case,
+        ),
+        Family(
+            f"rmsnorm_looped_{short}",
+            dtype,
+            ((16, 16384), (512, 16384), (2048, 16384)),
+            _grid_configs((4, 8), LOOP_STAGES, "LOOP_STAGES"),
+            rmsnorm_looped_case,
+        ),
+        Family(
+            f"layernorm_{short}",
+            dtype,
+            ((16, 8192), (512, 8192), (2048, 8192)),
+            _grid_configs((4, 8), LOOP_STAGES, "LOOP_STAGES"),
+            layernorm_case,
+        ),
     )
-) + (Family("matmul_leaky_fp16", "float16", ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048)),
-            _grid_configs((4, 8), (2, 3, 4), "num_stages"), matmul_case, tolerance=5e-2),
-    Family("ffn_swiglu_fp16", "float16", FFN_SHAPES, _grid_configs((4, 8), (2, 3, 4), "num_stages"), ffn_case,
-           tolerance=5e-2))
+) + (
+    Family(
+        "matmul_leaky_fp16",
+        "float16",
+        ((512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048)),
+        _grid_configs((4, 8), (2, 3, 4), "num_stages"),
+        matmul_case,
+        tolerance=5e-2,
+    ),
+    Family(
+        "ffn_swiglu_fp16",
+        "float16",
+        FFN_SHAPES,
+        _grid_configs((4, 8), (2, 3, 4), "num_stages"),
+        ffn_case,
+        tolerance=5e-2,
+    ),
+)
 
 
 def family(name: str) -> Family:
@@ -244,8 +371,9 @@ class StandInTensor:
 
 def stand_in_args(case: Case) -> tuple:
     """The case's arguments with tensors replaced by 256-byte aligned stand-ins."""
-    return tuple(StandInTensor(a, 0x10000 * (i + 1)) if isinstance(a, TensorArg) else a
-                 for i, a in enumerate(case.args))
+    return tuple(
+        StandInTensor(a, 0x10000 * (i + 1)) if isinstance(a, TensorArg) else a for i, a in enumerate(case.args)
+    )
 
 
 def torch_args(case: Case, device: str = "cuda", seed: int = 0) -> tuple[tuple, dict]:
@@ -257,9 +385,11 @@ def torch_args(case: Case, device: str = "cuda", seed: int = 0) -> tuple[tuple, 
     for name, a in zip(case.names, case.args):
         if isinstance(a, TensorArg):
             dtype = getattr(torch, a.dtype)
-            t = ((a.std * torch.randn(a.shape, generator=gen, device=device, dtype=torch.float32)).to(dtype)
-                 if a.role == "in"
-                 else torch.empty(a.shape, device=device, dtype=dtype))
+            t = (
+                (a.std * torch.randn(a.shape, generator=gen, device=device, dtype=torch.float32)).to(dtype)
+                if a.role == "in"
+                else torch.empty(a.shape, device=device, dtype=dtype)
+            )
             named[name] = t
             args.append(t)
         else:

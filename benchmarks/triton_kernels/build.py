@@ -32,11 +32,15 @@ def build(out: Path = HERE / "sm_90", names: set[str] | None = None) -> list[Pat
         if names is not None and family.name not in names:
             continue
         case = family.case(family.tune_shape)
-        call = compile_call(case.kernel, *stand_in_args(case), arch=90, **case.constexprs,
-                            **family.configs[CONFIG_INDEX])
+        call = compile_call(
+            case.kernel, *stand_in_args(case), arch=90, **case.constexprs, **family.configs[CONFIG_INDEX]
+        )
         spec = launch_spec(call.kernel, call.values, case.grid, outputs=case.outputs, inits=case.inits)
-        for suffix, data in ((".cubin", call.cubin), (".ptx", call.kernel.asm["ptx"].encode()),
-                             (".toml", spec_toml(spec).encode())):
+        for suffix, data in (
+            (".cubin", call.cubin),
+            (".ptx", call.kernel.asm["ptx"].encode()),
+            (".toml", spec_toml(spec).encode()),
+        ):
             path = out / f"{family.name}{suffix}"
             path.write_bytes(data)
             written.append(path)

@@ -20,8 +20,23 @@ import triton.language as tl
 
 
 @triton.jit
-def ffn_swiglu(x_ptr, g_ptr, w1_ptr, w3_ptr, out_ptr, M, N, K, x_row_stride, w_row_stride, out_row_stride, eps,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def ffn_swiglu(
+    x_ptr,
+    g_ptr,
+    w1_ptr,
+    w3_ptr,
+    out_ptr,
+    M,
+    N,
+    K,
+    x_row_stride,
+    w_row_stride,
+    out_row_stride,
+    eps,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
     tiles_n = tl.cdiv(N, BN)
     pid = tl.program_id(0)
     rows = (pid // tiles_n) * BM + tl.arange(0, BM)

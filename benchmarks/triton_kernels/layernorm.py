@@ -12,8 +12,20 @@ import triton.language as tl
 
 
 @triton.jit
-def layernorm_looped(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_cols, x_row_stride, y_row_stride, eps,
-                     BLOCK: tl.constexpr, LOOP_STAGES: tl.constexpr):
+def layernorm_looped(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
+    eps,
+    BLOCK: tl.constexpr,
+    LOOP_STAGES: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride

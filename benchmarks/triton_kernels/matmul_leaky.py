@@ -13,9 +13,25 @@ import triton.language as tl
 
 
 @triton.jit
-def matmul_leaky(a_ptr, b_ptr, c_ptr, M, N, K, a_row_stride, a_col_stride, b_row_stride, b_col_stride,
-                 c_row_stride, c_col_stride, slope, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                 GROUP_M: tl.constexpr):
+def matmul_leaky(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    a_row_stride,
+    a_col_stride,
+    b_row_stride,
+    b_col_stride,
+    c_row_stride,
+    c_col_stride,
+    slope,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)

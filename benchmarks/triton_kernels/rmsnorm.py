@@ -24,8 +24,9 @@ def rmsnorm_row(x_ptr, w_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, eps, BL
 
 
 @triton.jit
-def rmsnorm_looped(x_ptr, w_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, eps, BLOCK: tl.constexpr,
-                   LOOP_STAGES: tl.constexpr):
+def rmsnorm_looped(
+    x_ptr, w_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, eps, BLOCK: tl.constexpr, LOOP_STAGES: tl.constexpr
+):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride

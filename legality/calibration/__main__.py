@@ -31,8 +31,10 @@ TABLE_ARCHS = (80, 86, 89, 90)
 KERNELS = 100
 CHAINS = 900
 LOOPS = 450
-CHECKED_IN = {80: ["tests/corpus/cubin/sm_80"],
-              90: ["tests/corpus/cubin/sm_90", "benchmarks/kernels/cubin", "tests/corpus/triton/sm_90"]}
+CHECKED_IN = {
+    80: ["tests/corpus/cubin/sm_80"],
+    90: ["tests/corpus/cubin/sm_90", "benchmarks/kernels/cubin", "tests/corpus/triton/sm_90"],
+}
 
 
 def build(work: Path, kernels: int, chains: int, loops: int, jobs: int) -> dict[str, int]:
@@ -56,14 +58,18 @@ def corpus_folders(arch: int, work: Path) -> list[str]:
 
 def header(args: argparse.Namespace, counts: dict[str, int]) -> list[str]:
     """Provenance lines every table carries: what was compiled, with which ptxas, when."""
-    return [(f"calibration set: {args.kernels} fragment, {args.chains} chain and {args.loops} loop kernels generated "
-             f"by legality.calibration "
-             f"(seed 14) and the project's own CUDA sources (tests/corpus/src, benchmarks/kernels), "
-             f"{counts['sources']} sources -> {counts['cubins']} cubins: the project's for {', '.join(ARCHS)} at "
-             f"ptxas -O{', -O'.join(map(str, OPT_LEVELS))}, the generated for {', '.join(GENERATED_ARCHS)} at "
-             f"-O{', -O'.join(map(str, GENERATED_LEVELS))}"),
-            f"toolkit: {ptxas_version()}; generated {datetime.date.today().isoformat()}",
-            "regenerate: python -m legality.calibration (legality/calibration/calibrate.py says how)"]
+    return [
+        (
+            f"calibration set: {args.kernels} fragment, {args.chains} chain and {args.loops} loop kernels generated "
+            f"by legality.calibration "
+            f"(seed 14) and the project's own CUDA sources (tests/corpus/src, benchmarks/kernels), "
+            f"{counts['sources']} sources -> {counts['cubins']} cubins: the project's for {', '.join(ARCHS)} at "
+            f"ptxas -O{', -O'.join(map(str, OPT_LEVELS))}, the generated for {', '.join(GENERATED_ARCHS)} at "
+            f"-O{', -O'.join(map(str, GENERATED_LEVELS))}"
+        ),
+        f"toolkit: {ptxas_version()}; generated {datetime.date.today().isoformat()}",
+        "regenerate: python -m legality.calibration (legality/calibration/calibrate.py says how)",
+    ]
 
 
 def main(argv: list[str]) -> int:
@@ -98,15 +104,20 @@ def write_tables(work: Path, head: list[str], jobs: int) -> None:
 def _times(start: float) -> str:
     """Wall and CPU seconds so far (CPU: this process and its children, nvcc and workers
     included): on a shared machine the wall time says little."""
-    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-              for f in ("ru_utime", "ru_stime"))
+    cpu = sum(
+        getattr(resource.getrusage(who), f)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for f in ("ru_utime", "ru_stime")
+    )
     return f"{time.monotonic() - start:.0f} s wall, {cpu:.0f} s CPU"
 
 
 def counted(work: Path) -> dict[str, int]:
     """What an earlier build left in `work` (for --reuse)."""
-    return {"sources": len(list(work.rglob("*.cu"))) + sum(len(list(f.glob("*.cu"))) for f in PROJECT_SOURCES.values()),
-            "cubins": len(list((work / "cubin").rglob("*.cubin")))}
+    return {
+        "sources": len(list(work.rglob("*.cu"))) + sum(len(list(f.glob("*.cu"))) for f in PROJECT_SOURCES.values()),
+        "cubins": len(list((work / "cubin").rglob("*.cubin"))),
+    }
 
 
 if __name__ == "__main__":

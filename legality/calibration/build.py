@@ -53,8 +53,7 @@ def tool(name: str) -> str:
 def _run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise ToolError(f"{Path(cmd[0]).name} failed (exit {proc.returncode}) on {cmd[-1]}", tuple(cmd),
-                        proc.stderr)
+        raise ToolError(f"{Path(cmd[0]).name} failed (exit {proc.returncode}) on {cmd[-1]}", tuple(cmd), proc.stderr)
 
 
 def compile_job(job: Job, levels: tuple[int, ...] = OPT_LEVELS) -> list[Path]:
@@ -71,8 +70,13 @@ def compile_job(job: Job, levels: tuple[int, ...] = OPT_LEVELS) -> list[Path]:
     return out
 
 
-def build_all(sources: list[Path], out_dir: Path, archs: tuple[str, ...] = ARCHS, levels: tuple[int, ...] = OPT_LEVELS,
-              jobs: int = 2) -> list[Path]:
+def build_all(
+    sources: list[Path],
+    out_dir: Path,
+    archs: tuple[str, ...] = ARCHS,
+    levels: tuple[int, ...] = OPT_LEVELS,
+    jobs: int = 2,
+) -> list[Path]:
     """Every source for every arch at every -O level, `jobs` compiles at a time (threads
     wait on nvcc/ptxas processes, so they run in parallel)."""
     work = [Job(src, arch, out_dir) for arch in archs for src in sources]

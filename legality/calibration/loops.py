@@ -19,11 +19,23 @@ from legality.calibration.memory import CACHE_LOADS, ELEMENTS, REDUCE, WHOLE, ZE
 STARTS = ("lane", "i", "row * n + lane", "0", "(int)threadIdx.x", "i * k")
 STRIDES = ("32", "(int)blockDim.x", "1", "k", "(int)(blockDim.x * gridDim.x)")
 BOUNDS = {"int": ("n", "k * n", "n - 1"), "long long": ("sl", "(long long)n * k"), "unsigned": ("(unsigned)n",)}
-PRAGMAS = ("", "#pragma unroll 4\n    ", "#pragma unroll 8\n    ", "#pragma unroll 2\n    ", "#pragma unroll 1\n    ",
-           "#pragma unroll 16\n    ")
+PRAGMAS = (
+    "",
+    "#pragma unroll 4\n    ",
+    "#pragma unroll 8\n    ",
+    "#pragma unroll 2\n    ",
+    "#pragma unroll 1\n    ",
+    "#pragma unroll 16\n    ",
+)
 WARP_REDUCE = {"f32": ("fmaxf", "+"), "i32": ("max", "+"), "f64": ("fmax", "+"), "i64": ("max", "+")}
-RESULT = {"f32": ("gf", "float"), "i32": ("gi", "int"), "f64": ("gd", "double"), "i64": ("gl", "long long"),
-          "h": ("gh", "__half"), "h2": ("gh", "__half2")}
+RESULT = {
+    "f32": ("gf", "float"),
+    "i32": ("gi", "int"),
+    "f64": ("gd", "double"),
+    "i64": ("gl", "long long"),
+    "h": ("gh", "__half"),
+    "h2": ("gh", "__half2"),
+}
 
 
 def access(rng: random.Random, element: str, var: str) -> str:
@@ -63,13 +75,28 @@ def result_store(rng: random.Random, kind: str) -> str:
 
 # what is done to an element before it is reduced: MUFU, conversions and shuffles write
 # registers an ALU operation has just read, as softmax's exponentials do
-TRANSFORMS = {"f32": ("__expf({x} - s)", "sqrtf({x})", "{x} * {x}", "__sinf({x})", "rsqrtf({x})", "(float)(int)({x})",
-                      "__shfl_down_sync(FULL, {x}, 1)"),
-              "i32": ("__popc({x})", "{x} * {x}", "(int)__brev({x})", "(int)(float)({x})", "__shfl_xor_sync(FULL, {x}, 2)"),
-              "f64": ("{x} * {x}", "sqrt({x})", "(double)(float)({x})", "__shfl_xor_sync(FULL, {x}, 4)"),
-              "i64": ("{x} * {x}", "(long long)(double)({x})")}
-LAUNCH_BOUNDS = ("", "", "__launch_bounds__(1024) ", "__launch_bounds__(256, 8) ", "__launch_bounds__(128, 16) ",
-                 "__launch_bounds__(1024, 2) ")
+TRANSFORMS = {
+    "f32": (
+        "__expf({x} - s)",
+        "sqrtf({x})",
+        "{x} * {x}",
+        "__sinf({x})",
+        "rsqrtf({x})",
+        "(float)(int)({x})",
+        "__shfl_down_sync(FULL, {x}, 1)",
+    ),
+    "i32": ("__popc({x})", "{x} * {x}", "(int)__brev({x})", "(int)(float)({x})", "__shfl_xor_sync(FULL, {x}, 2)"),
+    "f64": ("{x} * {x}", "sqrt({x})", "(double)(float)({x})", "__shfl_xor_sync(FULL, {x}, 4)"),
+    "i64": ("{x} * {x}", "(long long)(double)({x})"),
+}
+LAUNCH_BOUNDS = (
+    "",
+    "",
+    "__launch_bounds__(1024) ",
+    "__launch_bounds__(256, 8) ",
+    "__launch_bounds__(128, 16) ",
+    "__launch_bounds__(1024, 2) ",
+)
 
 
 def element_term(rng: random.Random, element: str, kind: str, at: str = "j") -> str:
@@ -92,8 +119,10 @@ def accumulations(rng: random.Random, element: str, kind: str) -> tuple[list[str
     count = rng.choice((1, 1, 2, 4))
     names = ["acc"] + [f"acc{t}" for t in range(1, count)]
     decls = [f"auto {a} = {ZERO[kind]};" for a in names]
-    body = " ".join(rng.choice(REDUCE[kind]).replace("acc", a).format(x=element_term(rng, element, kind, f"j + {t} * k"))
-                    for t, a in enumerate(names))
+    body = " ".join(
+        rng.choice(REDUCE[kind]).replace("acc", a).format(x=element_term(rng, element, kind, f"j + {t} * k"))
+        for t, a in enumerate(names)
+    )
     fold = [COMBINE.get(kind, "acc = acc + {x};").format(x=a) for a in names[1:]]
     return decls, body, fold
 
@@ -105,10 +134,20 @@ def loop_kernel(name: str, rng: random.Random) -> str:
     kind = ELEMENTS[element][0]
     var = rng.choice(tuple(BOUNDS))
     decls, body, fold = accumulations(rng, element, kind)
-    loop = (f"{rng.choice(PRAGMAS)}for ({var} j = ({var})({rng.choice(STARTS)}); j < {rng.choice(BOUNDS[var])}; "
-            f"j += {rng.choice(STRIDES)}) {{ {body} }}")
-    lines = ["int i = blockIdx.x * blockDim.x + threadIdx.x;", "int lane = threadIdx.x & 31;",
-             "int row = i >> 5;", *decls, loop, *fold, *warp_reduce(rng, kind), result_store(rng, kind)]
+    loop = (
+        f"{rng.choice(PRAGMAS)}for ({var} j = ({var})({rng.choice(STARTS)}); j < {rng.choice(BOUNDS[var])}; "
+        f"j += {rng.choice(STRIDES)}) {{ {body} }}"
+    )
+    lines = [
+        "int i = blockIdx.x * blockDim.x + threadIdx.x;",
+        "int lane = threadIdx.x & 31;",
+        "int row = i >> 5;",
+        *decls,
+        loop,
+        *fold,
+        *warp_reduce(rng, kind),
+        result_store(rng, kind),
+    ]
     text = "\n    ".join(lines)
     return f'extern "C" __global__ void {rng.choice(LAUNCH_BOUNDS)}{name}({SIGNATURE}) {{\n    {text}\n}}\n'
 

@@ -17,35 +17,97 @@ from dataclasses import dataclass, field
 
 # element C type -> (chain type of the loaded value, how to get it from a loaded `{x}`)
 ELEMENTS: dict[str, tuple[str, str]] = {
-    "signed char": ("i32", "(int){x}"), "unsigned char": ("i32", "(int){x}"), "short": ("i32", "(int){x}"),
-    "unsigned short": ("i32", "(int){x}"), "int": ("i32", "{x}"), "unsigned": ("i32", "(int){x}"),
-    "float": ("f32", "{x}"), "double": ("f64", "{x}"), "long long": ("i64", "{x}"),
-    "unsigned long long": ("i64", "(long long){x}"), "__half": ("h", "{x}"), "__half2": ("h2", "{x}"),
-    "float2": ("f32", "{x}.y"), "float4": ("f32", "{x}.w"), "int2": ("i32", "{x}.x"), "int4": ("i32", "{x}.z"),
-    "double2": ("f64", "{x}.y"), "longlong2": ("i64", "{x}.x"), "uchar4": ("i32", "(int){x}.y"),
-    "short2": ("i32", "(int){x}.x"), "uint2": ("i32", "(int){x}.y"), "ushort4": ("i32", "(int){x}.w"),
+    "signed char": ("i32", "(int){x}"),
+    "unsigned char": ("i32", "(int){x}"),
+    "short": ("i32", "(int){x}"),
+    "unsigned short": ("i32", "(int){x}"),
+    "int": ("i32", "{x}"),
+    "unsigned": ("i32", "(int){x}"),
+    "float": ("f32", "{x}"),
+    "double": ("f64", "{x}"),
+    "long long": ("i64", "{x}"),
+    "unsigned long long": ("i64", "(long long){x}"),
+    "__half": ("h", "{x}"),
+    "__half2": ("h2", "{x}"),
+    "float2": ("f32", "{x}.y"),
+    "float4": ("f32", "{x}.w"),
+    "int2": ("i32", "{x}.x"),
+    "int4": ("i32", "{x}.z"),
+    "double2": ("f64", "{x}.y"),
+    "longlong2": ("i64", "{x}.x"),
+    "uchar4": ("i32", "(int){x}.y"),
+    "short2": ("i32", "(int){x}.x"),
+    "uint2": ("i32", "(int){x}.y"),
+    "ushort4": ("i32", "(int){x}.w"),
 }
-SCALARS = ("signed char", "unsigned char", "short", "unsigned short", "int", "unsigned", "float", "double",
-           "long long", "unsigned long long")
-VECTORS = {"float2": "make_float2({v}, {v})", "float4": "make_float4({v}, {v}, {v}, {v})", "int2": "make_int2({v}, {v})",
-           "int4": "make_int4({v}, {v}, {v}, {v})", "double2": "make_double2({v}, {v})",
-           "longlong2": "make_longlong2({v}, {v})", "uchar4": "make_uchar4({v}, {v}, {v}, {v})",
-           "short2": "make_short2({v}, {v})", "uint2": "make_uint2({v}, {v})",
-           "ushort4": "make_ushort4({v}, {v}, {v}, {v})"}
-VECTOR_SCALAR = {"float2": "float", "float4": "float", "int2": "int", "int4": "int", "double2": "double",
-                 "longlong2": "long long", "uchar4": "unsigned char", "short2": "short", "uint2": "unsigned",
-                 "ushort4": "unsigned short"}
+SCALARS = (
+    "signed char",
+    "unsigned char",
+    "short",
+    "unsigned short",
+    "int",
+    "unsigned",
+    "float",
+    "double",
+    "long long",
+    "unsigned long long",
+)
+VECTORS = {
+    "float2": "make_float2({v}, {v})",
+    "float4": "make_float4({v}, {v}, {v}, {v})",
+    "int2": "make_int2({v}, {v})",
+    "int4": "make_int4({v}, {v}, {v}, {v})",
+    "double2": "make_double2({v}, {v})",
+    "longlong2": "make_longlong2({v}, {v})",
+    "uchar4": "make_uchar4({v}, {v}, {v}, {v})",
+    "short2": "make_short2({v}, {v})",
+    "uint2": "make_uint2({v}, {v})",
+    "ushort4": "make_ushort4({v}, {v}, {v}, {v})",
+}
+VECTOR_SCALAR = {
+    "float2": "float",
+    "float4": "float",
+    "int2": "int",
+    "int4": "int",
+    "double2": "double",
+    "longlong2": "long long",
+    "uchar4": "unsigned char",
+    "short2": "short",
+    "uint2": "unsigned",
+    "ushort4": "unsigned short",
+}
 CACHE_LOADS = ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv")
 CACHE_STORES = ("__stwb", "__stcg", "__stcs", "__stwt")
-SCALAR_OF = {"i32": "{a}", "i64": "{a}", "f32": "{a}", "f64": "{a}", "h": "__half2float({a})",
-             "h2": "__low2float({a})", "bool": "(int){a}"}
+SCALAR_OF = {
+    "i32": "{a}",
+    "i64": "{a}",
+    "f32": "{a}",
+    "f64": "{a}",
+    "h": "__half2float({a})",
+    "h2": "__low2float({a})",
+    "bool": "(int){a}",
+}
 
 
-INT_SHAPES = ("{a}", "(unsigned){a}", "{a} + k", "{a} * {c}", "({a} >> {c}) + i", "{a} & 0x{m:x}",
-              "(long long){a} * sl", "{a} + (int)blockIdx.x", "(unsigned)({a} & 0xffff) * {c}u")
+INT_SHAPES = (
+    "{a}",
+    "(unsigned){a}",
+    "{a} + k",
+    "{a} * {c}",
+    "({a} >> {c}) + i",
+    "{a} & 0x{m:x}",
+    "(long long){a} * sl",
+    "{a} + (int)blockIdx.x",
+    "(unsigned)({a} & 0xffff) * {c}u",
+)
 LONG_SHAPES = ("{a}", "{a} & 0xffff", "(unsigned){a}", "{a} + sl", "({a} >> {c}) + i")
-TO_INDEX = {"f32": "(int){a}", "f64": "(int){a}", "h": "__half2int_rz({a})", "h2": "__half2int_rz(__low2half({a}))",
-            "bool": "(int){a}"}
+TO_INDEX = {
+    "f32": "(int){a}",
+    "f64": "(int){a}",
+    "h": "__half2int_rz({a})",
+    "h2": "__half2int_rz(__low2half({a}))",
+    "bool": "(int){a}",
+}
 
 
 def index(rng: random.Random, value: str, kind: str, shape: int) -> str:
@@ -54,8 +116,9 @@ def index(rng: random.Random, value: str, kind: str, shape: int) -> str:
     that make different address arithmetic (IMAD.WIDE, IMAD.WIDE.U32, LEA.HI.X, IADD3.X)."""
     shapes = LONG_SHAPES if kind == "i64" else INT_SHAPES
     base = TO_INDEX[kind].format(a=value) if kind in TO_INDEX else value
-    return shapes[shape % len(shapes)].format(a=f"({base})" if kind in TO_INDEX else base, c=rng.randint(2, 24),
-                                              m=rng.randrange(1, 1 << 16))
+    return shapes[shape % len(shapes)].format(
+        a=f"({base})" if kind in TO_INDEX else base, c=rng.randint(2, 24), m=rng.randrange(1, 1 << 16)
+    )
 
 
 def element_value(element: str, value: str, kind: str) -> str:
@@ -71,8 +134,11 @@ def element_value(element: str, value: str, kind: str) -> str:
 def flavours(element: str, store: bool = False) -> tuple[str, ...]:
     """How an element can be accessed: restrict-qualified (loads only), plain, with a cache
     hint, in shared memory, through a generic pointer, volatile (scalars only)."""
-    return ((() if store else ("restrict",)) + ("plain", "cache", "shared", "generic")
-            + (("volatile",) if element in SCALARS else ()))
+    return (
+        (() if store else ("restrict",))
+        + ("plain", "cache", "shared", "generic")
+        + (("volatile",) if element in SCALARS else ())
+    )
 
 
 @dataclass
@@ -93,19 +159,35 @@ class Deck:
         return self.pile.pop()
 
 
-NATURAL = {"i32": ("int", "unsigned", "short", "signed char", "unsigned char"), "f32": ("float", "float2", "float4"),
-           "f64": ("double", "double2"), "i64": ("long long", "unsigned long long"), "h": ("__half",),
-           "h2": ("__half2",), "bool": ("unsigned char", "int")}
-ATOMIC_TYPES = {"int": ("i32", ("Add", "Sub", "Exch", "Min", "Max", "And", "Or", "Xor", "CAS")),
-                "unsigned": ("i32", ("Add", "Inc", "Dec", "Max", "Min", "CAS", "Exch")),
-                "unsigned long long": ("i64", ("Add", "Exch", "Min", "Max", "And", "Or", "Xor", "CAS")),
-                "float": ("f32", ("Add", "Exch")), "double": ("f64", ("Add",)), "__half2": ("h2", ("Add",)),
-                "__half": ("h", ("Add",))}
+NATURAL = {
+    "i32": ("int", "unsigned", "short", "signed char", "unsigned char"),
+    "f32": ("float", "float2", "float4"),
+    "f64": ("double", "double2"),
+    "i64": ("long long", "unsigned long long"),
+    "h": ("__half",),
+    "h2": ("__half2",),
+    "bool": ("unsigned char", "int"),
+}
+ATOMIC_TYPES = {
+    "int": ("i32", ("Add", "Sub", "Exch", "Min", "Max", "And", "Or", "Xor", "CAS")),
+    "unsigned": ("i32", ("Add", "Inc", "Dec", "Max", "Min", "CAS", "Exch")),
+    "unsigned long long": ("i64", ("Add", "Exch", "Min", "Max", "And", "Or", "Xor", "CAS")),
+    "float": ("f32", ("Add", "Exch")),
+    "double": ("f64", ("Add",)),
+    "__half2": ("h2", ("Add",)),
+    "__half": ("h", ("Add",)),
+}
 SHAPES = range(len(INT_SHAPES))
 LOAD_CARDS = tuple((e, f, s) for e in ELEMENTS for f in flavours(e) for s in SHAPES)
 STORE_CARDS = tuple((e, f, s) for e in ELEMENTS for f in flavours(e, store=True) for s in (*SHAPES, None))
-ATOMIC_CARDS = tuple((e, op, shared, used, s) for e, (_, ops) in ATOMIC_TYPES.items() for op in ops
-                     for shared in (False, True) for used in (False, True) for s in SHAPES)
+ATOMIC_CARDS = tuple(
+    (e, op, shared, used, s)
+    for e, (_, ops) in ATOMIC_TYPES.items()
+    for op in ops
+    for shared in (False, True)
+    for used in (False, True)
+    for s in SHAPES
+)
 
 
 @dataclass(frozen=True)
@@ -175,8 +257,7 @@ def atomic(draw: Draw, value: str, kind: str) -> tuple[str | None, str] | None:
     where = f"({element}*)smraw + (({idx}) & 63)" if shared else f"({element}*)gv + ({idx})"
     constant = element not in ("__half", "__half2") and draw.rng.random() < 0.3
     data = f"({element})1" if constant else element_value(element, value, kind)
-    call = (f"atomicCAS{scope}({where}, {data}, ({element})1)" if op == "CAS"
-            else f"atomic{op}{scope}({where}, {data})")
+    call = f"atomicCAS{scope}({where}, {data}, ({element})1)" if op == "CAS" else f"atomic{op}{scope}({where}, {data})"
     if not used:
         return None, f"{call};"
     return dst, ELEMENTS[element][1].format(x=call)
@@ -185,8 +266,13 @@ def atomic(draw: Draw, value: str, kind: str) -> tuple[str | None, str] | None:
 SHUFFLE_MODES = ("__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync")
 SHUFFLE_LANES = ("1", "2", "16", "k", "(int)(threadIdx.x + 1) & 31", "(i >> 3) & 31")
 SHUFFLE_KINDS = ("i32", "f32", "f64", "i64", "h", "h2")
-SHUFFLE_CARDS = tuple((kind, mode, lane, width) for kind in SHUFFLE_KINDS
-                      for mode in SHUFFLE_MODES for lane in SHUFFLE_LANES for width in ("", ", 16"))
+SHUFFLE_CARDS = tuple(
+    (kind, mode, lane, width)
+    for kind in SHUFFLE_KINDS
+    for mode in SHUFFLE_MODES
+    for lane in SHUFFLE_LANES
+    for width in ("", ", 16")
+)
 
 
 def shuffle(draw: Draw, value: str, kind: str) -> tuple[str | None, str] | None:
@@ -202,29 +288,55 @@ def vote(draw: Draw, value: str, kind: str) -> tuple[str | None, str] | None:
     """Votes, matches and warp reductions of an int chain value."""
     if kind != "i32":
         return None
-    return "i32", draw.rng.choice((
-        "(int)__ballot_sync(FULL, {a} > k)", "__any_sync(FULL, {a} & 1)", "__all_sync(FULL, {a} < n)",
-        "(int)__match_any_sync(FULL, {a})", "[&] {{ int p; unsigned m = __match_all_sync(FULL, {a}, &p); return (int)m + p; }}()",
-        "__reduce_add_sync(FULL, {a})", "__reduce_min_sync(FULL, {a})", "__reduce_max_sync(FULL, {a})",
-        "(int)__reduce_and_sync(FULL, (unsigned){a})", "(int)__reduce_or_sync(FULL, (unsigned){a})",
-        "(int)__reduce_xor_sync(FULL, (unsigned){a})", "(int)__activemask() & {a}",
-        "__popc(__ballot_sync(__activemask(), {a} != 0))")).format(a=value)
+    return "i32", draw.rng.choice(
+        (
+            "(int)__ballot_sync(FULL, {a} > k)",
+            "__any_sync(FULL, {a} & 1)",
+            "__all_sync(FULL, {a} < n)",
+            "(int)__match_any_sync(FULL, {a})",
+            "[&] {{ int p; unsigned m = __match_all_sync(FULL, {a}, &p); return (int)m + p; }}()",
+            "__reduce_add_sync(FULL, {a})",
+            "__reduce_min_sync(FULL, {a})",
+            "__reduce_max_sync(FULL, {a})",
+            "(int)__reduce_and_sync(FULL, (unsigned){a})",
+            "(int)__reduce_or_sync(FULL, (unsigned){a})",
+            "(int)__reduce_xor_sync(FULL, (unsigned){a})",
+            "(int)__activemask() & {a}",
+            "__popc(__ballot_sync(__activemask(), {a} != 0))",
+        )
+    ).format(a=value)
 
 
 # a vector element used whole, so every register a wide load writes is read by the reduction
-WHOLE = {"float2": "[&] {{ auto t = {x}; return t.x * t.y; }}()",
-         "float4": "[&] {{ auto t = {x}; return t.x * s + t.y * t.z + t.w; }}()",
-         "double2": "[&] {{ auto t = {x}; return t.x + t.y; }}()",
-         "int4": "[&] {{ auto t = {x}; return t.x + t.y + t.z + t.w; }}()",
-         "int2": "[&] {{ auto t = {x}; return t.x ^ t.y; }}()"}
-REDUCE = {"f32": ("acc += {x};", "acc = fmaxf(acc, {x});", "acc = fminf(acc, {x});", "acc = fmaf(acc, s, {x});",
-                  "acc *= {x};"),
-          "i32": ("acc += {x};", "acc = max(acc, {x});", "acc ^= {x};", "acc = {x} > acc ? {x} : acc;"),
-          "f64": ("acc += {x};", "acc = fmax(acc, {x});", "acc = fma(acc, sd, {x});"),
-          "i64": ("acc += {x};", "acc = max(acc, {x});", "acc ^= {x};"),
-          "h": ("acc = __hadd(acc, {x});", "acc = __hmax(acc, {x});"),
-          "h2": ("acc = __hadd2(acc, {x});", "acc = __hmax2(acc, {x});", "acc = __hfma2(acc, acc, {x});")}
-ZERO = {"f32": "0.0f", "f64": "0.0", "i32": "0", "i64": "0LL", "h": "__float2half(0.0f)", "h2": "__float2half2_rn(0.0f)"}
+WHOLE = {
+    "float2": "[&] {{ auto t = {x}; return t.x * t.y; }}()",
+    "float4": "[&] {{ auto t = {x}; return t.x * s + t.y * t.z + t.w; }}()",
+    "double2": "[&] {{ auto t = {x}; return t.x + t.y; }}()",
+    "int4": "[&] {{ auto t = {x}; return t.x + t.y + t.z + t.w; }}()",
+    "int2": "[&] {{ auto t = {x}; return t.x ^ t.y; }}()",
+}
+REDUCE = {
+    "f32": (
+        "acc += {x};",
+        "acc = fmaxf(acc, {x});",
+        "acc = fminf(acc, {x});",
+        "acc = fmaf(acc, s, {x});",
+        "acc *= {x};",
+    ),
+    "i32": ("acc += {x};", "acc = max(acc, {x});", "acc ^= {x};", "acc = {x} > acc ? {x} : acc;"),
+    "f64": ("acc += {x};", "acc = fmax(acc, {x});", "acc = fma(acc, sd, {x});"),
+    "i64": ("acc += {x};", "acc = max(acc, {x});", "acc ^= {x};"),
+    "h": ("acc = __hadd(acc, {x});", "acc = __hmax(acc, {x});"),
+    "h2": ("acc = __hadd2(acc, {x});", "acc = __hmax2(acc, {x});", "acc = __hfma2(acc, acc, {x});"),
+}
+ZERO = {
+    "f32": "0.0f",
+    "f64": "0.0",
+    "i32": "0",
+    "i64": "0LL",
+    "h": "__float2half(0.0f)",
+    "h2": "__float2half2_rn(0.0f)",
+}
 
 
 def walk(draw: Draw, value: str, kind: str) -> tuple[str | None, str] | None:
@@ -245,8 +357,10 @@ def walk(draw: Draw, value: str, kind: str) -> tuple[str | None, str] | None:
         load_ = draw.rng.choice(CACHE_LOADS) + f"({ptr.format(e=element)} + j)"
     load_ = (WHOLE[element] if element in WHOLE and draw.rng.random() < 0.6 else get).format(x=load_)
     body = draw.rng.choice(REDUCE[dst]).format(x=load_)
-    code = (f"[&] {{ auto acc = {ZERO[dst]}; {unroll}for ({var} j = ({var}){value}; j < {bound}; j += {step}) "
-            f"{{ {body} }} return acc; }}()")
+    code = (
+        f"[&] {{ auto acc = {ZERO[dst]}; {unroll}for ({var} j = ({var}){value}; j < {bound}; j += {step}) "
+        f"{{ {body} }} return acc; }}()"
+    )
     return dst, code
 
 

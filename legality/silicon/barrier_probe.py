@@ -57,8 +57,9 @@ def compile_probes(out_dir: Path, arch: str = "sm_90") -> Path:
     """nvcc -cubin -O3 of the probe kernels (the compiler's schedule is the reference)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cubin = out_dir / f"barrier_probe_{arch}.cubin"
-    subprocess.run(["nvcc", "-cubin", "-O3", f"-arch={arch}", "-o", str(cubin), str(SOURCE)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["nvcc", "-cubin", "-O3", f"-arch={arch}", "-o", str(cubin), str(SOURCE)], check=True, capture_output=True
+    )
     return cubin
 
 
@@ -109,25 +110,46 @@ def build_variants(cubin: Path, kernels: tuple[str, ...] = KERNELS) -> list[Vari
         out.append(Variant(kernel, "asis", "asis", 0, bar, "", cubin.read_bytes(), ""))
         for d in AFTER:
             ins, access = after_variant(code, d)
-            out.append(Variant(kernel, f"after_d{d}", "after", d, bar, access,
-                               patch_kernel(code.cubin, code.kernel, ins, code.kernel.regcount),
-                               _other_violations(code, ins)))
+            out.append(
+                Variant(
+                    kernel,
+                    f"after_d{d}",
+                    "after",
+                    d,
+                    bar,
+                    access,
+                    patch_kernel(code.cubin, code.kernel, ins, code.kernel.regcount),
+                    _other_violations(code, ins),
+                )
+            )
         for d in BEFORE:
             built = before_variant(code, d)
             if built is None:
                 continue
             ins, access = built
-            out.append(Variant(kernel, f"before_d{d}", "before", d, bar, access,
-                               patch_kernel(code.cubin, code.kernel, ins, code.kernel.regcount),
-                               _other_violations(code, ins)))
+            out.append(
+                Variant(
+                    kernel,
+                    f"before_d{d}",
+                    "before",
+                    d,
+                    bar,
+                    access,
+                    patch_kernel(code.cubin, code.kernel, ins, code.kernel.regcount),
+                    _other_violations(code, ins),
+                )
+            )
     return out
 
 
 def floor(rows: list[dict], kernel: str, side: str) -> int | None:
     """The smallest distance at and above which every variant of (kernel, side) was
     byte-identical; None when even the largest was wrong (or nothing was measured)."""
-    measured = sorted((int(r["cycles"]), r["check"] == "identical" and r["status"] == "ok")
-                      for r in rows if r["kernel"] == kernel and r["side"] == side)
+    measured = sorted(
+        (int(r["cycles"]), r["check"] == "identical" and r["status"] == "ok")
+        for r in rows
+        if r["kernel"] == kernel and r["side"] == side
+    )
     if not measured or not measured[-1][1]:
         return None
     best = measured[-1][0]
@@ -149,12 +171,24 @@ def probe_spec(kernel: str, grid: int, shift: int):
     from timing.spec import parse_spec
 
     n = grid * BLOCK
-    return parse_spec({"kernel": {"name": kernel, "grid": [grid], "block": [BLOCK], "seed": 77},
-                       "param": [{"name": "in", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "in",
-                                  "init": {"dist": "normal"}},
-                                 {"name": "out", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "out"},
-                                 {"name": "shift", "kind": "scalar", "dtype": "int32", "value": shift}]},
-                      source=f"probe {kernel} grid {grid} shift {shift}")
+    return parse_spec(
+        {
+            "kernel": {"name": kernel, "grid": [grid], "block": [BLOCK], "seed": 77},
+            "param": [
+                {
+                    "name": "in",
+                    "kind": "buffer",
+                    "dtype": "float32",
+                    "shape": [n],
+                    "role": "in",
+                    "init": {"dist": "normal"},
+                },
+                {"name": "out", "kind": "buffer", "dtype": "float32", "shape": [n], "role": "out"},
+                {"name": "shift", "kind": "scalar", "dtype": "int32", "value": shift},
+            ],
+        },
+        source=f"probe {kernel} grid {grid} shift {shift}",
+    )
 
 
 def probe_launches(kernel: str):
@@ -173,8 +207,9 @@ def run_sweep(reference: Path, variants: list[tuple[dict, Path]], pool) -> list[
     rows = []
     for entry, path in variants:
         for label, spec in probe_launches(entry["kernel"]):
-            res = describe_status(pool.run(Job.of(check_job, str(reference), str(path), spec, sets=SETS,
-                                                  timeout_s=120)))
+            res = describe_status(
+                pool.run(Job.of(check_job, str(reference), str(path), spec, sets=SETS, timeout_s=120))
+            )
             rows.append({**entry, "launch": label, "poisoned": True, **res})
     return rows
 

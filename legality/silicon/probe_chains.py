@@ -53,6 +53,7 @@ MANIFEST = "manifest.json"
 
 # --------------------------------------------------------------------------- pair specs
 
+
 @dataclass(frozen=True)
 class Pair:
     """One probe: its PTX chain and how to recognise the SASS that ptxas must emit for it.
@@ -91,8 +92,10 @@ _F64_DECLS = """
     const double* q = reinterpret_cast<const double*>(p);
     double x = q[0], a0 = q[1], a1 = q[2], a2 = q[3], a3 = q[4], b0 = q[5], b1 = q[6], b2 = q[7], b3 = q[8];
 """
-_F64_STORE = ("unsigned long long r = (unsigned long long)__double_as_longlong(x); "
-              "out[0] = (unsigned)r; out[1] = (unsigned)(r >> 32);")
+_F64_STORE = (
+    "unsigned long long r = (unsigned long long)__double_as_longlong(x); "
+    "out[0] = (unsigned)r; out[1] = (unsigned)(r >> 32);"
+)
 _U32_DECLS = """
     unsigned x = p[0];
     unsigned a0 = p[1], a1 = p[2], a2 = p[3], a3 = p[4];
@@ -110,6 +113,7 @@ def _f32(op: str) -> Callable[[int], str]:
         if op == "add":
             return _asm("add.f32 %0, %0, %1;", '"+f"(x)', f'"f"(b{j})')
         return _asm("mul.f32 %0, %0, %1;", '"+f"(x)', f'"f"(a{j})')
+
     return link
 
 
@@ -119,14 +123,17 @@ def _f64(op: str) -> Callable[[int], str]:
         if op == "fma":
             return _asm("fma.rn.f64 %0, %0, %1, %2;", '"+d"(x)', f'"d"(a{j}), "d"(b{j})')
         return _asm("add.f64 %0, %0, %1;", '"+d"(x)', f'"d"(b{j})')
+
     return link
 
 
 def _u32(template: str) -> Callable[[int], str]:
     """`template` is PTX with %0 = x and {a} {b} {s} naming link k's operands (%1 %2 %3)."""
+
     def link(k: int) -> str:
         j = k % 4
         return _asm(template, '"+r"(x)', f'"r"(a{j}), "r"(b{j}), "r"(s{j})')
+
     return link
 
 
@@ -135,60 +142,82 @@ def _fsetp_guarded(k: int) -> str:
     # and the predicate changes from link to link
     j = k % 4
     cmp, op = ("lt", "add") if k % 2 == 0 else ("gt", "sub")
-    return (f'asm volatile("{{ .reg .pred p; setp.{cmp}.f32 p, %0, %1; @p {op}.f32 %0, %0, %2; }}" '
-            f': "+f"(x) : "f"(b{j}), "f"(a{j}));')
+    return (
+        f'asm volatile("{{ .reg .pred p; setp.{cmp}.f32 p, %0, %1; @p {op}.f32 %0, %0, %2; }}" '
+        f': "+f"(x) : "f"(b{j}), "f"(a{j}));'
+    )
 
 
 def _isetp_guarded(k: int) -> str:
     j = k % 4
     cmp, op = ("lt", "add") if k % 2 == 0 else ("gt", "sub")
-    return (f'asm volatile("{{ .reg .pred p; setp.{cmp}.s32 p, %0, %1; @p {op}.u32 %0, %0, %2; }}" '
-            f': "+r"(x) : "r"(b{j}), "r"(a{j}));')
+    return (
+        f'asm volatile("{{ .reg .pred p; setp.{cmp}.s32 p, %0, %1; @p {op}.u32 %0, %0, %2; }}" '
+        f': "+r"(x) : "r"(b{j}), "r"(a{j}));'
+    )
 
 
 def _isetp_sel(k: int) -> str:
     j = k % 4
-    return ('asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, %1; selp.b32 %0, %2, %0, p; }" '
-            f': "+r"(x) : "r"(b{j}), "r"(a{j}));')
+    return (
+        'asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, %1; selp.b32 %0, %2, %0, p; }" '
+        f': "+r"(x) : "r"(b{j}), "r"(a{j}));'
+    )
 
 
 def _isetp_bra(k: int) -> str:
     j = k % 4
-    return ('asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, %1; @p bra.uni SKIP' + str(k) + '; '
-            + 'xor.b32 %0, %0, %2; mul.lo.u32 %0, %0, %3; ' * 4 + 'SKIP' + str(k) + ': }" '
-            f': "+r"(x) : "r"(b{j}), "r"(a{j}), "r"(s{j}));')
+    return (
+        'asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, %1; @p bra.uni SKIP'
+        + str(k)
+        + "; "
+        + "xor.b32 %0, %0, %2; mul.lo.u32 %0, %0, %3; " * 4
+        + "SKIP"
+        + str(k)
+        + ': }" '
+        f': "+r"(x) : "r"(b{j}), "r"(a{j}), "r"(s{j}));'
+    )
 
 
 def _i2fp(k: int) -> str:
     j = k % 4
-    return ('asm volatile("{ .reg .f32 f; cvt.rn.f32.s32 f, %0; mov.b32 %0, f; add.u32 %0, %0, %1; }" '
-            f': "+r"(x) : "r"(a{j}));')
+    return (
+        'asm volatile("{ .reg .f32 f; cvt.rn.f32.s32 f, %0; mov.b32 %0, f; add.u32 %0, %0, %1; }" '
+        f': "+r"(x) : "r"(a{j}));'
+    )
 
 
 def _lop3_imad(k: int) -> str:
     j = k % 4
-    return ('asm volatile("lop3.b32 %0, %0, %1, %2, 0x96; mad.lo.u32 %0, %0, %3, %1;" '
-            f': "+r"(x) : "r"(a{j}), "r"(b{j}), "r"(s{j}));')
+    return (
+        'asm volatile("lop3.b32 %0, %0, %1, %2, 0x96; mad.lo.u32 %0, %0, %3, %1;" '
+        f': "+r"(x) : "r"(a{j}), "r"(b{j}), "r"(s{j}));'
+    )
 
 
 def _imad_iadd3(k: int) -> str:
     j = k % 4
-    return ('asm volatile("mad.lo.u32 %0, %0, %3, %1; add.u32 %0, %0, %1; add.u32 %0, %0, %2;" '
-            f': "+r"(x) : "r"(a{j}), "r"(b{j}), "r"(s{j}));')
+    return (
+        'asm volatile("mad.lo.u32 %0, %0, %3, %1; add.u32 %0, %0, %1; add.u32 %0, %0, %2;" '
+        f': "+r"(x) : "r"(a{j}), "r"(b{j}), "r"(s{j}));'
+    )
 
 
 def _mov(k: int) -> str:
     # MOV moves a value unchanged, so a chain of MOVs alone cannot show a stale read;
     # each link pairs a MOV with a rotate that makes every value distinct.
     j = k % 4
-    return ('asm volatile("{ .reg .b32 t; mov.b32 t, %0; shf.l.wrap.b32 %0, t, t, %1; }" '
-            f': "+r"(x) : "r"(s{j}));')
+    return f'asm volatile("{{ .reg .b32 t; mov.b32 t, %0; shf.l.wrap.b32 %0, t, t, %1; }}" : "+r"(x) : "r"(s{j}));'
 
 
-_I2FP_IADD = dict(decls=_U32_DECLS, link=_i2fp, store=_U32_STORE, inputs="u32",
-                  extra=("I2FP", "IADD3", "IMAD.IADD"))
-_HFMA2 = dict(decls=_U32_DECLS, link=_u32("fma.rn.f16x2 %0, %0, %1, %2;"), store=_U32_STORE, inputs="f16",
-              extra=("HFMA2", "HFMA2.MMA"))
+_I2FP_IADD = dict(decls=_U32_DECLS, link=_i2fp, store=_U32_STORE, inputs="u32", extra=("I2FP", "IADD3", "IMAD.IADD"))
+_HFMA2 = dict(
+    decls=_U32_DECLS,
+    link=_u32("fma.rn.f16x2 %0, %0, %1, %2;"),
+    store=_U32_STORE,
+    inputs="f16",
+    extra=("HFMA2", "HFMA2.MMA"),
+)
 
 PAIRS: tuple[Pair, ...] = (
     Pair("FFMA", "FFMA", "FFMA", "raw", _F32_DECLS, _f32("fma"), _F32_STORE, "f32"),
@@ -197,38 +226,131 @@ PAIRS: tuple[Pair, ...] = (
     Pair("DFMA", "DFMA", "DFMA", "raw", _F64_DECLS, _f64("fma"), _F64_STORE, "f64"),
     Pair("DADD", "DADD", "DADD", "raw", _F64_DECLS, _f64("add"), _F64_STORE, "f64"),
     Pair("IMAD", "IMAD", "IMAD", "raw", _U32_DECLS, _u32("mad.lo.u32 %0, %0, %1, %2;"), _U32_STORE, "u32"),
-    Pair("IMAD.IADD", "IMAD.IADD", "I2FP", "raw", **_I2FP_IADD,
-         note="from the I2FP chain (x = bits(float(x)) + a), where ptxas emits the add as IMAD.IADD; "
-              "a plain add chain is merged into IADD3"),
-    Pair("IADD3", "IADD3", "IADD3", "raw", _U32_DECLS, _u32("add.u32 %0, %0, %1; add.u32 %0, %0, %2;"), _U32_STORE,
-         "u32"),
+    Pair(
+        "IMAD.IADD",
+        "IMAD.IADD",
+        "I2FP",
+        "raw",
+        **_I2FP_IADD,
+        note="from the I2FP chain (x = bits(float(x)) + a), where ptxas emits the add as IMAD.IADD; "
+        "a plain add chain is merged into IADD3",
+    ),
+    Pair(
+        "IADD3", "IADD3", "IADD3", "raw", _U32_DECLS, _u32("add.u32 %0, %0, %1; add.u32 %0, %0, %2;"), _U32_STORE, "u32"
+    ),
     Pair("LOP3", "LOP3", "LOP3", "raw", _U32_DECLS, _u32("lop3.b32 %0, %0, %1, %2, 0x6a;"), _U32_STORE, "u32"),
     Pair("SHF", "SHF", "SHF", "raw", _U32_DECLS, _u32("shf.l.wrap.b32 %0, %0, %0, %3;"), _U32_STORE, "u32"),
-    Pair("LEA", "LEA", "LEA", "raw", _U32_DECLS, _u32("{ .reg .b32 t; shr.u32 t, %0, 13; add.u32 %0, t, %1; }"),
-         _U32_STORE, "u32", note="x = a + (x >> 13) gives LEA.HI; a shl+add chain alternates LEA with IMAD"),
+    Pair(
+        "LEA",
+        "LEA",
+        "LEA",
+        "raw",
+        _U32_DECLS,
+        _u32("{ .reg .b32 t; shr.u32 t, %0, 13; add.u32 %0, t, %1; }"),
+        _U32_STORE,
+        "u32",
+        note="x = a + (x >> 13) gives LEA.HI; a shl+add chain alternates LEA with IMAD",
+    ),
     Pair("PRMT", "PRMT", "PRMT", "raw", _U32_DECLS, _u32("prmt.b32 %0, %0, %1, %3;"), _U32_STORE, "prmt"),
-    Pair("SEL", "SEL", "SEL", "raw", _U32_DECLS + "    bool pt = (s0 & 1) != 0, pf = (s1 & 1) != 0;\n",
-         lambda k: (f'asm volatile("{{ .reg .pred q; setp.ne.u32 q, %2, 0; selp.b32 %0, %1, %0, q; }}" '
-                    f': "+r"(x) : "r"(a{k % 4}), "r"((unsigned)({"pt" if k % 2 == 0 else "pf"})));'),
-         _U32_STORE, "sel", note="x = p_k ? a_k : x with two predicates taken in turn"),
-    Pair("MOV", "MOV", "SHF", "raw", _U32_DECLS, _mov, _U32_STORE, "u32",
-         note="MOV -> SHF (rotate): a MOV chain alone cannot show a stale value; ptxas copy-propagates moves"),
-    Pair("HADD2", "HADD2", "HFMA2.MMA|HADD2", "raw", _U32_DECLS, _u32("add.f16x2 %0, %0, %2;"), _U32_STORE, "f16",
-         extra=("HADD2", "HFMA2.MMA"),
-         note="ptxas alternates HADD2 with HFMA2.MMA (x*1+a) in a dependent add chain; measured HADD2 -> next"),
-    Pair("HFMA2", "HFMA2", "HFMA2.MMA|HFMA2", "raw", **_HFMA2,
-         note="ptxas alternates HFMA2 and HFMA2.MMA; measured HFMA2 -> next"),
+    Pair(
+        "SEL",
+        "SEL",
+        "SEL",
+        "raw",
+        _U32_DECLS + "    bool pt = (s0 & 1) != 0, pf = (s1 & 1) != 0;\n",
+        lambda k: (
+            f'asm volatile("{{ .reg .pred q; setp.ne.u32 q, %2, 0; selp.b32 %0, %1, %0, q; }}" '
+            f': "+r"(x) : "r"(a{k % 4}), "r"((unsigned)({"pt" if k % 2 == 0 else "pf"})));'
+        ),
+        _U32_STORE,
+        "sel",
+        note="x = p_k ? a_k : x with two predicates taken in turn",
+    ),
+    Pair(
+        "MOV",
+        "MOV",
+        "SHF",
+        "raw",
+        _U32_DECLS,
+        _mov,
+        _U32_STORE,
+        "u32",
+        note="MOV -> SHF (rotate): a MOV chain alone cannot show a stale value; ptxas copy-propagates moves",
+    ),
+    Pair(
+        "HADD2",
+        "HADD2",
+        "HFMA2.MMA|HADD2",
+        "raw",
+        _U32_DECLS,
+        _u32("add.f16x2 %0, %0, %2;"),
+        _U32_STORE,
+        "f16",
+        extra=("HADD2", "HFMA2.MMA"),
+        note="ptxas alternates HADD2 with HFMA2.MMA (x*1+a) in a dependent add chain; measured HADD2 -> next",
+    ),
+    Pair(
+        "HFMA2",
+        "HFMA2",
+        "HFMA2.MMA|HFMA2",
+        "raw",
+        **_HFMA2,
+        note="ptxas alternates HFMA2 and HFMA2.MMA; measured HFMA2 -> next",
+    ),
     Pair("HFMA2.MMA", "HFMA2.MMA", "HFMA2|HFMA2.MMA", "raw", **_HFMA2, note="measured HFMA2.MMA -> next (HFMA2)"),
-    Pair("I2FP", "I2FP", "IMAD.IADD|IADD3", "raw", **_I2FP_IADD,
-         note="I2FP -> add (x = bits(float(x)) + a): a pure I2FP chain reaches a fixed point"),
-    Pair("FSETP->guarded", "FSETP", "FADD", "raw_guard", _F32_DECLS, _fsetp_guarded, _F32_STORE, "f32osc",
-         note="FSETP P, x, b; @P FADD x, x, +-a (comparison and sign alternate)"),
-    Pair("ISETP->guarded", "ISETP", "IADD3|IMAD.IADD", "raw_guard", _U32_DECLS, _isetp_guarded, _U32_STORE, "iosc",
-         note="ISETP P, x, b; @P IADD x, x, +-a (comparison and sign alternate)"),
-    Pair("ISETP->SEL", "ISETP", "SEL", "raw_pred", _U32_DECLS, _isetp_sel, _U32_STORE, "u32",
-         note="ISETP P, x, b; SEL x, a, x, P"),
-    Pair("ISETP->branch", "ISETP", "BRA", "raw_guard", _U32_DECLS, _isetp_bra, _U32_STORE, "u32",
-         extra=("LOP3", "IMAD"), note="ISETP P, x, b; @P BRA skip; x = (((x ^ a) * s ^ a) * s ...) four times"),
+    Pair(
+        "I2FP",
+        "I2FP",
+        "IMAD.IADD|IADD3",
+        "raw",
+        **_I2FP_IADD,
+        note="I2FP -> add (x = bits(float(x)) + a): a pure I2FP chain reaches a fixed point",
+    ),
+    Pair(
+        "FSETP->guarded",
+        "FSETP",
+        "FADD",
+        "raw_guard",
+        _F32_DECLS,
+        _fsetp_guarded,
+        _F32_STORE,
+        "f32osc",
+        note="FSETP P, x, b; @P FADD x, x, +-a (comparison and sign alternate)",
+    ),
+    Pair(
+        "ISETP->guarded",
+        "ISETP",
+        "IADD3|IMAD.IADD",
+        "raw_guard",
+        _U32_DECLS,
+        _isetp_guarded,
+        _U32_STORE,
+        "iosc",
+        note="ISETP P, x, b; @P IADD x, x, +-a (comparison and sign alternate)",
+    ),
+    Pair(
+        "ISETP->SEL",
+        "ISETP",
+        "SEL",
+        "raw_pred",
+        _U32_DECLS,
+        _isetp_sel,
+        _U32_STORE,
+        "u32",
+        note="ISETP P, x, b; SEL x, a, x, P",
+    ),
+    Pair(
+        "ISETP->branch",
+        "ISETP",
+        "BRA",
+        "raw_guard",
+        _U32_DECLS,
+        _isetp_bra,
+        _U32_STORE,
+        "u32",
+        extra=("LOP3", "IMAD"),
+        note="ISETP P, x, b; @P BRA skip; x = (((x ^ a) * s ^ a) * s ...) four times",
+    ),
     Pair("LOP3->IMAD", "LOP3", "IMAD", "raw", _U32_DECLS, _lop3_imad, _U32_STORE, "u32"),
     Pair("IMAD->IADD3", "IMAD", "IADD3", "raw", _U32_DECLS, _imad_iadd3, _U32_STORE, "u32"),
 )
@@ -266,6 +388,7 @@ extern "C" __global__ void __launch_bounds__(256) {kernel_name(pair)}(
 
 
 # --------------------------------------------------------------------------- inputs
+
 
 def make_inputs(kind: str, seed: int, threads: int) -> np.ndarray:
     """u32 words [threads, WORDS] for one input set; values chosen so a stale operand changes the result."""
@@ -305,8 +428,8 @@ def make_inputs(kind: str, seed: int, threads: int) -> np.ndarray:
         return w
     if kind == "iosc":  # the integer form of f32osc: a in 1..2^21, b and x in +-2^20
         w[:, 1:5] = rng.integers(1, 1 << 21, size=(threads, 4))
-        w[:, 5:9] = (rng.integers(-(1 << 20), 1 << 20, size=(threads, 4)).astype(np.int64) & 0xFFFFFFFF)
-        w[:, 0] = (rng.integers(-(1 << 20), 1 << 20, size=threads).astype(np.int64) & 0xFFFFFFFF)
+        w[:, 5:9] = rng.integers(-(1 << 20), 1 << 20, size=(threads, 4)).astype(np.int64) & 0xFFFFFFFF
+        w[:, 0] = rng.integers(-(1 << 20), 1 << 20, size=threads).astype(np.int64) & 0xFFFFFFFF
         return w
     if kind == "sel":  # first predicate mostly true, second mostly false: x = a_k, then kept
         w[:, 9] = (rng.random(threads) < 0.8).astype(np.uint32)
@@ -319,6 +442,7 @@ def make_inputs(kind: str, seed: int, threads: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- compile and locate
+
 
 @dataclass
 class Located:
@@ -349,8 +473,9 @@ def compile_pair(pair: Pair, workdir: Path, arch: int = 90) -> Path:
     done = subprocess.run(cmd, capture_output=True, timeout=300, check=False)
     if done.returncode != 0:
         err = done.stderr.decode(errors="replace").strip()
-        raise ToolError(f"nvcc failed for {pair.name}: {err.splitlines()[0] if err else done.returncode}",
-                        tuple(cmd), err)
+        raise ToolError(
+            f"nvcc failed for {pair.name}: {err.splitlines()[0] if err else done.returncode}", tuple(cmd), err
+        )
     return out
 
 
@@ -394,8 +519,10 @@ def locate_chain(pair: Pair, instructions: tuple[Instruction, ...], minimum: int
     loc = Located(pair.name, kernel_name(pair), False)
     if len(producers) < minimum:
         seen = sorted({instructions[k].opcode for k in best})
-        loc.reason = (f"not generated: the longest dependent run has {len(producers)} {pair.producer}->"
-                      f"{pair.consumer} ({pair.kind}) edges, need {minimum}; run opcodes: {', '.join(seen) or 'none'}")
+        loc.reason = (
+            f"not generated: the longest dependent run has {len(producers)} {pair.producer}->"
+            f"{pair.consumer} ({pair.kind}) edges, need {minimum}; run opcodes: {', '.join(seen) or 'none'}"
+        )
         return loc
     p, c = instructions[producers[0]], instructions[producers[0] + 1]
     loc.ok = True
@@ -443,6 +570,7 @@ def _run_from(pair: Pair, ins: tuple[Instruction, ...], i: int) -> list[int]:
 
 # --------------------------------------------------------------------------- variants
 
+
 def with_stall(ins: Instruction, stall: int) -> Instruction:
     """`ins` with stall `stall`, keeping the control field encodable (see module docstring)."""
     c = ins.ctrl
@@ -451,13 +579,15 @@ def with_stall(ins: Instruction, stall: int) -> Instruction:
     else:
         c = c.with_(stall=stall)
     if c.encoding_problem():
-        raise InputError(f"{ins.offset:#x} {ins.opcode}: stall {stall} gives an illegal control code: "
-                         f"{c.encoding_problem()}")
+        raise InputError(
+            f"{ins.offset:#x} {ins.opcode}: stall {stall} gives an illegal control code: {c.encoding_problem()}"
+        )
     return ins.with_ctrl(c)
 
 
-def variant_instructions(instructions: tuple[Instruction, ...], producers: Iterable[int], stall: int
-                         ) -> tuple[Instruction, ...]:
+def variant_instructions(
+    instructions: tuple[Instruction, ...], producers: Iterable[int], stall: int
+) -> tuple[Instruction, ...]:
     targets = set(producers)
     return tuple(with_stall(i, stall) if i.offset in targets else i for i in instructions)
 
@@ -479,11 +609,21 @@ class Built:
     def as_dict(self) -> dict:
         loc = self.located
         return {
-            "pair": self.pair, "kernel": self.kernel, "error": self.error, "original": self.original,
-            "located": loc.ok, "reason": loc.reason, "chain": list(loc.chain), "producers": list(loc.producers),
-            "producer_opcode": loc.producer_opcode, "consumer_opcode": loc.consumer_opcode,
-            "producer_class": loc.producer_class, "consumer_class": loc.consumer_class,
-            "kind": PAIR_BY_NAME[self.pair].kind, "ptxas_stalls": list(loc.ptxas_stalls), "edges": loc.edges,
+            "pair": self.pair,
+            "kernel": self.kernel,
+            "error": self.error,
+            "original": self.original,
+            "located": loc.ok,
+            "reason": loc.reason,
+            "chain": list(loc.chain),
+            "producers": list(loc.producers),
+            "producer_opcode": loc.producer_opcode,
+            "consumer_opcode": loc.consumer_opcode,
+            "producer_class": loc.producer_class,
+            "consumer_class": loc.consumer_class,
+            "kind": PAIR_BY_NAME[self.pair].kind,
+            "ptxas_stalls": list(loc.ptxas_stalls),
+            "edges": loc.edges,
             "inputs": PAIR_BY_NAME[self.pair].inputs,
             "variants": {str(s): p for s, p in self.variants.items()},
             "verifier_ok": {str(s): v for s, v in self.verifier_ok.items()},
@@ -520,23 +660,29 @@ def build_pair(pair: Pair, outdir: Path, arch: int = 90, verify: bool = True) ->
         write_atomic(target, data)
         built.variants[s] = str(target.relative_to(outdir))
         if verify:
-            new = [v for v in verify_instructions(ins, cubin.arch)
-                   if v.key not in base]
+            new = [v for v in verify_instructions(ins, cubin.arch) if v.key not in base]
             built.verifier_ok[s] = not new
             built.verifier_detail[s] = new[0].line() if new else ""
     return built
 
 
-def build_all(outdir: str | Path, pairs: Iterable[Pair] = PAIRS, arch: int = 90, jobs: int | None = None,
-              verify: bool = True) -> list[Built]:
+def build_all(
+    outdir: str | Path, pairs: Iterable[Pair] = PAIRS, arch: int = 90, jobs: int | None = None, verify: bool = True
+) -> list[Built]:
     """Build every pair (compiles in parallel) and write `outdir/manifest.json`."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     pairs = list(pairs)
     with ThreadPoolExecutor(max_workers=jobs or min(8, os.cpu_count() or 1)) as pool:
         built = list(pool.map(lambda p: build_pair(p, out, arch, verify), pairs))
-    doc = {"arch": arch, "links": LINKS, "words": WORDS, "out_words": OUT_WORDS, "stalls": list(STALLS),
-           "pairs": [b.as_dict() for b in built]}
+    doc = {
+        "arch": arch,
+        "links": LINKS,
+        "words": WORDS,
+        "out_words": OUT_WORDS,
+        "stalls": list(STALLS),
+        "pairs": [b.as_dict() for b in built],
+    }
     write_atomic(out / MANIFEST, json.dumps(doc, indent=1).encode())
     return built
 
@@ -564,5 +710,4 @@ def scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="reorder-latency-probe-"))
 
 
-__all__ = ["PAIRS", "Pair", "build_all", "build_pair", "locate_chain", "cuda_source", "make_inputs",
-           "read_manifest"]
+__all__ = ["PAIRS", "Pair", "build_all", "build_pair", "locate_chain", "cuda_source", "make_inputs", "read_manifest"]

@@ -12,8 +12,21 @@ from __future__ import annotations
 from reorder.analysis.cfg import basic_blocks
 from reorder.sass.model import Instruction
 
-ASSUMED_LATENCY = {"LDG": 300, "LD": 300, "ATOMG": 400, "ATOM": 400, "LDL": 40, "LDS": 30, "LDSM": 30,
-                   "ATOMS": 50, "LDC": 20, "MUFU": 17, "S2R": 20, "S2UR": 20, "SHFL": 25}
+ASSUMED_LATENCY = {
+    "LDG": 300,
+    "LD": 300,
+    "ATOMG": 400,
+    "ATOM": 400,
+    "LDL": 40,
+    "LDS": 30,
+    "LDSM": 30,
+    "ATOMS": 50,
+    "LDC": 20,
+    "MUFU": 17,
+    "S2R": 20,
+    "S2UR": 20,
+    "SHFL": 25,
+}
 DEFAULT_LATENCY = 20
 
 

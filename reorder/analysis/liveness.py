@@ -30,8 +30,9 @@ def live_out(instructions: tuple[Instruction, ...]) -> dict[int, frozenset[str]]
     return solve_live_out(instructions, use_def)
 
 
-def solve_live_out(instructions: tuple[Instruction, ...],
-                   use_def: dict[int, tuple[frozenset[str], frozenset[str]]]) -> dict[int, frozenset[str]]:
+def solve_live_out(
+    instructions: tuple[Instruction, ...], use_def: dict[int, tuple[frozenset[str], frozenset[str]]]
+) -> dict[int, frozenset[str]]:
     """Backward liveness to a fixed point over the CFG, from each block's (upward-exposed
     reads, definitions): block start index -> names live at the block's end."""
     blocks = basic_blocks(instructions)

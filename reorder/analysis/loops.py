@@ -70,10 +70,13 @@ def loops_note(code: KernelCode) -> str:
     loops = sass_loops(code)
     if not loops:
         return "loops: none in the SASS"
-    seen = "; ".join(f"at {lp.header:#06x}: {lp.instructions} instructions, {lp.global_loads} global loads"
-                     for lp in loops)
-    return (f"loops seen in the SASS: {len(loops)} ({seen}); loop moves (prefetch, unroll-and-batch) need the "
-            "kernel's PTX (give the .ptx, or --ptx beside the cubin)")
+    seen = "; ".join(
+        f"at {lp.header:#06x}: {lp.instructions} instructions, {lp.global_loads} global loads" for lp in loops
+    )
+    return (
+        f"loops seen in the SASS: {len(loops)} ({seen}); loop moves (prefetch, unroll-and-batch) need the "
+        "kernel's PTX (give the .ptx, or --ptx beside the cubin)"
+    )
 
 
 def cubin_loop_lines(code: KernelCode) -> list[str]:
@@ -82,8 +85,11 @@ def cubin_loop_lines(code: KernelCode) -> list[str]:
     if not loops:
         return [f"{code.kernel.name}: no loops in its SASS"]
     lines = [f"{code.kernel.name}: {len(loops)} loop{'s' if len(loops) > 1 else ''} in its SASS"]
-    lines += [f"  loop at {lp.header:#06x}: {lp.instructions} instructions, {lp.global_loads} global loads"
-              for lp in loops]
-    lines.append("  loop moves (prefetch, unroll-and-batch) need the kernel's PTX (nvcc -ptx, or the .ptx Triton "
-                 "keeps beside its cubin): give that to reorder ptx-loops or optimize")
+    lines += [
+        f"  loop at {lp.header:#06x}: {lp.instructions} instructions, {lp.global_loads} global loads" for lp in loops
+    ]
+    lines.append(
+        "  loop moves (prefetch, unroll-and-batch) need the kernel's PTX (nvcc -ptx, or the .ptx Triton "
+        "keeps beside its cubin): give that to reorder ptx-loops or optimize"
+    )
     return lines

@@ -102,6 +102,7 @@ def guard_of(ins: Instruction) -> Guard:
 
 def operand_registers(ins: Instruction) -> tuple[list[tuple[int, tuple[str, ...]]], list[tuple[int, tuple[str, ...]]]]:
     """(destination operands, source operands) as (operand index, R/P names read or written)."""
+
     def renamable(side):
         kept = ((k, tuple(n for n in names if is_renamable_name(n))) for k, names in side)
         return [(k, names) for k, names in kept if names]
@@ -118,8 +119,9 @@ def _is_opaque(ins: Instruction) -> bool:
     guard = guard_of(ins)
     shown_w = {r for _, regs in dsts for r in regs}
     shown_r = {r for _, regs in srcs for r in regs} | ({guard[0]} if guard and is_renamable_name(guard[0]) else set())
-    return ({r for r in ins.access.writes if is_renamable_name(r)} != shown_w
-            or {r for r in ins.access.reads if is_renamable_name(r)} != shown_r)
+    return {r for r in ins.access.writes if is_renamable_name(r)} != shown_w or {
+        r for r in ins.access.reads if is_renamable_name(r)
+    } != shown_r
 
 
 def named_registers(instructions: tuple[Instruction, ...]) -> frozenset[str]:
@@ -127,7 +129,8 @@ def named_registers(instructions: tuple[Instruction, ...]) -> frozenset[str]:
     opaque instruction may touch (callees share the kernel's registers; a register no
     instruction names holds nothing anyone reads)."""
     return frozenset(r for i in instructions for r in i.access.reads | i.access.writes if is_renamable_name(r)) | {
-        f"P{k}" for k in range(7)}
+        f"P{k}" for k in range(7)
+    }
 
 
 def _hidden(ins: Instruction, names: frozenset[str], universe: frozenset[str]) -> tuple[str, ...]:
@@ -186,10 +189,17 @@ def analyse_block(instructions: tuple[Instruction, ...], block: Block, live_afte
     pinned = {d for (u, _), ids in reach.items() if uses[u].operand == OPAQUE for d in ids}
     for ids in end_reach.values():
         pinned |= ids
-    renamable = frozenset() if calls_subroutines(instructions) else frozenset(
-        d for d in range(len(defs))
-        if d not in pinned and _sole_writer(d, defs, uses, reach)
-        and _renamable_def(instructions[block.start + defs[d].pos], defs[d]))
+    renamable = (
+        frozenset()
+        if calls_subroutines(instructions)
+        else frozenset(
+            d
+            for d in range(len(defs))
+            if d not in pinned
+            and _sole_writer(d, defs, uses, reach)
+            and _renamable_def(instructions[block.start + defs[d].pos], defs[d])
+        )
+    )
     return BlockWebs(block, defs, uses, reach, end_reach, opaque, renamable)
 
 
@@ -216,12 +226,12 @@ def _renamable_def(ins: Instruction, d: Def) -> bool:
     return len(d.regs) == 1
 
 
-def _upward_exposed(instructions: tuple[Instruction, ...], block: Block,
-                    universe: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+def _upward_exposed(
+    instructions: tuple[Instruction, ...], block: Block, universe: frozenset[str]
+) -> tuple[frozenset[str], frozenset[str]]:
     """(registers read before any write that surely covers the read, registers surely written)."""
     defs, uses, _ = _collect(instructions, block, universe)
-    exposed = {reg for use in uses for reg in use.regs
-               if ENTRY in _reaching(defs, use.pos, reg, use.guard)}
+    exposed = {reg for use in uses for reg in use.regs if ENTRY in _reaching(defs, use.pos, reg, use.guard)}
     killed = {reg for d in defs if d.guard is None for reg in d.regs}
     return frozenset(exposed), frozenset(killed)
 

@@ -23,8 +23,13 @@ from reorder.base.errors import InputError, ReorderError
 # the corpus and suite is 135 KB); launch specs, configs and CSVs are smaller still.
 MAX_INPUT_BYTES = 256 * 2**20
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def kind_of(mode: int) -> str:

@@ -92,7 +92,7 @@ def _locked_folder(root: Path):
     staging = Path(tempfile.mkdtemp(prefix=f"new-{os.getpid()}-", dir=root))
     lock = open(staging / LOCK_NAME, "w")  # noqa: SIM115 (held for the whole run)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    folder = staging.with_name("run-" + staging.name[len("new-"):])
+    folder = staging.with_name("run-" + staging.name[len("new-") :])
     staging.rename(folder)
     return folder, lock
 

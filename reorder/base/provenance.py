@@ -24,8 +24,14 @@ def commit(length: int = 7) -> str:
     if named:
         return named
     try:
-        done = subprocess.run(["git", "rev-parse", f"--short={length}", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "rev-parse", f"--short={length}", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         done = None
     if done is not None and done.returncode == 0 and done.stdout.strip():

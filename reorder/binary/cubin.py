@@ -140,8 +140,9 @@ def parse_cubin(data: bytes, where: str = "cubin") -> Cubin:
     try:
         from elftools.elf.elffile import ELFFile
     except ImportError as exc:  # not the input's fault: say what is broken, not "malformed ELF"
-        raise ReorderError(f"reorder's installation is broken: cannot import pyelftools ({exc}); "
-                           "reinstall it (pip install -e .)") from None
+        raise ReorderError(
+            f"reorder's installation is broken: cannot import pyelftools ({exc}); reinstall it (pip install -e .)"
+        ) from None
     try:
         return _parse(ELFFile, data, where)
     except ReorderError:
@@ -185,13 +186,13 @@ def _parse(ELFFile, data: bytes, where: str) -> Cubin:  # ELFFile: the class, im
     global_attrs = parse_nv_info(_bytes(data, global_info), f"{where} .nv.info") if global_info else ()
     symbols = _symbols(elf)
     kernels = tuple(
-        _kernel(data, s, sections, symbols, global_attrs, where)
-        for s in sections
-        if s.name.startswith(".text.")
+        _kernel(data, s, sections, symbols, global_attrs, where) for s in sections if s.name.startswith(".text.")
     )
     if not kernels:
-        raise InputError(f"{where}: no kernel can be read: none of its {len(sections)} sections is a .text.<kernel> "
-                         "section (corrupt section table or section names?)")
+        raise InputError(
+            f"{where}: no kernel can be read: none of its {len(sections)} sections is a .text.<kernel> "
+            "section (corrupt section table or section names?)"
+        )
     for kernel in kernels:
         check_kernel_limits(kernel, arch, where)
     return Cubin(
@@ -212,8 +213,15 @@ def _sections(elf, data: bytes, where: str) -> tuple[Section, ...]:
     out = []
     for i, s in enumerate(elf.iter_sections()):
         sec = Section(
-            index=i, name=s.name, type=_type_id(s["sh_type"]), flags=s["sh_flags"], offset=s["sh_offset"],
-            size=s["sh_size"], link=s["sh_link"], info=s["sh_info"], header_offset=shoff + i * shentsize,
+            index=i,
+            name=s.name,
+            type=_type_id(s["sh_type"]),
+            flags=s["sh_flags"],
+            offset=s["sh_offset"],
+            size=s["sh_size"],
+            link=s["sh_link"],
+            info=s["sh_info"],
+            header_offset=shoff + i * shentsize,
         )
         if sec.type != SHT_NOBITS and sec.offset + sec.size > len(data):
             raise InputError(f"{where}: section {sec.name or i} runs past the end of the file (truncated?)")

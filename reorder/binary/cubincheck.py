@@ -53,8 +53,10 @@ def check_section_table(data: bytes, where: str) -> None:
     if shentsize != ELF64_SHDR_BYTES:
         raise InputError(f"{where}: corrupt ELF header: section header size {shentsize}, ELF64 has 64")
     if shnum < 2 or shoff < ELF64_HEADER_BYTES or shoff + shnum * shentsize > len(data):
-        raise InputError(f"{where}: corrupt section table: {shnum} section headers at byte {shoff} "
-                         f"(a cubin has 2 or more, inside its {len(data)} bytes)")
+        raise InputError(
+            f"{where}: corrupt section table: {shnum} section headers at byte {shoff} "
+            f"(a cubin has 2 or more, inside its {len(data)} bytes)"
+        )
     if not 0 < shstrndx < shnum:
         raise InputError(f"{where}: corrupt ELF header: section name table index {shstrndx} of {shnum} sections")
 
@@ -68,8 +70,10 @@ def check_symbols_and_relocations(data: bytes, sections, where: str) -> None:
     for index, (kind, shndx, value, size) in enumerate(symbols):
         home = _defined_in(sections, shndx)
         if kind == STT_FUNC and home is not None and value + size > home.size:
-            raise InputError(f"{where}: corrupt .symtab: function symbol {index} ends at byte {value + size} "
-                             f"of {home.name or shndx}, which holds {home.size}")
+            raise InputError(
+                f"{where}: corrupt .symtab: function symbol {index} ends at byte {value + size} "
+                f"of {home.name or shndx}, which holds {home.size}"
+            )
     for s in sections:
         if s.type in (SHT_RELA, SHT_REL):
             _check_relocations(data, s, sections, symbols, where)
@@ -91,8 +95,9 @@ def _defined_in(sections, shndx: int):
 
 def _check_relocations(data: bytes, rel, sections, symbols, where: str) -> None:
     if not 0 < rel.info < len(sections):
-        raise InputError(f"{where}: corrupt {rel.name or 'relocation section'}: it applies to section "
-                         f"{rel.info} of {len(sections)}")
+        raise InputError(
+            f"{where}: corrupt {rel.name or 'relocation section'}: it applies to section {rel.info} of {len(sections)}"
+        )
     target = sections[rel.info]
     width = 24 if rel.type == SHT_RELA else 16
     for n, pos in enumerate(range(rel.offset, rel.offset + rel.size - width + 1, width)):
@@ -117,12 +122,18 @@ def check_kernel_limits(kernel, arch: int, where: str) -> None:
     (a mutated header would otherwise pass `verify` as legal and reach a written output)."""
     limits = ARCH_LIMITS[arch]
     if not 0 <= kernel.regcount <= limits.registers:
-        raise InputError(f"{where}: {kernel.name}: register count {kernel.regcount}; sm_{arch} allows at most "
-                         f"{limits.registers} (corrupt EIATTR_REGCOUNT?)")
+        raise InputError(
+            f"{where}: {kernel.name}: register count {kernel.regcount}; sm_{arch} allows at most "
+            f"{limits.registers} (corrupt EIATTR_REGCOUNT?)"
+        )
     if kernel.shared_bytes > limits.shared_bytes:
-        raise InputError(f"{where}: {kernel.name}: {kernel.shared_bytes} bytes of shared memory; sm_{arch} allows "
-                         f"at most {limits.shared_bytes} per block (corrupt .nv.shared.{kernel.name}?)")
+        raise InputError(
+            f"{where}: {kernel.name}: {kernel.shared_bytes} bytes of shared memory; sm_{arch} allows "
+            f"at most {limits.shared_bytes} per block (corrupt .nv.shared.{kernel.name}?)"
+        )
     end = max((p.offset + p.size for p in kernel.params), default=0)
     if end > limits.param_bytes:
-        raise InputError(f"{where}: {kernel.name}: parameters end at byte {end}; sm_{arch} allows at most "
-                         f"{limits.param_bytes} (corrupt EIATTR_KPARAM_INFO?)")
+        raise InputError(
+            f"{where}: {kernel.name}: parameters end at byte {end}; sm_{arch} allows at most "
+            f"{limits.param_bytes} (corrupt EIATTR_KPARAM_INFO?)"
+        )

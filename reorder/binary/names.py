@@ -48,8 +48,14 @@ def demangle(symbols: tuple[str, ...]) -> tuple[str, ...]:
     if not mangled or tool is None:
         return symbols
     try:
-        done = subprocess.run([tool], input="\n".join(mangled) + "\n", capture_output=True, text=True,
-                              timeout=DEMANGLE_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [tool],
+            input="\n".join(mangled) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=DEMANGLE_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return symbols
     lines = done.stdout.splitlines()
@@ -80,8 +86,11 @@ def resolve(query: str, symbols: Sequence[str], where: str = "cubin") -> str:
         listed = "; ".join(f"{shown[s]} [{s}]" if shown[s] != s else s for s in found[:MAX_LISTED])
         more = f" and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
         raise InputError(f"{where}: kernel name {query!r} is ambiguous, {len(found)} kernels match: {listed}{more}")
-    hint = "" if find_demangler() or not any(s.startswith("_Z") for s in symbols) else \
-        " (no demangler found: install binutils' c++filt or `pip install nvidia-cuda-cuxxfilt` to name C++ " \
+    hint = (
+        ""
+        if find_demangler() or not any(s.startswith("_Z") for s in symbols)
+        else " (no demangler found: install binutils' c++filt or `pip install nvidia-cuda-cuxxfilt` to name C++ "
         "kernels by signature)"
+    )
     have = ", ".join(shown[s] for s in symbols[:MAX_LISTED]) + (" ..." if len(symbols) > MAX_LISTED else "")
     raise InputError(f"{where}: no kernel named {query!r} (have: {have}){hint}")

@@ -90,8 +90,9 @@ def find_tool(name: str) -> Path:
     override = os.environ.get(f"REORDER_{name.upper()}")
     candidates = [Path(override)] if override else _candidates(name)
     if not candidates:
-        raise ToolError(f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); "
-                        f"{_PACKAGE_HINT.get(name, '')}")
+        raise ToolError(
+            f"{name} not found (looked in the nvidia wheels, PATH, CUDA_HOME); {_PACKAGE_HINT.get(name, '')}"
+        )
     floor = MIN_RELEASE.get(name)
     if floor is None:
         return candidates[0]
@@ -101,8 +102,10 @@ def find_tool(name: str) -> Path:
     found = release_of(candidates[0])
     what = "an unreadable version" if found is None else "release " + ".".join(map(str, found))
     want = ".".join(map(str, floor))
-    raise ToolError(f"{candidates[0]} is {name} {what}, older than {want}, the oldest that lists every cubin "
-                    f"correctly; get a good one: pip install 'nvidia-cuda-{name}>={want}'")
+    raise ToolError(
+        f"{candidates[0]} is {name} {what}, older than {want}, the oldest that lists every cubin "
+        f"correctly; get a good one: pip install 'nvidia-cuda-{name}>={want}'"
+    )
 
 
 def _candidates(name: str) -> list[Path]:

@@ -43,8 +43,12 @@ class Outcome:
             f"{kernel_cycles(b.instructions)} -> {kernel_cycles(a.instructions)}",
             f"registers: {b.kernel.regcount} -> {a.kernel.regcount}",
         ]
-        return (lines + [f"note: {n}" for n in self.notes] + [f"skipped: {s}" for s in self.skipped]
-                + [f"nothing to do: {s}" for s in self.inapplicable])
+        return (
+            lines
+            + [f"note: {n}" for n in self.notes]
+            + [f"skipped: {s}" for s in self.skipped]
+            + [f"nothing to do: {s}" for s in self.inapplicable]
+        )
 
 
 def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
@@ -74,8 +78,9 @@ def apply_each(code: KernelCode, moves: list) -> Outcome:
         applied.append(move.name)
         notes += list(cand.notes)
         moved += cand.moved
-    return Outcome(current.cubin.data, code, current, tuple(applied), tuple(skipped), tuple(notes), moved,
-                   tuple(inapplicable))
+    return Outcome(
+        current.cubin.data, code, current, tuple(applied), tuple(skipped), tuple(notes), moved, tuple(inapplicable)
+    )
 
 
 def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> Outcome:
@@ -87,8 +92,9 @@ def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) ->
     return together if together.applied else apply_each(code, moves)
 
 
-def batch_loads(code: KernelCode, noalias: bool | tuple[int, ...], slices: bool = True,
-                extra_registers: int = 32) -> Outcome:
+def batch_loads(
+    code: KernelCode, noalias: bool | tuple[int, ...], slices: bool = True, extra_registers: int = 32
+) -> Outcome:
     """Group each block's loads. With `slices` (the default) a load travels with the ALU
     instructions computing its address and guard (SliceBatch, renaming registers and
     predicates), block by block; a block's step is kept only if the static model does not
@@ -114,8 +120,9 @@ def _kept(before: KernelCode, step: Outcome) -> Outcome:
     old, new = kernel_cycles(before.instructions), kernel_cycles(step.after.instructions)
     if new <= old:
         return step
-    why = tuple(f"{name}: not kept, predicted slower by the static model ({old} -> {new} cycles)"
-                for name in step.applied)
+    why = tuple(
+        f"{name}: not kept, predicted slower by the static model ({old} -> {new} cycles)" for name in step.applied
+    )
     return Outcome(before.cubin.data, before, before, (), step.skipped, (), 0, step.inapplicable + why)
 
 
@@ -124,6 +131,13 @@ def _merged(code: KernelCode, steps: list[Outcome]) -> Outcome:
     if not steps:
         return apply_each(code, [])
     last = steps[-1]
-    return Outcome(last.data, code, last.after, sum((s.applied for s in steps), ()), sum((s.skipped for s in steps), ()),
-                   sum((s.notes for s in steps), ()), sum(s.moved for s in steps),
-                   sum((s.inapplicable for s in steps), ()))
+    return Outcome(
+        last.data,
+        code,
+        last.after,
+        sum((s.applied for s in steps), ()),
+        sum((s.skipped for s in steps), ()),
+        sum((s.notes for s in steps), ()),
+        sum(s.moved for s in steps),
+        sum((s.inapplicable for s in steps), ()),
+    )

@@ -72,8 +72,14 @@ def verdict(cubin: Path, kernel: str) -> Verdict:
     return Verdict(kernel, tuple(v.line() for v in report.violations), tuple(v.line() for v in report.inherited))
 
 
-def build(source: Path, kernel: str, moves: list[Move], out_ptx: Path, out_cubin: Path | None = None,
-          module: Module | None = None) -> Built:
+def build(
+    source: Path,
+    kernel: str,
+    moves: list[Move],
+    out_ptx: Path,
+    out_cubin: Path | None = None,
+    module: Module | None = None,
+) -> Built:
     """Apply `moves` to the PTX at `source`, write it to `out_ptx` (never over the source),
     compile it, copy the cubin to `out_cubin` (default: beside the PTX) and verify it."""
     start = time.perf_counter()
@@ -81,8 +87,15 @@ def build(source: Path, kernel: str, moves: list[Move], out_ptx: Path, out_cubin
     return write_and_compile(source, kernel, result, [m.describe() for m in moves], out_ptx, out_cubin, start)
 
 
-def write_and_compile(source: Path, kernel: str, result: Module, moves: list[str], out_ptx: Path,
-                      out_cubin: Path | None = None, start: float | None = None) -> Built:
+def write_and_compile(
+    source: Path,
+    kernel: str,
+    result: Module,
+    moves: list[str],
+    out_ptx: Path,
+    out_cubin: Path | None = None,
+    start: float | None = None,
+) -> Built:
     """Write an already moved module, compile it with its producer's ptxas and verify it."""
     start = time.perf_counter() if start is None else start
     out_cubin = out_cubin or out_ptx.with_suffix(".cubin")
@@ -93,5 +106,13 @@ def write_and_compile(source: Path, kernel: str, result: Module, moves: list[str
     data = compiled.cubin.read_bytes()
     write_atomic(out_cubin, data, protect=[source, out_ptx])
     checked = verdict(out_cubin, kernel)
-    return Built(out_ptx, out_cubin, kernel, tuple(moves), compiled.recipe.describe(),
-                 hashlib.sha256(data).hexdigest(), checked, time.perf_counter() - start)
+    return Built(
+        out_ptx,
+        out_cubin,
+        kernel,
+        tuple(moves),
+        compiled.recipe.describe(),
+        hashlib.sha256(data).hexdigest(),
+        checked,
+        time.perf_counter() - start,
+    )

@@ -63,9 +63,11 @@ class PtxLevel:
     def size_line(self) -> str:
         offered = first_stage(self.module(), self.options)
         kinds = sorted({i.kind for i in offered})
-        return (f"PTX moves ({self.producer} PTX, {Path(self.path).name}): {len(offered)} decisions before any is "
-                f"taken ({', '.join(kinds) or 'none'}; later stages add decisions), then ptxas, then SASS "
-                f"families {'/'.join(SASS_COMBOS[1:])}")
+        return (
+            f"PTX moves ({self.producer} PTX, {Path(self.path).name}): {len(offered)} decisions before any is "
+            f"taken ({', '.join(kinds) or 'none'}; later stages add decisions), then ptxas, then SASS "
+            f"families {'/'.join(SASS_COMBOS[1:])}"
+        )
 
 
 @lru_cache(maxsize=4)
@@ -91,8 +93,9 @@ def ptx_level(path: Path, kernel: str, noalias: bool, arch: int) -> PtxLevel:
 
 def sample(trial, level: PtxLevel) -> tuple[Pick, ...]:
     """The trial's PTX picks (define-by-run: later kinds' parameters exist only when reached)."""
-    return walk(level.module(), level.options, lambda inst: trial.suggest_categorical(inst.param,
-                                                                                       list(inst.choices))).picks
+    return walk(
+        level.module(), level.options, lambda inst: trial.suggest_categorical(inst.param, list(inst.choices))
+    ).picks
 
 
 def picks_of(params: dict, level: PtxLevel) -> tuple[Pick, ...]:
@@ -191,9 +194,13 @@ def build(level: PtxLevel, picks: tuple[Pick, ...], sass: str) -> PtxBuilt:
         return PtxBuilt(None, f"ptx: {str(exc).splitlines()[0]}")
     after = outcome.after if outcome else code
     data = outcome.data if outcome else code.cubin.data
-    return PtxBuilt(data, applied=applied, sass_steps=len(outcome.applied) if outcome else 0,
-                    stalls=sum(i.ctrl.stall for i in after.instructions),
-                    predicted_cycles=kernel_cycles(after.instructions))
+    return PtxBuilt(
+        data,
+        applied=applied,
+        sass_steps=len(outcome.applied) if outcome else 0,
+        stalls=sum(i.ctrl.stall for i in after.instructions),
+        predicted_cycles=kernel_cycles(after.instructions),
+    )
 
 
 def apply_families(code: KernelCode, combo: str, noalias: bool) -> Outcome:

@@ -38,9 +38,11 @@ class SearchSpace:
     ptx: PtxLevel | None = None  # the PTX at hand, None when there is none
 
     def size_line(self) -> str:
-        sass = (f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
-                f"{len(self.stall_cuts)} stall-cut blocks, "
-                f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)")
+        sass = (
+            f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
+            f"{len(self.stall_cuts)} stall-cut blocks, "
+            f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)"
+        )
         if self.ptx is None:
             return sass + "; PTX moves unavailable (no PTX: give a .ptx or .cu input, or --ptx with a cubin)"
         return f"{sass}; {self.ptx.size_line()}"
@@ -58,32 +60,49 @@ class Choice:
     sass: str = ""  # SASS families on the PTX build ('sc', 'sb+sc' ...; reorder.build.ptxlevel), '' for none
 
     def moves(self) -> list[tuple[str, int]]:
-        return ([("ptx", i) for i in range(len(self.ptx))] + [("sass", 0)] * bool(self.sass)
-                + [("slice_batch", i) for i in self.slice_batches] + [("load_batch", i) for i in self.load_batches]
-                + [("stall_cut", i) for i in self.stall_cuts] + [("swap", i) for i in self.swaps])
+        return (
+            [("ptx", i) for i in range(len(self.ptx))]
+            + [("sass", 0)] * bool(self.sass)
+            + [("slice_batch", i) for i in self.slice_batches]
+            + [("load_batch", i) for i in self.load_batches]
+            + [("stall_cut", i) for i in self.stall_cuts]
+            + [("swap", i) for i in self.swaps]
+        )
 
     def without(self, family: str, index: int) -> Choice:
         """The same choice with one move left out (to measure that move's contribution)."""
         if family == "ptx":
-            return replace(self, ptx=self.ptx[:index] + self.ptx[index + 1:])
+            return replace(self, ptx=self.ptx[:index] + self.ptx[index + 1 :])
         if family == "sass":
             return replace(self, sass="")
-        pick = {"load_batch": self.load_batches, "stall_cut": self.stall_cuts, "swap": self.swaps,
-                "slice_batch": self.slice_batches}
+        pick = {
+            "load_batch": self.load_batches,
+            "stall_cut": self.stall_cuts,
+            "swap": self.swaps,
+            "slice_batch": self.slice_batches,
+        }
         kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
-        return replace(self, load_batches=kept["load_batch"], stall_cuts=kept["stall_cut"], swaps=kept["swap"],
-                       slice_batches=kept["slice_batch"])
+        return replace(
+            self,
+            load_batches=kept["load_batch"],
+            stall_cuts=kept["stall_cut"],
+            swaps=kept["swap"],
+            slice_batches=kept["slice_batch"],
+        )
 
     def label(self) -> str:
         if self.ptx:
-            return (f"PTX {' '.join(p.describe() for p in self.ptx)}; then ptxas; then SASS "
-                    f"{self.sass or 'none'}")
+            return f"PTX {' '.join(p.describe() for p in self.ptx)}; then ptxas; then SASS {self.sass or 'none'}"
         return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
 
 
 def search_space(code: KernelCode, noalias: bool) -> SearchSpace:
-    return SearchSpace(tuple(LoadBatch.instances(code, noalias)), tuple(StallCut.instances(code)),
-                       tuple(Swap.instances(code)), tuple(SliceBatch.instances(code, noalias)))
+    return SearchSpace(
+        tuple(LoadBatch.instances(code, noalias)),
+        tuple(StallCut.instances(code)),
+        tuple(Swap.instances(code)),
+        tuple(SliceBatch.instances(code, noalias)),
+    )
 
 
 def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:
@@ -126,8 +145,7 @@ class Built:
     predicted_cycles: int = 0
 
 
-def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice,
-                    ptx: PtxLevel | None = None) -> Built:
+def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice, ptx: PtxLevel | None = None) -> Built:
     """Decode, rebuild the space (deterministic), apply the choice. Runs in joblib workers.
     A choice with PTX picks is built from the PTX (reorder.build.ptxlevel), not from the cubin."""
     from reorder.analysis.costmodel import kernel_cycles
@@ -138,14 +156,23 @@ def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice,
         made = build_ptx(ptx, choice.ptx, choice.sass)
         if made.data is None:
             return Built(None, "", made.reason)
-        return Built(made.data, hashlib.sha256(made.data).hexdigest(), moved=len(made.applied),
-                     stalls=made.stalls, predicted_cycles=made.predicted_cycles)
+        return Built(
+            made.data,
+            hashlib.sha256(made.data).hexdigest(),
+            moved=len(made.applied),
+            stalls=made.stalls,
+            predicted_cycles=made.predicted_cycles,
+        )
     code = decode_kernel(read_cubin(cubin_path), kernel)
     space = search_space(code, noalias)
     try:
         out = apply_choice(code, space, choice)
     except ReorderError as exc:
         return Built(None, "", str(exc).splitlines()[0])
-    return Built(out.data, hashlib.sha256(out.data).hexdigest(), moved=out.moved,
-                 stalls=sum(i.ctrl.stall for i in out.after.instructions),
-                 predicted_cycles=kernel_cycles(out.after.instructions))
+    return Built(
+        out.data,
+        hashlib.sha256(out.data).hexdigest(),
+        moved=out.moved,
+        stalls=sum(i.ctrl.stall for i in out.after.instructions),
+        predicted_cycles=kernel_cycles(out.after.instructions),
+    )

@@ -93,12 +93,18 @@ def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     cubin = compiled.cubin if compiled else cubin
     raw = tomllib.loads(spec.read_text(encoding="utf-8"))
     points = tuple(entry.get("points") or sweep_points(raw) or [{}])
-    return BenchKernel(entry["name"], cubin, spec, bool(entry.get("noalias")),
-                       int(entry.get("budget", defaults.get("budget", 100))),
-                       seconds(str(entry.get("time", defaults.get("time", "5m")))), points,
-                       *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
-                       bool(entry.get("contributions", defaults.get("contributions", True))),
-                       str(raw.get("kernel", {}).get("name", "")))  # the spec names the kernel it launches
+    return BenchKernel(
+        entry["name"],
+        cubin,
+        spec,
+        bool(entry.get("noalias")),
+        int(entry.get("budget", defaults.get("budget", 100))),
+        seconds(str(entry.get("time", defaults.get("time", "5m")))),
+        points,
+        *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
+        bool(entry.get("contributions", defaults.get("contributions", True))),
+        str(raw.get("kernel", {}).get("name", "")),
+    )  # the spec names the kernel it launches
 
 
 def _point_spec(kernel: BenchKernel, point: dict, folder: Path) -> Path:
@@ -126,18 +132,33 @@ def run_bench(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path,
                 folder.mkdir(parents=True, exist_ok=True)
                 spec = _point_spec(kernel, point, folder)
                 started = time.monotonic()
-                report = optimize(OptimizeArgs(kernel.cubin, folder / "fast.cubin", kernel.kernel_name, spec,
-                                               kernel.budget, kernel.seconds, jobs, None, l2, device, kernel.noalias, 0,
-                                               candidate_budget_s=kernel.candidate_budget_s,
-                                               final_budget_s=kernel.final_budget_s,
-                                               contributions=kernel.contributions))
+                report = optimize(
+                    OptimizeArgs(
+                        kernel.cubin,
+                        folder / "fast.cubin",
+                        kernel.kernel_name,
+                        spec,
+                        kernel.budget,
+                        kernel.seconds,
+                        jobs,
+                        None,
+                        l2,
+                        device,
+                        kernel.noalias,
+                        0,
+                        candidate_budget_s=kernel.candidate_budget_s,
+                        final_budget_s=kernel.final_budget_s,
+                        contributions=kernel.contributions,
+                    )
+                )
                 rows.append(_row(kernel, point, l2, report, time.monotonic() - started))
                 pd.DataFrame(rows).to_csv(out / "bench.csv", index=False)
     return out / "bench.csv"
 
 
-def run_bench_tuned_once(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path, device: str,
-                         jobs: int) -> Path:
+def run_bench_tuned_once(
+    kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path, device: str, jobs: int
+) -> Path:
     """Optimize each kernel once (at its first grid point, warm L2), then check and time
     that one binary at every (point, L2) of the grid. A cubin serves every shape it is
     launched with, so this asks what a kernel engineer ships: is the tuned binary faster
@@ -167,8 +188,15 @@ class _LazyPool:
         return self.pool
 
 
-def _tuned_once_rows(kernel: BenchKernel, l2_states: tuple[str, ...], out: Path, device: str, jobs: int,
-                     pool: _LazyPool, earlier: list[dict]) -> list[dict]:
+def _tuned_once_rows(
+    kernel: BenchKernel,
+    l2_states: tuple[str, ...],
+    out: Path,
+    device: str,
+    jobs: int,
+    pool: _LazyPool,
+    earlier: list[dict],
+) -> list[dict]:
     """One search for `kernel`, then its binary scored at every (point, L2); the CSV is
     rewritten after each cell (with the `earlier` rows) so a cut run keeps what it did."""
     import pandas as pd
@@ -179,11 +207,25 @@ def _tuned_once_rows(kernel: BenchKernel, l2_states: tuple[str, ...], out: Path,
     tune = out / kernel.name / "tuned"
     tune.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    report = optimize(OptimizeArgs(kernel.cubin, tune / "fast.cubin", kernel.kernel_name,
-                                   _point_spec(kernel, kernel.points[0], tune), kernel.budget, kernel.seconds,
-                                   jobs, None, "warm", device, kernel.noalias, 0,
-                                   candidate_budget_s=kernel.candidate_budget_s,
-                                   final_budget_s=kernel.final_budget_s, contributions=kernel.contributions))
+    report = optimize(
+        OptimizeArgs(
+            kernel.cubin,
+            tune / "fast.cubin",
+            kernel.kernel_name,
+            _point_spec(kernel, kernel.points[0], tune),
+            kernel.budget,
+            kernel.seconds,
+            jobs,
+            None,
+            "warm",
+            device,
+            kernel.noalias,
+            0,
+            candidate_budget_s=kernel.candidate_budget_s,
+            final_budget_s=kernel.final_budget_s,
+            contributions=kernel.contributions,
+        )
+    )
     seconds = time.monotonic() - started
     measured = report.result is not None and report.result.measured
     for point in kernel.points:
@@ -217,17 +259,35 @@ def _cell_score(kernel: BenchKernel, winner: Path, spec_path: Path, l2: str, poo
 
 def _row(kernel: BenchKernel, point: dict, l2: str, report, seconds: float, score=None) -> dict:
     r = score if score is not None else report.result
-    row = {"kernel": kernel.name, "point": ",".join(f"{k}={v}" for k, v in sorted(point.items())) or "default",
-           "point_order": kernel.points.index(point), "l2": l2, "budget": kernel.budget,
-           "trials": report.trials, "failed": report.failed, "seconds": round(seconds, 1),
-           "moves": report.best_moves, "check": report.check, "verifier": report.verifier,
-           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    row = {
+        "kernel": kernel.name,
+        "point": ",".join(f"{k}={v}" for k, v in sorted(point.items())) or "default",
+        "point_order": kernel.points.index(point),
+        "l2": l2,
+        "budget": kernel.budget,
+        "trials": report.trials,
+        "failed": report.failed,
+        "seconds": round(seconds, 1),
+        "moves": report.best_moves,
+        "check": report.check,
+        "verifier": report.verifier,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
     if r is None:
         return {**row, "measured": None, "ratio": None, "ci_low": None, "ci_high": None}
     d = r.detail
-    return {**row, "measured": r.measured, "ratio": r.value, "ci_low": r.low, "ci_high": r.high,
-            "compiler_us": d.get("a_us"), "ours_us": d.get("b_us"), "clock_mhz": d.get("clock_mhz"),
-            "gpu": provenance.gpu_name() if r.measured else "none (static model)", "commit": provenance.commit()}
+    return {
+        **row,
+        "measured": r.measured,
+        "ratio": r.value,
+        "ci_low": r.low,
+        "ci_high": r.high,
+        "compiler_us": d.get("a_us"),
+        "ours_us": d.get("b_us"),
+        "clock_mhz": d.get("clock_mhz"),
+        "gpu": provenance.gpu_name() if r.measured else "none (static model)",
+        "commit": provenance.commit(),
+    }
 
 
 def draw(csv_path: Path) -> list[Path]:
@@ -303,17 +363,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--candidate-budget", type=float, help="seconds of paired timing per trial")
     parser.add_argument("--final-budget", type=float, help="seconds of paired timing per finalist")
     parser.add_argument("--no-contributions", action="store_true", help="skip re-scoring the winner without each move")
-    parser.add_argument("--tune-once", action="store_true",
-                        help="optimize each kernel once (first point, warm L2), then check and time that binary "
-                             "at every point and L2 state")
+    parser.add_argument(
+        "--tune-once",
+        action="store_true",
+        help="optimize each kernel once (first point, warm L2), then check and time that binary "
+        "at every point and L2 state",
+    )
     triton = parser.add_argument_group("Triton (reorder against Triton's own num_warps x num_stages tuning)")
-    triton.add_argument("--triton", choices=("build", "run", "render"),
-                        help="build: compile every config and reorder's candidates on the CPU into --build; "
-                             "run: check and time them on the GPU into --out; render: summary and heatmaps of --out")
+    triton.add_argument(
+        "--triton",
+        choices=("build", "run", "render"),
+        help="build: compile every config and reorder's candidates on the CPU into --build; "
+        "run: check and time them on the GPU into --out; render: summary and heatmaps of --out",
+    )
     triton.add_argument("--build", type=Path, default=Path("gpu_build/triton"), help="the --triton build folder")
     triton.add_argument("--families", help="comma list of Triton kernel families (default: all)")
-    triton.add_argument("--deadline", type=float, default=360.0,
-                        help="--triton run: seconds; shapes not begun by then are skipped")
+    triton.add_argument(
+        "--deadline", type=float, default=360.0, help="--triton run: seconds; shapes not begun by then are skipped"
+    )
 
 
 def run_args(args) -> int:
@@ -344,8 +411,18 @@ def run_triton(args) -> int:
     if args.triton == "run":
         from benchmarks.triton_gpu import main as run
 
-        return run(["--build", str(args.build), "--out", str(args.out), "--deadline", str(args.deadline),
-                    *(["--l2", args.l2] if args.l2 else []), *families])
+        return run(
+            [
+                "--build",
+                str(args.build),
+                "--out",
+                str(args.out),
+                "--deadline",
+                str(args.deadline),
+                *(["--l2", args.l2] if args.l2 else []),
+                *families,
+            ]
+        )
     from benchmarks.triton_report import main as render
 
     return render([str(args.out)])
@@ -358,8 +435,11 @@ def _static(device: str) -> bool:
 
     static = device == "cpu" or (device == "auto" and bool(gpu_unavailable_reason()))
     if static:
-        print("bench: static model (no GPU): one search per kernel, its prediction in every cell "
-              "(launch shape and L2 state do not enter the model)", file=sys.stderr)
+        print(
+            "bench: static model (no GPU): one search per kernel, its prediction in every cell "
+            "(launch shape and L2 state do not enter the model)",
+            file=sys.stderr,
+        )
     return static
 
 

@@ -42,10 +42,18 @@ def _verify():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
         p.add_argument("--kernel", type=kernel_name, help="kernel name (default: every kernel)")
-        p.add_argument("--against", metavar="ORIGINAL", help="the compiler's cubin this one was made from: a "
-                       "violation the original has itself, at no fewer cycles, is reported as inherited")
-        p.add_argument("--tables-only", action="store_true", help="without --against: judge by the latency tables "
-                       "alone, not also by the distances this cubin's compiler chose (legality.evidence)")
+        p.add_argument(
+            "--against",
+            metavar="ORIGINAL",
+            help="the compiler's cubin this one was made from: a "
+            "violation the original has itself, at no fewer cycles, is reported as inherited",
+        )
+        p.add_argument(
+            "--tables-only",
+            action="store_true",
+            help="without --against: judge by the latency tables "
+            "alone, not also by the distances this cubin's compiler chose (legality.evidence)",
+        )
 
     def run(args: argparse.Namespace) -> int:
         from legality.evidence import verify_as_compiled
@@ -65,12 +73,17 @@ def _verify():
             bad += not report.ok
             own += bool(report.compiler)
         if own:
-            print("(compiler-in-this-cubin: a distance below the tables is accepted because this cubin's compiler "
-                  "chose it for exactly that pair; that holds for the compiler's own output only: judge a modified "
-                  "cubin with --against ORIGINAL.cubin, or --tables-only)")
+            print(
+                "(compiler-in-this-cubin: a distance below the tables is accepted because this cubin's compiler "
+                "chose it for exactly that pair; that holds for the compiler's own output only: judge a modified "
+                "cubin with --against ORIGINAL.cubin, or --tables-only)"
+            )
         if bad and not against:
-            print("(judged as the compiler's own output; to judge a reorder output against its original, add "
-                  "--against ORIGINAL.cubin)", file=sys.stderr)
+            print(
+                "(judged as the compiler's own output; to judge a reorder output against its original, add "
+                "--against ORIGINAL.cubin)",
+                file=sys.stderr,
+            )
         return 1 if bad else 0
 
     return run, add
@@ -84,8 +97,9 @@ def _report_lines(report) -> list[str]:
     own = f", {len(report.compiler)} exact pairs at distances this cubin's compiler chose" if report.compiler else ""
     lines = [f"{report.kernel}: sm_{report.arch}: {status}{kept}{own}{unknown}"]
     if report.sources:
-        lines.append("  distances checked against table facts: "
-                     + ", ".join(f"{n} {source}" for source, n in report.sources))
+        lines.append(
+            "  distances checked against table facts: " + ", ".join(f"{n} {source}" for source, n in report.sources)
+        )
     lines += ["  " + v.line() for v in report.violations]
     lines += ["  " + c.line() for c in report.compiler]
     lines += ["  inherited " + v.line() for v in report.inherited]
@@ -111,8 +125,7 @@ def _diff():
             raise InputError(f"{args.a} and {args.b} have no kernel in common")
         if args.context < 0:
             raise InputError("--context must be 0 or more")
-        print("\n\n".join("\n".join(sass_diff(decode_kernel(a, n), decode_kernel(b, n), args.context))
-                           for n in names))
+        print("\n\n".join("\n".join(sass_diff(decode_kernel(a, n), decode_kernel(b, n), args.context)) for n in names))
         return 0
 
     return run, add
@@ -123,16 +136,25 @@ def _latency_probe():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("--arch", default="sm_90", help="target, e.g. sm_90 (default)")
         p.add_argument("--pairs", help="comma-separated pair names (default: all), e.g. FFMA,DFMA,ISETP->branch")
-        p.add_argument("--out", help="folder for latency_probe_sm_XX.csv and measured_sm_XX.toml (default: "
-                                     "./latency_probe_sm_XX; copy the TOML into legality/tables/ to use it)")
-        p.add_argument("--build-only", action="store_true",
-                       help="CPU only: compile, locate the chains and write every stall variant, then report")
+        p.add_argument(
+            "--out",
+            help="folder for latency_probe_sm_XX.csv and measured_sm_XX.toml (default: "
+            "./latency_probe_sm_XX; copy the TOML into legality/tables/ to use it)",
+        )
+        p.add_argument(
+            "--build-only",
+            action="store_true",
+            help="CPU only: compile, locate the chains and write every stall variant, then report",
+        )
         p.add_argument("--build-dir", help="where variants are built (default: a temporary folder, or OUT/build)")
         p.add_argument("--from", dest="prebuilt", help="use variants already built into this folder (no nvcc)")
         p.add_argument("--in-process", action="store_true", help="run every pair in this process (no child processes)")
-        p.add_argument("--barriers", action="store_true",
-                       help="sweep how soon a memory access may follow BAR.SYNC / BAR.RED and a store precede them "
-                            "(legality/silicon/barrier_probe.py); with --build-only, list the variants")
+        p.add_argument(
+            "--barriers",
+            action="store_true",
+            help="sweep how soon a memory access may follow BAR.SYNC / BAR.RED and a store precede them "
+            "(legality/silicon/barrier_probe.py); with --build-only, list the variants",
+        )
 
     def run(args: argparse.Namespace) -> int:
         from pathlib import Path
@@ -155,16 +177,21 @@ def _latency_probe():
             for b in built:
                 loc = b.located
                 if loc.ok:
-                    print(f"{b.pair:<16} located  {loc.producer_opcode}->{loc.consumer_opcode} "
-                          f"({loc.producer_class}->{loc.consumer_class} {pc.PAIR_BY_NAME[b.pair].kind}), "
-                          f"{loc.edges} edges, ptxas stall {sorted(set(loc.ptxas_stalls))}, {len(b.variants)} variants")
+                    print(
+                        f"{b.pair:<16} located  {loc.producer_opcode}->{loc.consumer_opcode} "
+                        f"({loc.producer_class}->{loc.consumer_class} {pc.PAIR_BY_NAME[b.pair].kind}), "
+                        f"{loc.edges} edges, ptxas stall {sorted(set(loc.ptxas_stalls))}, {len(b.variants)} variants"
+                    )
                 else:
                     print(f"{b.pair:<16} {loc.reason}")
             print(f"{sum(b.located.ok for b in built)}/{len(built)} pairs located; variants in {folder}")
             return 0
         lp._cupy()  # no GPU: one line and exit 2, before any compiling
-        folder = Path(args.prebuilt) if args.prebuilt else Path(
-            args.build_dir or (Path(args.out) / "build" if args.out else pc.scratch_dir()))
+        folder = (
+            Path(args.prebuilt)
+            if args.prebuilt
+            else Path(args.build_dir or (Path(args.out) / "build" if args.out else pc.scratch_dir()))
+        )
         if not args.prebuilt:
             pc.build_all(folder, pairs, arch)
         rows = lp.run_pairs(folder, names, isolate=not args.in_process)
@@ -175,8 +202,11 @@ def _latency_probe():
         print(f"wrote {csv_path} and {toml_path}")
         unsafe = lp.unsafe_rows(rows)
         for r in unsafe:
-            print(f"UNSAFE: the verifier accepts {r.pair} at stalls {r.verifier_unsafe}, which gave WRONG results "
-                  f"on silicon", file=sys.stderr)
+            print(
+                f"UNSAFE: the verifier accepts {r.pair} at stalls {r.verifier_unsafe}, which gave WRONG results "
+                f"on silicon",
+                file=sys.stderr,
+            )
         return 1 if unsafe else 0
 
     return run, add
@@ -222,19 +252,36 @@ def _stalls():
     return run, add
 
 
-@command("batch-loads", "hoist loads with their address/guard slices and group them (SliceBatch; LoadBatch "
-                        "fallback), renaming registers and predicates where needed")
+@command(
+    "batch-loads",
+    "hoist loads with their address/guard slices and group them (SliceBatch; LoadBatch "
+    "fallback), renaming registers and predicates where needed",
+)
 def _batch_loads():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli.main)
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel", type=kernel_name)
-        p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
-                       help="assume pointer parameters do not alias (all, or a comma list of indices)")
-        p.add_argument("--no-slices", action="store_true",
-                       help="hoist loads alone (LoadBatch), not with their address and guard slices")
-        p.add_argument("--extra-registers", type=int, default=32, metavar="N",
-                       help="how far a slice batch may raise the register count (default 32)")
+        p.add_argument(
+            "--assume-noalias",
+            nargs="?",
+            const="all",
+            default=None,
+            metavar="PARAMS",
+            help="assume pointer parameters do not alias (all, or a comma list of indices)",
+        )
+        p.add_argument(
+            "--no-slices",
+            action="store_true",
+            help="hoist loads alone (LoadBatch), not with their address and guard slices",
+        )
+        p.add_argument(
+            "--extra-registers",
+            type=int,
+            default=32,
+            metavar="N",
+            help="how far a slice batch may raise the register count (default 32)",
+        )
 
     def run(args: argparse.Namespace) -> int:
         from reorder.build.pipeline import batch_loads
@@ -245,8 +292,9 @@ def _batch_loads():
         if noalias:
             which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
             print(f"ASSUMPTION: {which} do not alias any other buffer")
-        return _write_outcome(args, batch_loads(code, noalias, slices=not args.no_slices,
-                                                extra_registers=args.extra_registers))
+        return _write_outcome(
+            args, batch_loads(code, noalias, slices=not args.no_slices, extra_registers=args.extra_registers)
+        )
 
     return run, add
 
@@ -259,8 +307,9 @@ def _launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
 
 
-@command("check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 2 bad input/no GPU, "
-                  "3 crash/timeout")
+@command(
+    "check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 2 bad input/no GPU, 3 crash/timeout"
+)
 def _check():
     def add(p: argparse.ArgumentParser) -> None:
         _launch_args(p)
@@ -280,8 +329,9 @@ def _check():
         timeout = cs.require_positive(args.timeout, "--timeout")
         spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
         cs.require_gpu()
-        job = Job.of(check_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec,
-                     sets=args.sets, timeout_s=timeout)
+        job = Job.of(
+            check_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec, sets=args.sets, timeout_s=timeout
+        )
         return cs.emit(cs.check_outcome(cs.run_one(job)), "check")
 
     return run, add
@@ -292,12 +342,26 @@ def _time():
     def add(p: argparse.ArgumentParser) -> None:
         _launch_args(p)
         p.add_argument("--l2", choices=("warm", "cold"), default="warm", help="L2 state per launch (default warm)")
-        p.add_argument("--method", choices=("graph", "backtoback"), default="graph",
-                       help="graph: paired CUDA-graph rounds (default); backtoback: the naive way, for comparison")
-        p.add_argument("--target-ci", type=float, default=0.5, metavar="PCT",
-                       help="stop when the CI half-width is below this percentage (default 0.5)")
-        p.add_argument("--budget", type=float, default=10.0, metavar="S",
-                       help="seconds of timing rounds at most (default 10); the job may take 120 s more")
+        p.add_argument(
+            "--method",
+            choices=("graph", "backtoback"),
+            default="graph",
+            help="graph: paired CUDA-graph rounds (default); backtoback: the naive way, for comparison",
+        )
+        p.add_argument(
+            "--target-ci",
+            type=float,
+            default=0.5,
+            metavar="PCT",
+            help="stop when the CI half-width is below this percentage (default 0.5)",
+        )
+        p.add_argument(
+            "--budget",
+            type=float,
+            default=10.0,
+            metavar="S",
+            help="seconds of timing rounds at most (default 10); the job may take 120 s more",
+        )
 
     def run(args: argparse.Namespace) -> int:
         from pathlib import Path
@@ -310,9 +374,17 @@ def _time():
         budget = cs.require_positive(args.budget, "--budget")
         spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
         cs.require_gpu()
-        job = Job.of(check_and_time_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec,
-                     l2=args.l2, method=args.method, target_ci_pct=target, budget_s=budget,
-                     timeout_s=budget + cs.TIME_SETUP_S)
+        job = Job.of(
+            check_and_time_job,
+            str(Path(args.a).resolve()),
+            str(Path(args.b).resolve()),
+            spec,
+            l2=args.l2,
+            method=args.method,
+            target_ci_pct=target,
+            budget_s=budget,
+            timeout_s=budget + cs.TIME_SETUP_S,
+        )
         return cs.emit(cs.time_outcome(cs.run_one(job)), "time")
 
     return run, add
@@ -338,43 +410,87 @@ def _noalias(value: str | None, count: int) -> bool | tuple[int, ...]:
 @command("optimize", "search the move space (Optuna), keep the best proven candidate, write a report")
 def _optimize():
     def add(p: argparse.ArgumentParser) -> None:
-        p.add_argument("cubin", metavar="INPUT", help="a cubin, PTX (nvcc's or Triton's) or CUDA source (.cu); "
-                       "with PTX at hand the search spans PTX moves, the producer's ptxas and SASS moves")
+        p.add_argument(
+            "cubin",
+            metavar="INPUT",
+            help="a cubin, PTX (nvcc's or Triton's) or CUDA source (.cu); "
+            "with PTX at hand the search spans PTX moves, the producer's ptxas and SASS moves",
+        )
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel", type=kernel_name)
-        p.add_argument("--ptx", metavar="FILE", help="the PTX a cubin input was compiled from (its kernels' names "
-                       "as in the cubin): PTX candidates are compiled from it and timed against the cubin")
-        p.add_argument("--nvcc-flags", default="-O3 -arch=sm_90", metavar="FLAGS",
-                       help="for a .cu input: the flags of `nvcc -ptx` (default: -O3 -arch=sm_90)")
+        p.add_argument(
+            "--ptx",
+            metavar="FILE",
+            help="the PTX a cubin input was compiled from (its kernels' names "
+            "as in the cubin): PTX candidates are compiled from it and timed against the cubin",
+        )
+        p.add_argument(
+            "--nvcc-flags",
+            default="-O3 -arch=sm_90",
+            metavar="FLAGS",
+            help="for a .cu input: the flags of `nvcc -ptx` (default: -O3 -arch=sm_90)",
+        )
         p.add_argument("--launch", help="launch spec (TOML); needed on a GPU")
-        p.add_argument("--check-launch", action="append", default=[], metavar="SPEC",
-                       help="another launch spec of the same kernel the winner must also serve (repeatable; "
-                            "e.g. each batch size). Every trial is also checked at the largest of them (give one "
-                            "whose grid fills every SM); the winner is re-checked at all of them")
-        p.add_argument("--recheck-sets", type=int, default=20, metavar="N",
-                       help="fresh input sets per launch in the winner's re-check (default 20)")
-        p.add_argument("--budget", type=int, default=100,
-                       help="scored trials in the study (resumed ones count; a candidate pruned before scoring, "
-                            "being unbuildable, a duplicate or the original, does not)")
-        p.add_argument("--time", default="30m",
-                       help="wall-clock limit of the search phase, e.g. 90s, 10m, 1h; the finalists' timing, the "
-                            "winner's re-check and pruning come after it (the report gives each phase's duration)")
+        p.add_argument(
+            "--check-launch",
+            action="append",
+            default=[],
+            metavar="SPEC",
+            help="another launch spec of the same kernel the winner must also serve (repeatable; "
+            "e.g. each batch size). Every trial is also checked at the largest of them (give one "
+            "whose grid fills every SM); the winner is re-checked at all of them",
+        )
+        p.add_argument(
+            "--recheck-sets",
+            type=int,
+            default=20,
+            metavar="N",
+            help="fresh input sets per launch in the winner's re-check (default 20)",
+        )
+        p.add_argument(
+            "--budget",
+            type=int,
+            default=100,
+            help="scored trials in the study (resumed ones count; a candidate pruned before scoring, "
+            "being unbuildable, a duplicate or the original, does not)",
+        )
+        p.add_argument(
+            "--time",
+            default="30m",
+            help="wall-clock limit of the search phase, e.g. 90s, 10m, 1h; the finalists' timing, the "
+            "winner's re-check and pruning come after it (the report gives each phase's duration)",
+        )
         p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
         p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")
         p.add_argument("--l2", choices=("warm", "cold"), default="warm")
-        p.add_argument("--candidate-budget", type=float, default=2.0, metavar="S",
-                       help="seconds of paired timing per trial (each finalist gets --final-budget)")
-        p.add_argument("--final-budget", type=float, default=5.0, metavar="S",
-                       help="seconds of paired timing for each of the best 3 binaries, re-scored at the end")
-        p.add_argument("--timeline", action="store_true",
-                       help="GPU: probe the original and the winner where they differ; timeline.png in the report")
-        p.add_argument("--no-contributions", action="store_true",
-                       help="skip re-scoring the winner without each of its moves")
+        p.add_argument(
+            "--candidate-budget",
+            type=float,
+            default=2.0,
+            metavar="S",
+            help="seconds of paired timing per trial (each finalist gets --final-budget)",
+        )
+        p.add_argument(
+            "--final-budget",
+            type=float,
+            default=5.0,
+            metavar="S",
+            help="seconds of paired timing for each of the best 3 binaries, re-scored at the end",
+        )
+        p.add_argument(
+            "--timeline",
+            action="store_true",
+            help="GPU: probe the original and the winner where they differ; timeline.png in the report",
+        )
+        p.add_argument(
+            "--no-contributions", action="store_true", help="skip re-scoring the winner without each of its moves"
+        )
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
         p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
         p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--workers", type=int, default=1,
-                       help="search processes sharing the study (one per GPU on a GPU host)")
+        p.add_argument(
+            "--workers", type=int, default=1, help="search processes sharing the study (one per GPU on a GPU host)"
+        )
         p.add_argument("--search-only", action="store_true", help=argparse.SUPPRESS)
         p.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
 
@@ -394,16 +510,33 @@ def _optimize():
 
             watch_parent(os.getppid())
         ptx = _optimize_ptx(args)
-        optimize(OptimizeArgs(Path(args.cubin), Path(args.output), args.kernel,
-                                     Path(args.launch) if args.launch else None, args.budget, seconds(args.time),
-                                     args.jobs, args.storage, args.l2, args.device, args.assume_noalias, args.seed,
-                                     args.candidate_budget, args.workers, args.search_only, args.worker_index,
-                                     final_budget_s=args.final_budget, timeline=args.timeline,
-                                     contributions=not args.no_contributions,
-                                     check_launches=tuple(Path(c) for c in args.check_launch),
-                                     recheck_sets=args.recheck_sets,
-                                     compiled_from=getattr(args, "compiled_from", {}).get("cubin", ""),
-                                     ptx=ptx))
+        optimize(
+            OptimizeArgs(
+                Path(args.cubin),
+                Path(args.output),
+                args.kernel,
+                Path(args.launch) if args.launch else None,
+                args.budget,
+                seconds(args.time),
+                args.jobs,
+                args.storage,
+                args.l2,
+                args.device,
+                args.assume_noalias,
+                args.seed,
+                args.candidate_budget,
+                args.workers,
+                args.search_only,
+                args.worker_index,
+                final_budget_s=args.final_budget,
+                timeline=args.timeline,
+                contributions=not args.no_contributions,
+                check_launches=tuple(Path(c) for c in args.check_launch),
+                recheck_sets=args.recheck_sets,
+                compiled_from=getattr(args, "compiled_from", {}).get("cubin", ""),
+                ptx=ptx,
+            )
+        )
         return 0
 
     return run, add
@@ -424,10 +557,13 @@ def _optimize_ptx(args: argparse.Namespace):
             raise InputError("--ptx is for a cubin input; a .cu input brings its own PTX")
         ptx = cuda_ptx(Path(args.cubin), args.nvcc_flags)
         made = compile_ptx(ptx)
-        print(f"reorder: {args.cubin}: nvcc -ptx {args.nvcc_flags} -> {ptx}; {made.recipe.describe()} -> "
-              f"{made.cubin}", file=sys.stderr)
-        args.compiled_from = {"cubin": f"compiled from {args.cubin} by nvcc -ptx {args.nvcc_flags}, then "
-                                       f"{made.recipe.describe()}"}
+        print(
+            f"reorder: {args.cubin}: nvcc -ptx {args.nvcc_flags} -> {ptx}; {made.recipe.describe()} -> {made.cubin}",
+            file=sys.stderr,
+        )
+        args.compiled_from = {
+            "cubin": f"compiled from {args.cubin} by nvcc -ptx {args.nvcc_flags}, then {made.recipe.describe()}"
+        }
         args.cubin = str(made.cubin)
         return ptx
     if given and args.ptx:
@@ -453,8 +589,10 @@ def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:
     variants = bp.build_variants(bp.PROBES_CUBIN)
     if args.build_only:
         for v in variants:
-            print(f"{v.kernel:<14} {v.name:<10} {v.barrier:<28} {v.access:<6} "
-                  f"{'legal otherwise' if not v.other else 'also breaks: ' + v.other}")
+            print(
+                f"{v.kernel:<14} {v.name:<10} {v.barrier:<28} {v.access:<6} "
+                f"{'legal otherwise' if not v.other else 'also breaks: ' + v.other}"
+            )
         print(f"{len(variants)} variants")
         return 0
     from reorder.base.files import write_atomic
@@ -467,8 +605,20 @@ def _barrier_sweep(args: argparse.Namespace, arch: int) -> int:
         for v in variants:
             path = Path(tmp) / f"{v.kernel}_{v.name}.cubin"
             path.write_bytes(v.data)
-            built.append(({"kernel": v.kernel, "variant": v.name, "side": v.side, "cycles": v.cycles,
-                           "barrier": v.barrier, "access": v.access, "other": v.other}, path))
+            built.append(
+                (
+                    {
+                        "kernel": v.kernel,
+                        "variant": v.name,
+                        "side": v.side,
+                        "cycles": v.cycles,
+                        "barrier": v.barrier,
+                        "access": v.access,
+                        "other": v.other,
+                    },
+                    path,
+                )
+            )
         rows = bp.run_sweep(bp.PROBES_CUBIN, built, pool)
     out = write_atomic(Path(args.out or ".") / "barrier_sweep.csv", bp.rows_csv(rows).encode())
     for kernel in bp.KERNELS:
@@ -497,16 +647,24 @@ def _bench():
 def _probe():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
-        p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid and block shape the "
-                                                                             "record addresses)")
+        p.add_argument(
+            "--launch",
+            required=True,
+            metavar="SPEC.toml",
+            help="launch spec (grid and block shape the record addresses)",
+        )
         p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
         p.add_argument("--range", metavar="C0-D40", help="hex byte offsets of the instructions to probe after")
         p.add_argument("--build-only", metavar="DIR", help="CPU only: write and check every variant into DIR")
         p.add_argument("-o", "--output", default="timeline.csv", help="timeline CSV (default timeline.csv)")
         p.add_argument("--launches", type=int, default=5, help="launches per variant (default 5)")
         p.add_argument("--no-cost", action="store_true", help="skip timing the probe's own cost")
-        p.add_argument("--stamps", metavar="OFF,OFF", help="region stamps instead of the sliding probe: a global-timer "
-                       "and clock read (with SM id, per warp) after each listed hex offset; -o names the CSV")
+        p.add_argument(
+            "--stamps",
+            metavar="OFF,OFF",
+            help="region stamps instead of the sliding probe: a global-timer "
+            "and clock read (with SM id, per warp) after each listed hex offset; -o names the CSV",
+        )
 
     def run(args: argparse.Namespace) -> int:
         import tempfile
@@ -529,8 +687,10 @@ def _probe():
             raise InputError(f"{args.cubin}: no instruction to probe in {args.range or 'the kernel'}")
         if args.build_only:
             built = tp.build_variants(code, positions, tp.layout_of(spec), Path(args.build_only))
-            print(f"{code.kernel.name}: {len(built)} probe variants in {args.build_only} "
-                  f"(originals bit-identical, verifier: legal)")
+            print(
+                f"{code.kernel.name}: {len(built)} probe variants in {args.build_only} "
+                f"(originals bit-identical, verifier: legal)"
+            )
             print(built[0][2].occupancy.line())
             return 0
         cs.require_gpu()
@@ -572,8 +732,10 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
         build = build_stamps(code, stamp_positions(code, offsets), tp.layout_of(spec))
         result = check_build(code, build)
         path = write_atomic(Path(args.build_only) / f"{code.kernel.name}.stamps.cubin", build.data)
-        print(f"{path}: {len(offsets)} stamps, originals changed: {len(result.changed)}, "
-              f"verifier violations: {len(result.violations)}; {build.occupancy.line()}")
+        print(
+            f"{path}: {len(offsets)} stamps, originals changed: {len(result.changed)}, "
+            f"verifier violations: {len(result.violations)}; {build.occupancy.line()}"
+        )
         return 0 if not (result.changed or result.violations) else 1
     build, rows = tp.run_stamps(args.cubin, spec, offsets, args.launches)
     out = Path(args.output if args.output != "timeline.csv" else "stamps.csv")
@@ -606,8 +768,11 @@ def _timeline():
     return run, add
 
 
-@command("ptx-hoist", "PTX GlobalHoist: list loads' legal destinations, or move loads up (above barriers, "
-                      "stores, out of ifs and loops) and write the PTX and its verified cubin")
+@command(
+    "ptx-hoist",
+    "PTX GlobalHoist: list loads' legal destinations, or move loads up (above barriers, "
+    "stores, out of ifs and loops) and write the PTX and its verified cubin",
+)
 def _ptx_hoist():
     from reorder.cli import ptxhoist as ptx_command
 
@@ -617,8 +782,11 @@ def _ptx_hoist():
     return run, ptx_command.add_arguments
 
 
-@command("ptx-loops", "PTX loop moves: list loops, or Prefetch a loop's loads D iterations ahead / "
-                      "UnrollBatch it K times, and write the PTX and its verified cubin")
+@command(
+    "ptx-loops",
+    "PTX loop moves: list loops, or Prefetch a loop's loads D iterations ahead / "
+    "UnrollBatch it K times, and write the PTX and its verified cubin",
+)
 def _ptx_loops():
     from reorder.cli import ptxloops as loopcommand
 

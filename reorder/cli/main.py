@@ -14,6 +14,7 @@ from reorder.base.errors import ReorderError
 from reorder.cli import commands  # noqa: F401  (importing it registers the subcommands)
 from reorder.cli.registry import COMMANDS
 
+
 @functools.cache
 def build_parser() -> argparse.ArgumentParser:
     """The parser, built once per process (27 ms: the fuzzer and the tests call `main` often)."""
@@ -130,9 +131,14 @@ def _compile_ptx_inputs(args: argparse.Namespace) -> None:
         if output and Path(output).exists() and Path(output).samefile(value):
             raise InputError(f"{output}: refusing to overwrite the input file; choose another -o")
         how = "found in the cache" if compiled.cached else "compiled"
-        print(f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
-              f"{compiled.recipe.describe()} -> {compiled.cubin}", file=sys.stderr)
+        print(
+            f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
+            f"{compiled.recipe.describe()} -> {compiled.cubin}",
+            file=sys.stderr,
+        )
         setattr(args, name, str(compiled.cubin))
-        args.compiled_from = {**getattr(args, "compiled_from", {}),
-                              name: f"compiled from {value} by {compiled.recipe.describe()}"}
+        args.compiled_from = {
+            **getattr(args, "compiled_from", {}),
+            name: f"compiled from {value} by {compiled.recipe.describe()}",
+        }
         args.ptx_inputs = {**getattr(args, "ptx_inputs", {}), name: value}

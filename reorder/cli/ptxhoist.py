@@ -22,15 +22,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="OUT.ptx", help="where the moved PTX goes (never over the input)")
     p.add_argument("--cubin", metavar="OUT.cubin", help="where its cubin goes (default: OUT with .cubin)")
     p.add_argument("--kernel", help="kernel name (default: the only one, else required)")
-    p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
-                   help="assume pointer parameters do not alias (all, or a comma list of indices)")
+    p.add_argument(
+        "--assume-noalias",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="PARAMS",
+        help="assume pointer parameters do not alias (all, or a comma list of indices)",
+    )
     p.add_argument("--list", action="store_true", help="list peelable loops and every load's legal destinations")
-    p.add_argument("--mode", choices=MODES, default="barrier",
-                   help="plan when no --moves: loads above barriers (default, peeling a loop where that lets "
-                        "its first iteration's loads rise), above stores, barrier loads as far as legal (top), "
-                        "or every load as far as legal (branch)")
-    p.add_argument("--moves", nargs="+", metavar="MOVE",
-                   help="peel:LABEL, hoist:LINE@TO or hoist:all@TO (TO: barrier, store, top, upN), in order")
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="barrier",
+        help="plan when no --moves: loads above barriers (default, peeling a loop where that lets "
+        "its first iteration's loads rise), above stores, barrier loads as far as legal (top), "
+        "or every load as far as legal (branch)",
+    )
+    p.add_argument(
+        "--moves",
+        nargs="+",
+        metavar="MOVE",
+        help="peel:LABEL, hoist:LINE@TO or hoist:all@TO (TO: barrier, store, top, upN), in order",
+    )
 
 
 def run(args: argparse.Namespace, noalias_of) -> int:
@@ -52,8 +66,14 @@ def run(args: argparse.Namespace, noalias_of) -> int:
         moved, moves = plan(module, kernel, noalias, args.mode)
         if not moves:
             raise NotApplicable(f"{kernel}: no load can move ({args.mode} plan); see --list")
-    built = write_and_compile(source, kernel, moved, [m.describe() for m in moves], Path(args.output),
-                              Path(args.cubin) if args.cubin else None)
+    built = write_and_compile(
+        source,
+        kernel,
+        moved,
+        [m.describe() for m in moves],
+        Path(args.output),
+        Path(args.cubin) if args.cubin else None,
+    )
     print("\n".join(summary(built)))
     return 0 if built.verdict.ok else 1
 
@@ -132,9 +152,13 @@ def summary(built: Built) -> list[str]:
     """What was written and what the verifier said, one line each."""
     v = built.verdict
     status = "legal" if v.ok else f"{len(v.violations)} violations"
-    tighter = f"; {len(v.inherited)} pairs ptxas scheduled tighter than the tables (its own schedule)" \
-        if v.inherited else ""
-    lines = [f"moves: {' '.join(built.moves)}", f"wrote {built.ptx}",
-             f"wrote {built.cubin} (sha256 {built.sha256}; {built.recipe})",
-             f"verify {built.kernel}: {status}{tighter}"]
+    tighter = (
+        f"; {len(v.inherited)} pairs ptxas scheduled tighter than the tables (its own schedule)" if v.inherited else ""
+    )
+    lines = [
+        f"moves: {' '.join(built.moves)}",
+        f"wrote {built.ptx}",
+        f"wrote {built.cubin} (sha256 {built.sha256}; {built.recipe})",
+        f"verify {built.kernel}: {status}{tighter}",
+    ]
     return [*lines, *("  " + line for line in v.violations), f"built in {built.seconds:.2f} s"]

@@ -30,17 +30,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="OUT.ptx", help="where the moved PTX goes (never over the input)")
     p.add_argument("--cubin", metavar="OUT.cubin", help="where its cubin goes (default: OUT with .cubin)")
     p.add_argument("--kernel", help="kernel name (default: the only one, else required)")
-    p.add_argument("--assume-noalias", nargs="?", const="all", default=None, metavar="PARAMS",
-                   help="assume pointer parameters do not alias (all, or a comma list of indices)")
+    p.add_argument(
+        "--assume-noalias",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="PARAMS",
+        help="assume pointer parameters do not alias (all, or a comma list of indices)",
+    )
     p.add_argument("--list", action="store_true", help="list the loops, their inductions, exits and loads")
     p.add_argument("--loop", metavar="LABEL", help="the loop's header label ($L__BB0_2; the $ may be left out)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--prefetch", type=int, metavar="D", help=f"Prefetch D iterations ahead ({DISTANCES[0]}.."
-                                                                   f"{DISTANCES[-1]})")
+    which.add_argument(
+        "--prefetch", type=int, metavar="D", help=f"Prefetch D iterations ahead ({DISTANCES[0]}..{DISTANCES[-1]})"
+    )
     which.add_argument("--unroll", type=int, metavar="K", help="UnrollBatch: K iterations, loads batched (2..8)")
-    p.add_argument("--speculate", action="store_true",
-                   help="allow loops left early on loaded data: the next iterations' loads run in bounds "
-                        "(predicated by the loop's bound exits), speculatively")
+    p.add_argument(
+        "--speculate",
+        action="store_true",
+        help="allow loops left early on loaded data: the next iterations' loads run in bounds "
+        "(predicated by the loop's bound exits), speculatively",
+    )
 
 
 def run(args: argparse.Namespace, noalias_of) -> int:
@@ -61,13 +71,17 @@ def run(args: argparse.Namespace, noalias_of) -> int:
     if not args.output:
         raise InputError("ptx-loops: -o/--output is required (or --list)")
     label = _label(module, kernel, args.loop)
-    move = Prefetch(kernel, label, args.prefetch, noalias, args.speculate) if args.prefetch is not None \
+    move = (
+        Prefetch(kernel, label, args.prefetch, noalias, args.speculate)
+        if args.prefetch is not None
         else UnrollBatch(kernel, label, args.unroll, noalias, args.speculate)
+    )
     moved = move.apply(module)
     if args.speculate:
         print("ASSUMPTION: loads of the next iterations may run before a data exit is known (--speculate)")
-    built = write_and_compile(source, kernel, moved, [move.describe()], Path(args.output),
-                              Path(args.cubin) if args.cubin else None)
+    built = write_and_compile(
+        source, kernel, moved, [move.describe()], Path(args.output), Path(args.cubin) if args.cubin else None
+    )
     print("\n".join(summary(built)))
     return 0 if built.verdict.ok else 1
 
@@ -115,15 +129,24 @@ def listing(module: Module, kernel: str, noalias: Noalias, speculate: bool) -> l
             lines.append(f"  loop {label}: not moved: {str(exc).split(': ', 2)[-1]}")
             continue
         steps = ", ".join(f"{x.register} {'-' if x.negated else '+'}= {x.step}" for x in loop.inductions) or "none"
-        exits = ", ".join(f"line {analysis.function.body[e.branch].ident} ({'bound' if e.bound else 'data'})"
-                          for e in loop.exits)
+        exits = ", ".join(
+            f"line {analysis.function.body[e.branch].ident} ({'bound' if e.bound else 'data'})" for e in loop.exits
+        )
         loads = loop_loads(analysis, loop)
-        lines.append(f"  loop {label}: inductions {steps}; exits {exits}"
-                     + ("; early exit on loaded data" if loop.early_exit else ""))
+        lines.append(
+            f"  loop {label}: inductions {steps}; exits {exits}"
+            + ("; early exit on loaded data" if loop.early_exit else "")
+        )
         lines += [f"    load line {analysis.function.body[i].ident}: can run early" for i in loads.movable]
         lines += [f"    load line {line}: stays ({reason})" for line, reason in loads.refused]
-        moves = [m.describe() for m in Prefetch.instances(module, kernel, noalias, speculate)
-                 + UnrollBatch.instances(module, kernel, noalias, speculate) if m.header == label]
-        lines.append("    moves: " + (" ".join(moves) or "none" + (" (try --speculate)" if loop.early_exit
-                                                                      and not speculate else "")))
+        moves = [
+            m.describe()
+            for m in Prefetch.instances(module, kernel, noalias, speculate)
+            + UnrollBatch.instances(module, kernel, noalias, speculate)
+            if m.header == label
+        ]
+        lines.append(
+            "    moves: "
+            + (" ".join(moves) or "none" + (" (try --speculate)" if loop.early_exit and not speculate else ""))
+        )
     return lines

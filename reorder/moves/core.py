@@ -48,7 +48,7 @@ class StallCut:
         """One instance per block that has slack: a fixed-latency instruction stalling more than 1."""
         out = []
         for b in movable_blocks(code.instructions):
-            block = code.instructions[b.start:b.end]
+            block = code.instructions[b.start : b.end]
             if ranges and not any(lo <= block[0].offset < hi for lo, hi in ranges):
                 continue
             if any(i.ctrl.stall > 1 and i.known and not i.is_barrier and not i.is_variable_latency for i in block):
@@ -183,8 +183,11 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalia
                 target -= 1
                 continue
             kind, _ = dep
-            if kind in ("WAR", "WAW") and not (other.access.writes & ins[load_index].access.reads) \
-                    and not memory_conflict(other, ins[load_index], bool(noalias), buffers, declared):
+            if (
+                kind in ("WAR", "WAW")
+                and not (other.access.writes & ins[load_index].access.reads)
+                and not memory_conflict(other, ins[load_index], bool(noalias), buffers, declared)
+            ):
                 clobbered |= ins[load_index].access.writes & (other.access.reads | other.access.writes)
                 target -= 1
                 continue
@@ -203,8 +206,10 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalia
         floor = target + 1
         hoisted += 1
         if passed_store and ins[load_index].access.mem_reads:
-            notes.append(f"{ins[load_index].offset:#06x} {ins[load_index].opcode}: hoisted above a store, "
-                         "assuming the buffers do not alias")
+            notes.append(
+                f"{ins[load_index].offset:#06x} {ins[load_index].opcode}: hoisted above a store, "
+                "assuming the buffers do not alias"
+            )
     if not hoisted:
         return None
     regcount = max(code.kernel.regcount, next_reg + RESERVED_REGISTERS) if renames else code.kernel.regcount

@@ -74,8 +74,15 @@ class _EntryShortfall(Exception):
         self.cycles = cycles
 
 
-def schedule_block(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
-                   arch: int, keep_stalls: bool = False, keep_reuse: bool = False) -> tuple[Instruction, ...]:
+def schedule_block(
+    instructions: tuple[Instruction, ...],
+    start: int,
+    end: int,
+    new_order: Sequence[int],
+    arch: int,
+    keep_stalls: bool = False,
+    keep_reuse: bool = False,
+) -> tuple[Instruction, ...]:
     """Kernel instructions with block [start, end) replaced by `new_order` (indices into
     the block's original instructions, absolute) and its control codes recomputed.
 
@@ -102,13 +109,21 @@ def _lengthen_predecessors(instructions: tuple[Instruction, ...], start: int, cy
     return tuple(out)
 
 
-def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, new_order: Sequence[int],
-                   arch: int, keep_stalls: bool, keep_reuse: bool) -> tuple[Instruction, ...]:
+def _schedule_once(
+    instructions: tuple[Instruction, ...],
+    start: int,
+    end: int,
+    new_order: Sequence[int],
+    arch: int,
+    keep_stalls: bool,
+    keep_reuse: bool,
+) -> tuple[Instruction, ...]:
     table = load_table(arch)
     into_barrier = _into_kept_barrier(instructions, new_order, end, arch)
-    order = [_initial(instructions[i], keep_stalls or k in into_barrier,
-                      keep_reuse and _same_successor(new_order, k, end))
-             for k, i in enumerate(new_order)]
+    order = [
+        _initial(instructions[i], keep_stalls or k in into_barrier, keep_reuse and _same_successor(new_order, k, end))
+        for k, i in enumerate(new_order)
+    ]
     entry = block_entry_states(instructions, arch)[start]
     state = entry
     states, stepped = [entry], []  # states[k]: before position k, having stepped stepped[:k]
@@ -137,8 +152,9 @@ def _schedule_once(instructions: tuple[Instruction, ...], start: int, end: int, 
     return _fix_tail(tuple(kernel), start, end, arch, instructions)
 
 
-def _into_kept_barrier(instructions: tuple[Instruction, ...], new_order: Sequence[int], end: int,
-                       arch: int) -> set[int]:
+def _into_kept_barrier(
+    instructions: tuple[Instruction, ...], new_order: Sequence[int], end: int, arch: int
+) -> set[int]:
     """Positions of the new order followed by a barrier that keeps its compiler-placed
     neighbours (legality.barriers): their stall, the cycles into the barrier, is kept."""
     rules = load_rules(arch)
@@ -157,17 +173,23 @@ def _fresh_wait_shortfall(state: State, ins: Instruction) -> int:
     """Cycles missing before `ins` for each of its waits to see the scoreboards it waits on:
     a wait issued less than FRESH_SCOREBOARD_CYCLES after a producer does not cover it."""
     mask = ins.ctrl.wait
-    elapsed = [p.elapsed for table in (state.writes, state.reads) for pend in table.values() for p in pend
-               if p.sb >= 0 and mask >> p.sb & 1]
+    elapsed = [
+        p.elapsed
+        for table in (state.writes, state.reads)
+        for pend in table.values()
+        for p in pend
+        if p.sb >= 0 and mask >> p.sb & 1
+    ]
     return max([FRESH_SCOREBOARD_CYCLES - e for e in elapsed if e < FRESH_SCOREBOARD_CYCLES], default=0)
 
 
-def _replayed(states: list[State], stepped: list[Instruction], order: list[Instruction], j: int,
-              table: LatencyTable) -> State:
+def _replayed(
+    states: list[State], stepped: list[Instruction], order: list[Instruction], j: int, table: LatencyTable
+) -> State:
     """The state before position j of `order`, stepped again only from the first position
     whose instruction a repair replaced (the states before it are still those of `order`)."""
     k = next((i for i in range(j) if stepped[i] is not order[i]), j)
-    del states[k + 1:]
+    del states[k + 1 :]
     del stepped[k:]
     for i in range(k, j):
         states.append(step(states[i], order[i], table, []))
@@ -220,17 +242,23 @@ def _elapsed(state: State, resource: str, sb: int) -> int | None:
     return None
 
 
-def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int,
-              original: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+def _fix_tail(
+    kernel: tuple[Instruction, ...], start: int, end: int, arch: int, original: tuple[Instruction, ...]
+) -> tuple[Instruction, ...]:
     """Lengthen the block's last stalls while instructions after it see a new violation:
     one caused by a producer inside the block, or one whose path runs through the block
     (fewer cycles inside it shorten a dependency from before it to after it)."""
     inside = {ins.offset for ins in kernel[start:end]}
     already = {v.key for v in original_violations(original, arch)}  # not this block's doing
     for _ in range(32):
-        bad = [v for v in verify_instructions(kernel, arch)
-               if v.consumer_offset not in inside and v.key not in already
-               and isinstance(v.required, int) and isinstance(v.provided, int)]
+        bad = [
+            v
+            for v in verify_instructions(kernel, arch)
+            if v.consumer_offset not in inside
+            and v.key not in already
+            and isinstance(v.required, int)
+            and isinstance(v.provided, int)
+        ]
         if not bad:
             return kernel
         order = list(kernel)
@@ -238,4 +266,3 @@ def _fix_tail(kernel: tuple[Instruction, ...], start: int, end: int, arch: int,
             break
         kernel = tuple(order)
     return kernel
-

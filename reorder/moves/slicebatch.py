@@ -53,8 +53,9 @@ class SliceBatch:
     name: str = field(default="slice_batch", init=False)
 
     @staticmethod
-    def instances(code: KernelCode, noalias: Noalias = False, max_loads: int = 16,
-                  extra_registers: int = 32) -> list[SliceBatch]:
+    def instances(
+        code: KernelCode, noalias: Noalias = False, max_loads: int = 16, extra_registers: int = 32
+    ) -> list[SliceBatch]:
         """Blocks whose plan changes the order (the plan is computed, not guessed)."""
         live = guarded_live_out(code.instructions)
         out = []
@@ -89,8 +90,14 @@ class SlicePlan:
     notes: tuple[str, ...]
 
 
-def plan_slices(code: KernelCode, block: Block, max_loads: int, extra_registers: int, noalias: Noalias,
-                live: dict[int, frozenset[str]] | None = None) -> SlicePlan | None:
+def plan_slices(
+    code: KernelCode,
+    block: Block,
+    max_loads: int,
+    extra_registers: int,
+    noalias: Noalias,
+    live: dict[int, frozenset[str]] | None = None,
+) -> SlicePlan | None:
     """The largest prefix of the block's loads (at most `max_loads`) whose hoist fits the
     register budget, or None when nothing would move."""
     ins = code.instructions
@@ -110,8 +117,13 @@ def plan_slices(code: KernelCode, block: Block, max_loads: int, extra_registers:
         renames = _renames(ins, webs, assigned)
         regcount = _regcount(code, webs, assigned)
         notes = _notes(code, block, order, chosen, renames, regcount)
-        return SlicePlan(tuple(block.start + p for p in order), tuple(renames), regcount,
-                         tuple(block.start + p for p in chosen), notes)
+        return SlicePlan(
+            tuple(block.start + p for p in order),
+            tuple(renames),
+            regcount,
+            tuple(block.start + p for p in chosen),
+            notes,
+        )
     return None
 
 
@@ -135,8 +147,7 @@ def _virtual(ins: Instruction, pos: int, webs: BlockWebs) -> Instruction:
     for d, df in enumerate(webs.defs):
         if df.pos == pos:
             writes |= {_virtual_name(reg, d) if d in webs.renamable else reg for reg in df.regs}
-    return replace(ins, access=Access(frozenset(reads), frozenset(writes), ins.access.mem_reads,
-                                      ins.access.mem_writes))
+    return replace(ins, access=Access(frozenset(reads), frozenset(writes), ins.access.mem_reads, ins.access.mem_writes))
 
 
 def _graph(code: KernelCode, block: Block, webs: BlockWebs, noalias: Noalias) -> nx.DiGraph:
@@ -155,12 +166,18 @@ def _graph(code: KernelCode, block: Block, webs: BlockWebs, noalias: Noalias) ->
 
 def _sliceable(ins: Instruction) -> bool:
     """Fixed-latency ALU work that may travel up with a load (no memory, no scoreboard)."""
-    return (ins.known and not ins.is_barrier and not ins.is_variable_latency
-            and not ins.access.mem_reads and not ins.access.mem_writes)
+    return (
+        ins.known
+        and not ins.is_barrier
+        and not ins.is_variable_latency
+        and not ins.access.mem_reads
+        and not ins.access.mem_writes
+    )
 
 
-def _hoist_set(graph: nx.DiGraph, ins: tuple[Instruction, ...], block: Block,
-               loads: list[int]) -> tuple[set[int], list[int]]:
+def _hoist_set(
+    graph: nx.DiGraph, ins: tuple[Instruction, ...], block: Block, loads: list[int]
+) -> tuple[set[int], list[int]]:
     """Loads (in order) whose every ancestor is sliceable or already hoisted, with those ancestors."""
     hoist: set[int] = set()
     chosen: list[int] = []
@@ -177,8 +194,10 @@ def _load_levels(graph: nx.DiGraph, ins: tuple[Instruction, ...], block: Block, 
     counts for its successors, not for itself)."""
     level: dict[int, int] = {}
     for p in sorted(nodes):
-        level[p] = max((level[a] + _is_hoistable_load(ins[block.start + a]) for a in graph.predecessors(p)
-                        if a in nodes), default=0)
+        level[p] = max(
+            (level[a] + _is_hoistable_load(ins[block.start + a]) for a in graph.predecessors(p) if a in nodes),
+            default=0,
+        )
     return level
 
 
@@ -243,8 +262,14 @@ def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] |
         align = width if width in (2, 4) else 1
         candidates = [base] + [b for b in range(0, top - width + 2, align) if b != base]
         mine = [spans[d][reg] for reg in df.regs]
-        pick = next((b for b in candidates if all(
-            not any(_overlaps(mine[k], t) for t in taken.get(f"{kind}{b + k}", ())) for k in range(width))), None)
+        pick = next(
+            (
+                b
+                for b in candidates
+                if all(not any(_overlaps(mine[k], t) for t in taken.get(f"{kind}{b + k}", ())) for k in range(width))
+            ),
+            None,
+        )
         if pick is None:
             return None
         assigned[d] = pick
@@ -271,20 +296,29 @@ def register_limited_warps(regcount: int) -> int:
     return min(MAX_WARPS, REGISTER_FILE // per_warp)
 
 
-def _notes(code: KernelCode, block: Block, order: list[int], chosen: list[int], renames: list[OperandRename],
-           regcount: int) -> tuple[str, ...]:
+def _notes(
+    code: KernelCode, block: Block, order: list[int], chosen: list[int], renames: list[OperandRename], regcount: int
+) -> tuple[str, ...]:
     ins = code.instructions
     registers, predicates = sum(r.kind == "R" for r in renames), sum(r.kind == "P" for r in renames)
-    notes = [(f"block {ins[block.start].offset:#06x}: {len(chosen)} loads hoisted with their address/guard slices "
-             f"({registers} register and {predicates} predicate operands renamed)")]
+    notes = [
+        (
+            f"block {ins[block.start].offset:#06x}: {len(chosen)} loads hoisted with their address/guard slices "
+            f"({registers} register and {predicates} predicate operands renamed)"
+        )
+    ]
     new_pos = {p: k for k, p in enumerate(order)}
     for load in chosen:
         passed = [p for p in range(load) if ins[block.start + p].access.mem_writes and new_pos[p] > new_pos[load]]
         if passed:
-            notes.append(f"{ins[block.start + load].offset:#06x} {ins[block.start + load].opcode}: hoisted above a "
-                         "store, assuming the buffers do not alias")
+            notes.append(
+                f"{ins[block.start + load].offset:#06x} {ins[block.start + load].opcode}: hoisted above a "
+                "store, assuming the buffers do not alias"
+            )
     if regcount > code.kernel.regcount:
         before, after = register_limited_warps(code.kernel.regcount), register_limited_warps(regcount)
-        notes.append(f"registers {code.kernel.regcount} -> {regcount}: register-limited warps per SM "
-                     f"{before} -> {after} (occupancy by the register file alone)")
+        notes.append(
+            f"registers {code.kernel.regcount} -> {regcount}: register-limited warps per SM "
+            f"{before} -> {after} (occupancy by the register file alone)"
+        )
     return tuple(notes)

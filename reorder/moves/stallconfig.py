@@ -56,7 +56,7 @@ def parse_config(text: str, where: str = "config") -> StallConfig:
             continue
         words = line.split()
         if words[0].startswith(".text."):
-            current = words[0][len(".text."):]
+            current = words[0][len(".text.") :]
             sections[current] = tuple(_span(w, f"{where}:{n}") for w in words[1:])
         elif words[0] in ("-war", "-waw"):
             if current is None:

@@ -71,8 +71,9 @@ class Grown:
     param_offset: int | None  # c-bank byte offset of the added pointer parameter, e.g. 0x230
 
 
-def grow_kernel(code: KernelCode, insertions: Sequence[Insertion], regcount: int | None = None,
-                add_pointer_param: bool = False) -> Grown:
+def grow_kernel(
+    code: KernelCode, insertions: Sequence[Insertion], regcount: int | None = None, add_pointer_param: bool = False
+) -> Grown:
     """The cubin of `code` with `insertions` placed, every dependent structure fixed up.
 
     `regcount` raises EIATTR_REGCOUNT (never lowers it). The result is re-parsed as a check.
@@ -88,7 +89,7 @@ def grow_kernel(code: KernelCode, insertions: Sequence[Insertion], regcount: int
         attrs, param_offset, cbank_bytes = with_pointer_param(attrs, len(kernel.params))
         const = cubin.section(f".nv.constant0.{kernel.name}")
         if const is not None:
-            old = cubin.data[const.offset: const.offset + const.size]
+            old = cubin.data[const.offset : const.offset + const.size]
             contents[const.index] = old + bytes(max(0, cbank_bytes - len(old)))
     if kernel.info_section is not None:
         contents[kernel.info_section] = encode_nv_info(attrs)
@@ -103,15 +104,15 @@ def grow_kernel(code: KernelCode, insertions: Sequence[Insertion], regcount: int
             infos[kernel.text_section] = (text_sec.info & 0xFFFFFF) | (new_regcount << 24)
     data = relayout(cubin, contents, infos)
     parse_cubin(data, f"grown {kernel.name}")
-    return Grown(data, kernel.name, new_offset_of, inserted, retargeted, kernel.regcount, new_regcount,
-                 param_offset)
+    return Grown(data, kernel.name, new_offset_of, inserted, retargeted, kernel.regcount, new_regcount, param_offset)
 
 
 # ---------------------------------------------------------------- the kernel's own bytes
 
 
-def grown_text(code: KernelCode, insertions: Sequence[Insertion]) -> tuple[bytes, dict[int, int], tuple[int, ...],
-                                                                           tuple[int, ...]]:
+def grown_text(
+    code: KernelCode, insertions: Sequence[Insertion]
+) -> tuple[bytes, dict[int, int], tuple[int, ...], tuple[int, ...]]:
     """New .text bytes, the old->new offset map, inserted offsets and re-encoded branches."""
     n = len(code.instructions)
     at: dict[int, list[int]] = {}
@@ -175,8 +176,9 @@ def with_pointer_param(attrs: tuple[NvAttr, ...], ordinal: int) -> tuple[tuple[N
     old_bytes = size_rec.value
     offset = (old_bytes + 7) // 8 * 8
     new_bytes = offset + 8
-    flags = next((struct.unpack_from("<I", a.payload, 8)[0] & 0x3FFFF for a in attrs if a.attr == ATTR_KPARAM_INFO),
-                 0x1F000)
+    flags = next(
+        (struct.unpack_from("<I", a.payload, 8)[0] & 0x3FFFF for a in attrs if a.attr == ATTR_KPARAM_INFO), 0x1F000
+    )
     kparam = NvAttr(0, FMT_SVAL, ATTR_KPARAM_INFO, struct.pack("<IHHI", 0, ordinal, offset, (8 << 18) | flags))
     symbol, base, _ = struct.unpack_from("<IHH", cbank_rec.payload)
     out: list[NvAttr] = []
@@ -197,7 +199,7 @@ def _relocation_contents(cubin: Cubin, kernel: Kernel, new_offset_of: dict[int, 
     out: dict[int, bytearray] = {}
     for rel in kernel.relocations:
         section = cubin.sections[rel.section]
-        blob = out.setdefault(rel.section, bytearray(cubin.data[section.offset: section.offset + section.size]))
+        blob = out.setdefault(rel.section, bytearray(cubin.data[section.offset : section.offset + section.size]))
         slot = rel.offset - rel.offset % 16
         struct.pack_into("<Q", blob, rel.record_offset - section.offset, new_offset_of[slot] + rel.offset % 16)
     return {k: bytes(v) for k, v in out.items()}
@@ -209,7 +211,7 @@ def _symbol_contents(cubin: Cubin, kernel: Kernel, new_offset_of: dict[int, int]
     if symtab is None:
         return {}
     old_size = len(kernel.text)
-    blob = bytearray(cubin.data[symtab.offset: symtab.offset + symtab.size])
+    blob = bytearray(cubin.data[symtab.offset : symtab.offset + symtab.size])
 
     def moved(offset: int) -> int:
         return new_size if offset >= old_size else new_offset_of.get(offset, offset)
@@ -230,7 +232,7 @@ def _regcount_contents(cubin: Cubin, kernel: Kernel, regcount: int) -> dict[int,
     if cubin.global_info_section is None:
         return {}
     section = cubin.sections[cubin.global_info_section]
-    blob = bytearray(cubin.data[section.offset: section.offset + section.size])
+    blob = bytearray(cubin.data[section.offset : section.offset + section.size])
     for record in cubin.global_attrs:
         if record.attr == ATTR_REGCOUNT and record.words()[0] == kernel.symbol_index:
             struct.pack_into("<I", blob, record.offset + 8, regcount)
@@ -260,18 +262,25 @@ def _items(cubin: Cubin, contents: dict[int, bytes]) -> list[_Item]:
     data = cubin.data
     e_phoff, e_shoff = struct.unpack_from("<QQ", data, 0x20)
     phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
-    items = [_Item("shdr", e_shoff, shentsize * shnum, data[e_shoff: e_shoff + shentsize * shnum], 8)]
+    items = [_Item("shdr", e_shoff, shentsize * shnum, data[e_shoff : e_shoff + shentsize * shnum], 8)]
     if phnum:
-        items.append(_Item("phdr", e_phoff, phentsize * phnum, data[e_phoff: e_phoff + phentsize * phnum], 8))
+        items.append(_Item("phdr", e_phoff, phentsize * phnum, data[e_phoff : e_phoff + phentsize * phnum], 8))
     for s in cubin.sections[1:]:
         align = max(1, _SHDR.unpack_from(data, s.header_offset)[8])
         if s.type == SHT_NOBITS:
             items.append(_Item(s.index, s.offset, 0, None, align))
         else:
-            items.append(_Item(s.index, s.offset, s.size, contents.get(s.index, data[s.offset: s.offset + s.size]),
-                               align))
-    return sorted(items, key=lambda it: (it.old_offset, it.data is not None and it.old_size > 0,
-                                         it.key if isinstance(it.key, int) else 1 << 20))
+            items.append(
+                _Item(s.index, s.offset, s.size, contents.get(s.index, data[s.offset : s.offset + s.size]), align)
+            )
+    return sorted(
+        items,
+        key=lambda it: (
+            it.old_offset,
+            it.data is not None and it.old_size > 0,
+            it.key if isinstance(it.key, int) else 1 << 20,
+        ),
+    )
 
 
 def relayout(cubin: Cubin, contents: dict[int, bytes], infos: dict[int, int] | None = None) -> bytes:
@@ -331,8 +340,14 @@ def _segment(fields: list[int], items: list[_Item], placed) -> tuple[int, int, i
     delta = placed[following[0].key][0] - following[0].old_offset if following else 0
     if p_type == PT_PHDR:
         return placed["phdr"][0], p_filesz, p_memsz
-    covered = [it for it in items if it.data is not None and it.old_size > 0 and it.old_offset >= p_offset
-               and it.old_offset + it.old_size <= p_offset + p_filesz]
+    covered = [
+        it
+        for it in items
+        if it.data is not None
+        and it.old_size > 0
+        and it.old_offset >= p_offset
+        and it.old_offset + it.old_size <= p_offset + p_filesz
+    ]
     new_offset = p_offset + delta
     if not covered:
         return new_offset, p_filesz, p_memsz
@@ -355,14 +370,15 @@ def changed_originals(before: KernelCode, after_text: bytes, grown: Grown) -> tu
     retargeted = set(grown.retargeted)
     for ins in before.instructions:
         new = grown.new_offset_of[ins.offset]
-        word = int.from_bytes(after_text[new: new + 16], "little")
+        word = int.from_bytes(after_text[new : new + 16], "little")
         if ins.offset not in retargeted:
             if word != ins.word:
                 bad.append(ins.offset)
             continue
         target = branches.decode_target(word, before.arch, new, ins.base)
-        same_rest = branches.encode_target(word, before.arch, new, ins.target, ins.base) == \
-            branches.encode_target(ins.word, before.arch, new, ins.target, ins.base)
+        same_rest = branches.encode_target(word, before.arch, new, ins.target, ins.base) == branches.encode_target(
+            ins.word, before.arch, new, ins.target, ins.base
+        )
         if target != grown.new_offset_of[ins.target] or not same_rest:
             bad.append(ins.offset)
     return tuple(bad)

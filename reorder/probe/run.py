@@ -66,20 +66,23 @@ class ProbeRun:
     occupancy: str
 
 
-def build_variants(code: KernelCode, positions: Sequence[int], layout: ProbeLayout, folder: Path,
-                   check: bool = True, jobs: int = 1) -> list[tuple[int, Path, ProbeBuild]]:
+def build_variants(
+    code: KernelCode, positions: Sequence[int], layout: ProbeLayout, folder: Path, check: bool = True, jobs: int = 1
+) -> list[tuple[int, Path, ProbeBuild]]:
     """Write one cubin per position into `folder` (built in `jobs` processes); every one
     checked unless `check` is False."""
     if jobs <= 1 or len(positions) < 2:
         return [_build_variant(code, k, layout, folder, check) for k in positions]
     from joblib import Parallel, delayed
 
-    return Parallel(n_jobs=jobs, backend="loky")(delayed(_build_variant)(code, k, layout, folder, check)
-                                                 for k in positions)
+    return Parallel(n_jobs=jobs, backend="loky")(
+        delayed(_build_variant)(code, k, layout, folder, check) for k in positions
+    )
 
 
-def _build_variant(code: KernelCode, k: int, layout: ProbeLayout, folder: Path,
-                   check: bool) -> tuple[int, Path, ProbeBuild]:
+def _build_variant(
+    code: KernelCode, k: int, layout: ProbeLayout, folder: Path, check: bool
+) -> tuple[int, Path, ProbeBuild]:
     from reorder.base.errors import LegalityError
     from reorder.base.files import write_atomic
 
@@ -87,15 +90,26 @@ def _build_variant(code: KernelCode, k: int, layout: ProbeLayout, folder: Path,
     if check:
         result = check_build(code, build)
         if result.changed or result.violations:
-            raise LegalityError(f"probe after {k}: originals changed at {list(map(hex, result.changed))}, "
-                                f"{len(result.violations)} verifier violations", result.violations)
+            raise LegalityError(
+                f"probe after {k}: originals changed at {list(map(hex, result.changed))}, "
+                f"{len(result.violations)} verifier violations",
+                result.violations,
+            )
     path = write_atomic(folder / f"{code.kernel.name}.probe_{k:04d}.cubin", build.data)
     return k, path, build
 
 
-def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0, last: int | None = None,
-              launches: int = DEFAULT_LAUNCHES, time_cost: bool = True, timeout_s: float = 120.0,
-              jobs: int = 1) -> ProbeRun:
+def run_probe(
+    cubin: str | Path,
+    spec: LaunchSpec,
+    folder: Path,
+    first: int = 0,
+    last: int | None = None,
+    launches: int = DEFAULT_LAUNCHES,
+    time_cost: bool = True,
+    timeout_s: float = 120.0,
+    jobs: int = 1,
+) -> ProbeRun:
     """Build, run and analyse every probe position in [first, last] (GPU; workers isolate faults)."""
     from timing.cli_support import worker_device
     from timing.evaluate import time_job
@@ -106,27 +120,35 @@ def run_probe(cubin: str | Path, spec: LaunchSpec, folder: Path, first: int = 0,
     variants = build_variants(code, positions, layout_of(spec), folder, jobs=jobs)
     pspec = probe_spec(spec, variants[0][2].record_bytes) if variants else spec
     with WorkerPool(devices=[worker_device()]) as pool:
-        points, failed = measure_variants(pool, code, [(k, path) for k, path, _ in variants], pspec, launches,
-                                          timeout_s)
+        points, failed = measure_variants(
+            pool, code, [(k, path) for k, path, _ in variants], pspec, launches, timeout_s
+        )
         cost: dict[str, Any] = {}
         if time_cost and variants:
             middle = variants[len(variants) // 2][1]
-            done = pool.run(Job.of(time_job, str(Path(cubin).resolve()), str(middle.resolve()), pspec,
-                                   timeout_s=timeout_s + 30))
+            done = pool.run(
+                Job.of(time_job, str(Path(cubin).resolve()), str(middle.resolve()), pspec, timeout_s=timeout_s + 30)
+            )
             cost = done.value if done.ok else {"status": done.status, "reason": done.reason}
     occ = variants[0][2].occupancy.line() if variants else ""
     return ProbeRun(tuple(points), jumps(code.instructions, points), cost, tuple(failed), occ)
 
 
-def measure_variants(pool, code: KernelCode, variants: Sequence[tuple[int, Path]], pspec: LaunchSpec,
-                     launches: int = DEFAULT_LAUNCHES,
-                     timeout_s: float = 120.0) -> tuple[list[Point], list[tuple[int, str]]]:
+def measure_variants(
+    pool,
+    code: KernelCode,
+    variants: Sequence[tuple[int, Path]],
+    pspec: LaunchSpec,
+    launches: int = DEFAULT_LAUNCHES,
+    timeout_s: float = 120.0,
+) -> tuple[list[Point], list[tuple[int, str]]]:
     """Run each built variant (position, cubin) in the worker pool: the measured points,
     and (position, reason) for each variant that faulted or timed out."""
     from timing.worker import Job
 
-    results = pool.map([Job.of(run_records, str(path.resolve()), pspec, launches, timeout_s=timeout_s)
-                        for _, path in variants])
+    results = pool.map(
+        [Job.of(run_records, str(path.resolve()), pspec, launches, timeout_s=timeout_s) for _, path in variants]
+    )
     points, failed = [], []
     for (k, _), result in zip(variants, results):
         if result.ok:
@@ -167,18 +189,32 @@ def stamp_rows(build: ProbeBuild, code: KernelCode, records: np.ndarray) -> list
     for launch, warps in enumerate(records):
         for warp, words in enumerate(warps):
             for n, k in enumerate(build.positions):
-                w = words[n * per_stamp: (n + 1) * per_stamp].astype(np.uint64)
+                w = words[n * per_stamp : (n + 1) * per_stamp].astype(np.uint64)
                 if (w == 0xFFFFFFFF).all():
                     continue
-                rows.append({"warp": warp, "block": warp // build.layout.warps_per_block, "stamp": n,
-                             "offset": f"{code.instructions[k].offset:#06x}", "instruction": code.instructions[k].text,
-                             "globaltimer_ns": int(w[0] | w[1] << np.uint64(32)), "clock": int(w[2]), "sm": int(w[3]),
-                             "launch": launch})
+                rows.append(
+                    {
+                        "warp": warp,
+                        "block": warp // build.layout.warps_per_block,
+                        "stamp": n,
+                        "offset": f"{code.instructions[k].offset:#06x}",
+                        "instruction": code.instructions[k].text,
+                        "globaltimer_ns": int(w[0] | w[1] << np.uint64(32)),
+                        "clock": int(w[2]),
+                        "sm": int(w[3]),
+                        "launch": launch,
+                    }
+                )
     return rows
 
 
-def run_stamps(cubin: str | Path, spec: LaunchSpec, offsets: Sequence[int], launches: int = DEFAULT_LAUNCHES,
-               timeout_s: float = 120.0) -> tuple[ProbeBuild, list[dict[str, Any]]]:
+def run_stamps(
+    cubin: str | Path,
+    spec: LaunchSpec,
+    offsets: Sequence[int],
+    launches: int = DEFAULT_LAUNCHES,
+    timeout_s: float = 120.0,
+) -> tuple[ProbeBuild, list[dict[str, Any]]]:
     """Build the region-stamp variant, run it in a worker, and return its rows (GPU)."""
     import tempfile
 
@@ -193,9 +229,9 @@ def run_stamps(cubin: str | Path, spec: LaunchSpec, offsets: Sequence[int], laun
     with tempfile.TemporaryDirectory(prefix="reorder-stamps-") as tmp:
         path = write_atomic(Path(tmp) / "stamps.cubin", build.data)
         with WorkerPool(devices=[worker_device()]) as pool:
-            done = pool.run(Job.of(run_records, str(path), probe_spec(spec, build.record_bytes), launches,
-                                   timeout_s=timeout_s))
+            done = pool.run(
+                Job.of(run_records, str(path), probe_spec(spec, build.record_bytes), launches, timeout_s=timeout_s)
+            )
     if not done.ok:
         raise GpuError(f"region-stamp variant {done.status}: {done.reason}")
     return build, stamp_rows(build, code, done.value)
-

@@ -27,9 +27,15 @@ from reorder.binary.tools import run_tool
 
 # name -> (bit, width). Register fields are 8 bits (255 = RZ), uniform ones 6 (63 = URZ).
 FIELDS: dict[str, tuple[int, int]] = {
-    "Rd": (16, 8), "Ra": (24, 8), "Rb": (32, 8), "Rc": (64, 8),
-    "URd": (16, 6), "URc": (64, 6),
-    "imm32": (32, 32), "cbank": (38, 16), "memoff": (40, 24),
+    "Rd": (16, 8),
+    "Ra": (24, 8),
+    "Rb": (32, 8),
+    "Rc": (64, 8),
+    "URd": (16, 6),
+    "URc": (64, 6),
+    "imm32": (32, 32),
+    "cbank": (38, 16),
+    "memoff": (40, 24),
 }
 
 _PTX = """.version 8.0
@@ -246,5 +252,7 @@ def check_generated(items: list[Generated], arch: int) -> None:
         got = tuple(o.replace(" ", "") for o in operands)
         want = tuple(o.replace(" ", "") for o in g.operands)
         if opcode != g.opcode or got != want:
-            raise EncodingError(f"generated word {g.word:#034x} disassembles as {opcode} {', '.join(operands)}, "
-                                f"expected {g.text}", opcode=g.opcode)
+            raise EncodingError(
+                f"generated word {g.word:#034x} disassembles as {opcode} {', '.join(operands)}, expected {g.text}",
+                opcode=g.opcode,
+            )

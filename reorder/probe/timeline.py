@@ -34,9 +34,21 @@ from reorder.base.files import write_atomic
 
 UNWRITTEN = 0xFFFFFFFF
 DEFAULT_JUMP_CYCLES = 20.0
-CSV_FIELDS = ("index", "offset", "instruction", "stall", "wait_mask", "cycles", "p10", "p90", "samples",
-              "jump_cycles", "waiter",
-              "waited_on_offset", "waited_on")
+CSV_FIELDS = (
+    "index",
+    "offset",
+    "instruction",
+    "stall",
+    "wait_mask",
+    "cycles",
+    "p10",
+    "p90",
+    "samples",
+    "jump_cycles",
+    "waiter",
+    "waited_on_offset",
+    "waited_on",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +93,19 @@ def point(ins: Instruction, index: int, records: np.ndarray) -> Point:
         nan = float("nan")
         return Point(index, ins.offset, ins.text, ins.ctrl.stall, ins.ctrl.wait, nan, nan, nan, 0)
     p10, med, p90 = np.percentile(d, [10, 50, 90])
-    return Point(index, ins.offset, ins.text, ins.ctrl.stall, ins.ctrl.wait, float(med), float(p10), float(p90),
-                 int(d.size))
+    return Point(
+        index, ins.offset, ins.text, ins.ctrl.stall, ins.ctrl.wait, float(med), float(p10), float(p90), int(d.size)
+    )
 
 
-def jumps(instructions: Sequence[Instruction], points: Sequence[Point],
-          threshold: float = DEFAULT_JUMP_CYCLES) -> tuple[Jump, ...]:
+def jumps(
+    instructions: Sequence[Instruction], points: Sequence[Point], threshold: float = DEFAULT_JUMP_CYCLES
+) -> tuple[Jump, ...]:
     """Jumps between consecutive measured points (see the module docstring)."""
     measured = sorted((p for p in points if p.samples), key=lambda p: p.index)
     out = []
     for prev, cur in itertools.pairwise(measured):
-        span = instructions[prev.index + 1: cur.index + 1]
+        span = instructions[prev.index + 1 : cur.index + 1]
         excess = cur.cycles - prev.cycles - sum(i.ctrl.stall for i in span)
         if excess < threshold:
             continue
@@ -104,8 +118,16 @@ def _jump(instructions: Sequence[Instruction], at: int, waiter: Instruction, exc
     sbs = tuple(sb for sb in range(6) if waiter.ctrl.wait >> sb & 1)
     index = waiter.offset // 16
     producer = waited_producer(instructions[:index], waiter, sbs)
-    return Jump(at, index, waiter.offset, waiter.text, excess, sbs,
-                producer.offset if producer else None, producer.text if producer else "")
+    return Jump(
+        at,
+        index,
+        waiter.offset,
+        waiter.text,
+        excess,
+        sbs,
+        producer.offset if producer else None,
+        producer.text if producer else "",
+    )
 
 
 def waited_producer(before: Sequence[Instruction], waiter: Instruction, sbs: tuple[int, ...]) -> Instruction | None:
@@ -133,11 +155,23 @@ def write_csv(path: str | Path, points: Sequence[Point], found: Sequence[Jump]) 
         writer.writerow(CSV_FIELDS)
         for p in points:
             j = by_index.get(p.index)
-            writer.writerow([p.index, f"{p.offset:#06x}", p.text, p.stall, p.wait, _num(p.cycles), _num(p.p10),
-                             _num(p.p90), p.samples, _num(j.excess) if j else "",
-                             f"{j.offset:#06x} {j.text}" if j else "",
-                             f"{j.producer_offset:#06x}" if j and j.producer_offset is not None else "",
-                             j.producer_text if j else ""])
+            writer.writerow(
+                [
+                    p.index,
+                    f"{p.offset:#06x}",
+                    p.text,
+                    p.stall,
+                    p.wait,
+                    _num(p.cycles),
+                    _num(p.p10),
+                    _num(p.p90),
+                    p.samples,
+                    _num(j.excess) if j else "",
+                    f"{j.offset:#06x} {j.text}" if j else "",
+                    f"{j.producer_offset:#06x}" if j and j.producer_offset is not None else "",
+                    j.producer_text if j else "",
+                ]
+            )
     return target
 
 
@@ -167,15 +201,29 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
 
 def points_of(rows: list[dict[str, str]]) -> list[Point]:
     """The measured points of a timeline CSV (to analyse a run again without the GPU)."""
+
     def num(text: str) -> float:
         return float(text) if text else math.nan
 
-    return [Point(int(r["index"]), int(r["offset"], 16), r["instruction"], int(r["stall"]), int(r["wait_mask"]),
-                  num(r["cycles"]), num(r["p10"]), num(r["p90"]), int(r["samples"])) for r in rows]
+    return [
+        Point(
+            int(r["index"]),
+            int(r["offset"], 16),
+            r["instruction"],
+            int(r["stall"]),
+            int(r["wait_mask"]),
+            num(r["cycles"]),
+            num(r["p10"]),
+            num(r["p90"]),
+            int(r["samples"]),
+        )
+        for r in rows
+    ]
 
 
-def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path,
-         protect: Sequence[str | Path] = ()) -> Path:
+def plot(
+    tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path, protect: Sequence[str | Path] = ()
+) -> Path:
     """Issue cycle vs instruction index, one line per timeline, jumps annotated; written
     atomically, never over a file in `protect` (the input CSVs)."""
     import matplotlib
@@ -192,8 +240,14 @@ def plot(tables: Sequence[tuple[str, list[dict[str, str]]]], path: str | Path,
             if r["jump_cycles"] and r["cycles"]:
                 opcode = next(t for t in r["instruction"].split(" ") if not t.startswith("@"))
                 note = opcode + (f" <- {r['waited_on_offset']}" if r["waited_on_offset"] else "")
-                ax.annotate(f"+{float(r['jump_cycles']):.0f} {note}", (int(r["index"]), float(r["cycles"])),
-                            fontsize=7, rotation=30, xytext=(4, 4), textcoords="offset points")
+                ax.annotate(
+                    f"+{float(r['jump_cycles']):.0f} {note}",
+                    (int(r["index"]), float(r["cycles"])),
+                    fontsize=7,
+                    rotation=30,
+                    xytext=(4, 4),
+                    textcoords="offset points",
+                )
     ax.set_xlabel("instruction index (probe after it)")
     ax.set_ylabel("cycles since kernel entry (median over warps, launches)")
     ax.legend()

@@ -102,8 +102,10 @@ class Occupancy:
     warps_after: int
 
     def line(self) -> str:
-        return (f"registers/thread {self.regs_before} -> {self.regs_after}; max warps/SM at this block size "
-                f"{self.warps_before} -> {self.warps_after}")
+        return (
+            f"registers/thread {self.regs_before} -> {self.regs_after}; max warps/SM at this block size "
+            f"{self.warps_before} -> {self.warps_after}"
+        )
 
 
 @dataclass(frozen=True)
@@ -191,21 +193,31 @@ def allocate_scratch(code: KernelCode, layout: ProbeLayout, mode: str = "slide")
 
 
 def _highest_uniform(instructions) -> int:
-    return max((int(r[2:]) for i in instructions for r in i.access.reads | i.access.writes
-                if r.startswith("UR") and r[2:].isdigit()), default=-1)
+    return max(
+        (
+            int(r[2:])
+            for i in instructions
+            for r in i.access.reads | i.access.writes
+            if r.startswith("UR") and r[2:].isdigit()
+        ),
+        default=-1,
+    )
 
 
 def occupancy(regs_before: int, regs_after: int, threads_per_block: int) -> Occupancy:
-    return Occupancy(regs_before, regs_after, max_warps_per_sm(regs_before, threads_per_block),
-                     max_warps_per_sm(regs_after, threads_per_block))
+    return Occupancy(
+        regs_before,
+        regs_after,
+        max_warps_per_sm(regs_before, threads_per_block),
+        max_warps_per_sm(regs_after, threads_per_block),
+    )
 
 
 def max_warps_per_sm(regs: int, threads_per_block: int) -> int:
     """Warps per SM the register file allows for whole blocks (see Occupancy)."""
     per_warp = math.ceil(max(regs, 1) / REG_GRANULE) * REG_GRANULE * 32
     warps_per_block = math.ceil(threads_per_block / 32)
-    blocks = min(REGS_PER_SM // per_warp // warps_per_block, MAX_BLOCKS_PER_SM,
-                 MAX_WARPS_PER_SM // warps_per_block)
+    blocks = min(REGS_PER_SM // per_warp // warps_per_block, MAX_BLOCKS_PER_SM, MAX_WARPS_PER_SM // warps_per_block)
     return blocks * warps_per_block
 
 
@@ -222,8 +234,9 @@ class Op:
     extra_wait: int = 0  # scoreboards to wait on beyond those its own sequence implies
 
 
-def prologue_ops(arch: int, s: Scratch, layout: ProbeLayout, param_offset: int, record_bytes: int,
-                 smid: bool = False) -> list[Op]:
+def prologue_ops(
+    arch: int, s: Scratch, layout: ProbeLayout, param_offset: int, record_bytes: int, smid: bool = False
+) -> list[Op]:
     """Record address into (addr, addr+1), descriptor into the uniform pair, then the entry clock."""
     e, k, a = s.base, s.base + 1, s.addr
     bx, by, _ = layout.block
@@ -231,9 +244,14 @@ def prologue_ops(arch: int, s: Scratch, layout: ProbeLayout, param_offset: int, 
     spare = iter(s.temps)
     tz = next(spare) if layout.block[2] > 1 else None
     cz = next(spare) if layout.grid[2] > 1 else None
-    loads = [(k, "SR_TID.X"), (e, "SR_TID.Y") if by > 1 else None, (tz, "SR_TID.Z") if layout.block[2] > 1 else None,
-             (a, "SR_CTAID.X"), (a + 1, "SR_CTAID.Y") if gy > 1 else None,
-             (cz, "SR_CTAID.Z") if layout.grid[2] > 1 else None]
+    loads = [
+        (k, "SR_TID.X"),
+        (e, "SR_TID.Y") if by > 1 else None,
+        (tz, "SR_TID.Z") if layout.block[2] > 1 else None,
+        (a, "SR_CTAID.X"),
+        (a + 1, "SR_CTAID.Y") if gy > 1 else None,
+        (cz, "SR_CTAID.Z") if layout.grid[2] > 1 else None,
+    ]
     ops = [Op(T.s2r(arch, r, sr), wbar=PROLOGUE_SB) for r, sr in filter(None, loads)]
     if smid:
         ops.append(Op(T.s2r(arch, s.base + 5, "SR_VIRTUALSMID"), wbar=PROLOGUE_SB))
@@ -267,9 +285,12 @@ def slide_ops(arch: int, s: Scratch) -> list[Op]:
 def stamp_ops(arch: int, s: Scratch, stamp: int) -> list[Op]:
     """[global timer, clock, SM id] to slot `stamp` of this warp."""
     g, c = s.base, s.base + 4
-    return [Op(T.globaltimer64(arch, g), extra_wait=1 << s.sb), Op(T.clock32(arch, c), extra_wait=1 << s.sb),
-            Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp, g), rbar=s.sb),
-            Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp + 8, c), rbar=s.sb)]
+    return [
+        Op(T.globaltimer64(arch, g), extra_wait=1 << s.sb),
+        Op(T.clock32(arch, c), extra_wait=1 << s.sb),
+        Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp, g), rbar=s.sb),
+        Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp + 8, c), rbar=s.sb),
+    ]
 
 
 def _as_instruction(op: Op, index: int) -> Instruction:
@@ -340,8 +361,10 @@ def _need(p_op: Op, p: Instruction, c_op: Op, c: Instruction, table) -> tuple[in
 def build_slide(code: KernelCode, position: int, layout: ProbeLayout) -> ProbeBuild:
     """Variant with the entry stamp and one clock read after instruction `position`."""
     if position not in probe_positions(code, position, position):
-        raise InputError(f"{code.kernel.name}: cannot probe after instruction {position} "
-                         f"({code.instructions[position].text if position < len(code.instructions) else 'none'})")
+        raise InputError(
+            f"{code.kernel.name}: cannot probe after instruction {position} "
+            f"({code.instructions[position].text if position < len(code.instructions) else 'none'})"
+        )
     return _build(code, (position,), layout, "slide")
 
 
@@ -360,20 +383,23 @@ def _build(code: KernelCode, positions: tuple[int, ...], layout: ProbeLayout, mo
     record = SLIDE_RECORD_BYTES if mode == "slide" else STAMP_RECORD_BYTES * len(positions)
     param_offset = _param_offset(code)
     prologue = prologue_ops(arch, scratch, layout, param_offset, record, smid=mode == "stamps")
-    points = [slide_ops(arch, scratch) if mode == "slide" else stamp_ops(arch, scratch, n)
-              for n in range(len(positions))]
+    points = [
+        slide_ops(arch, scratch) if mode == "slide" else stamp_ops(arch, scratch, n) for n in range(len(positions))
+    ]
     # schedule as if each probe point directly followed the prologue: the worst case for
     # the distance from the prologue's writes to the probe's reads
     prologue[-1] = replace(prologue[-1], extra_wait=prologue[-1].extra_wait | 1 << PROLOGUE_SB | 1 << ADDRESS_SB)
     words = [schedule_ops(prologue + p, arch, drained=len(prologue)) for p in points]
     head = [max(column, key=lambda g: ControlCode.from_word(g.word).stall) for column in zip(*words)][: len(prologue)]
-    tails = [w[len(prologue):] for w in words]
+    tails = [w[len(prologue) :] for w in words]
     T.check_generated(head + [g for t in tails for g in t], arch)
     insertions = [Insertion(0, tuple(g.word for g in head))]
     insertions += [Insertion(p + 1, tuple(g.word for g in t)) for p, t in zip(positions, tails)]
     grown = grow_kernel(code, insertions, regcount_for(scratch.last), add_pointer_param=True)
     if grown.param_offset != param_offset:
-        raise EncodingError(f"{code.kernel.name}: probe pointer at {grown.param_offset:#x}, code reads {param_offset:#x}")
+        raise EncodingError(
+            f"{code.kernel.name}: probe pointer at {grown.param_offset:#x}, code reads {param_offset:#x}"
+        )
     threads = layout.block[0] * layout.block[1] * layout.block[2]
     occ = occupancy(grown.regcount_before, grown.regcount_after, threads)
     return ProbeBuild(grown.data, code.kernel.name, mode, positions, record, layout, param_offset, grown, occ, scratch)

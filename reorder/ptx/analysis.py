@@ -50,5 +50,8 @@ class Analysis:
     def unknown(self) -> tuple[tuple[str, str], ...]:
         """(statement ident, opcode) of every instruction the effect table does not know:
         kept in place as a barrier to every memory access."""
-        return tuple((s.ident, s.ins.opcode) for s, e in zip(self.function.body, self.effects)
-                     if e is not None and e.kind == "unknown")
+        return tuple(
+            (s.ident, s.ins.opcode)
+            for s, e in zip(self.function.body, self.effects)
+            if e is not None and e.kind == "unknown"
+        )

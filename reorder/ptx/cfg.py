@@ -172,9 +172,15 @@ def _blocks(function: Function) -> tuple[Block, ...]:
             ended = s.ins.base in _ENDS_BLOCK
     bounds = list(zip(cuts, cuts[1:] + [len(function.body)]))
     return tuple(
-        Block(k, a, b, tuple(labels_at.get(a, ())),
-              tuple(i for i in range(a, b) if function.body[i].kind == "instruction"))
-        for k, (a, b) in enumerate(bounds))
+        Block(
+            k,
+            a,
+            b,
+            tuple(labels_at.get(a, ())),
+            tuple(i for i in range(a, b) if function.body[i].kind == "instruction"),
+        )
+        for k, (a, b) in enumerate(bounds)
+    )
 
 
 def _block_of(blocks: tuple[Block, ...], count: int) -> tuple[int, ...]:
@@ -222,9 +228,9 @@ def _branch_targets(function: Function, table: str) -> list[str]:
     """The labels a `.branchtargets` list named `table` holds (brx.idx jump tables)."""
     for i, s in enumerate(function.body):
         if s.kind == "label" and s.label == table:
-            for t in function.body[i + 1:]:
+            for t in function.body[i + 1 :]:
                 if t.kind == "directive" and t.code.startswith(".branchtargets"):
-                    return [x.strip().rstrip(";") for x in t.code[len(".branchtargets"):].split(",")]
+                    return [x.strip().rstrip(";") for x in t.code[len(".branchtargets") :].split(",")]
     raise InputError(f"{function.name}: brx.idx with unknown target list {table}")
 
 

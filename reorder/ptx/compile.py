@@ -136,8 +136,10 @@ def compile_ptx(path: Path) -> CompiledPtx | None:
         raise InputError(f"{path}: PTX for unsupported arch {head.target} (supported: {supported})")
     declared = sum(int(n) for n in _REG_DECL.findall(data))
     if declared > MAX_PTX_REGISTERS:
-        raise InputError(f"{path}: declares {declared} virtual registers (.reg %x<N>), more than the "
-                         f"{MAX_PTX_REGISTERS} ptxas can take in seconds")
+        raise InputError(
+            f"{path}: declares {declared} virtual registers (.reg %x<N>), more than the "
+            f"{MAX_PTX_REGISTERS} ptxas can take in seconds"
+        )
     found = recipes(head)
     if not found:
         raise InputError(f"{path}: PTX needs ptxas, and none was found (install the CUDA toolkit or triton)")

@@ -103,12 +103,18 @@ def shape_refusal(analysis: Analysis, loop: Loop) -> str | None:
         return "its last block does not end with a conditional branch back to the header"
     outside = [p for p in cfg.graph.predecessors(loop.header) if p not in loop.blocks]
     before = loop.header - 1
-    if outside != [before] or cfg.graph.edges[before, loop.header]["cond"] is not None or \
-            _branches_to(analysis, before, loop.header):
+    if (
+        outside != [before]
+        or cfg.graph.edges[before, loop.header]["cond"] is not None
+        or _branches_to(analysis, before, loop.header)
+    ):
         return "it is not entered only by falling into its header from the block before it"
     start, end = cfg.blocks[blocks[0]].start, cfg.blocks[blocks[-1]].end
-    if analysis.depth[start] != 0 or any(analysis.depth[i] != 0 for i in range(start, end)) or \
-            any(s.kind in ("open", "close") for s in body[start:end]):
+    if (
+        analysis.depth[start] != 0
+        or any(analysis.depth[i] != 0 for i in range(start, end))
+        or any(s.kind in ("open", "close") for s in body[start:end])
+    ):
         return "a { } scope lies in it"
     for b in blocks:
         term = cfg.blocks[b].terminator
@@ -121,8 +127,10 @@ def shape_refusal(analysis: Analysis, loop: Loop) -> str | None:
             if s == EXIT or cfg.graph.edges[b, s]["cond"] is None:
                 return f"block {b} leaves it unconditionally"
             if not cfg.dominates(b, blocks[-1]):
-                return f"an exit (line {body[cfg.blocks[b].terminator].ident}) is in a block that does not run " \
-                       "on every iteration"
+                return (
+                    f"an exit (line {body[cfg.blocks[b].terminator].ident}) is in a block that does not run "
+                    "on every iteration"
+                )
     return None
 
 
@@ -161,9 +169,15 @@ def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
             continue
         i = writers[0]
         ins = body[i].ins
-        if ins.base not in _STEPPING or ins.modifiers not in _INTEGER or ins.guard or effects[i].kind != "pure" or \
-                len(ins.operands) != 3 or \
-                not cfg.dominates(cfg.block_of[i], latch) or ins.operands[0] != reg:
+        if (
+            ins.base not in _STEPPING
+            or ins.modifiers not in _INTEGER
+            or ins.guard
+            or effects[i].kind != "pure"
+            or len(ins.operands) != 3
+            or not cfg.dominates(cfg.block_of[i], latch)
+            or ins.operands[0] != reg
+        ):
             continue
         a, b = ins.operands[1], ins.operands[2]
         step = b if a == reg else (a if b == reg and ins.base == "add" else None)

@@ -37,8 +37,17 @@ def cuda_ptx(source: Path, flags: str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = out.with_name(f".{out.name}.building")
     try:
-        done = run_binary(nvcc, "-ptx", *words, "-I", str(source.resolve().parent), str(source), "-o", str(scratch),
-                          timeout=NVCC_TIMEOUT_S)
+        done = run_binary(
+            nvcc,
+            "-ptx",
+            *words,
+            "-I",
+            str(source.resolve().parent),
+            str(source),
+            "-o",
+            str(scratch),
+            timeout=NVCC_TIMEOUT_S,
+        )
         if done.returncode != 0 or not scratch.is_file():
             lines = [x for x in done.stderr.splitlines() if "error" in x.lower()] or done.stderr.splitlines() or [""]
             raise InputError(f"{source}: nvcc -ptx {flags} failed: {lines[0].strip() or done.returncode}")

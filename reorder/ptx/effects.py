@@ -17,13 +17,69 @@ from functools import lru_cache
 from reorder.ptx.instruction import Instruction
 
 # Pure register computations: no memory, no side effects, safe to execute speculatively.
-PURE = frozenset([
-    "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg", "min", "max", "popc", "clz",
-    "bfind", "fns", "brev", "bfe", "bfi", "bmsk", "szext", "dp4a", "dp2a", "and", "or", "xor", "not", "cnot",
-    "lop3", "shf", "shl", "shr", "cvt", "cvta", "mov", "selp", "slct", "set", "setp", "fma", "rcp", "sqrt", "rsqrt",
-    "sin", "cos", "lg2", "ex2", "tanh", "copysign", "testp", "prmt", "isspacep", "addc", "subc", "madc", "mapa",
-    "getctarank", "cvt.pack",
-])
+PURE = frozenset(
+    [
+        "add",
+        "sub",
+        "mul",
+        "mad",
+        "mul24",
+        "mad24",
+        "sad",
+        "div",
+        "rem",
+        "abs",
+        "neg",
+        "min",
+        "max",
+        "popc",
+        "clz",
+        "bfind",
+        "fns",
+        "brev",
+        "bfe",
+        "bfi",
+        "bmsk",
+        "szext",
+        "dp4a",
+        "dp2a",
+        "and",
+        "or",
+        "xor",
+        "not",
+        "cnot",
+        "lop3",
+        "shf",
+        "shl",
+        "shr",
+        "cvt",
+        "cvta",
+        "mov",
+        "selp",
+        "slct",
+        "set",
+        "setp",
+        "fma",
+        "rcp",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "lg2",
+        "ex2",
+        "tanh",
+        "copysign",
+        "testp",
+        "prmt",
+        "isspacep",
+        "addc",
+        "subc",
+        "madc",
+        "mapa",
+        "getctarank",
+        "cvt.pack",
+    ]
+)
 # Warp-collective register operations: no memory, but every thread of the warp takes part,
 # so they are never moved into or out of a branch.
 WARP = frozenset(["shfl", "vote", "match", "activemask", "redux", "elect"])
@@ -35,20 +91,56 @@ FENCES = frozenset(["membar", "fence"])
 BRANCHES = frozenset(["bra", "brx", "ret", "exit", "trap"])
 # Asynchronous copies, tensor-core pipelines, memory barriers objects, calls: ordered with
 # respect to every memory access (full barriers).
-FULL = frozenset([
-    "call", "cp", "mbarrier", "wgmma", "tcgen05", "setmaxnreg", "griddepcontrol", "multimem", "tensormap",
-    "cp.async", "prefetch", "prefetchu", "discard", "applypriority", "createpolicy", "alloca", "stacksave",
-    "stackrestore", "nanosleep", "pmevent", "brkpt", "istypep", "clusterlaunchcontrol",
-])
+FULL = frozenset(
+    [
+        "call",
+        "cp",
+        "mbarrier",
+        "wgmma",
+        "tcgen05",
+        "setmaxnreg",
+        "griddepcontrol",
+        "multimem",
+        "tensormap",
+        "cp.async",
+        "prefetch",
+        "prefetchu",
+        "discard",
+        "applypriority",
+        "createpolicy",
+        "alloca",
+        "stacksave",
+        "stackrestore",
+        "nanosleep",
+        "pmevent",
+        "brkpt",
+        "istypep",
+        "clusterlaunchcontrol",
+    ]
+)
 SPACES = ("global", "shared", "local", "const", "param")
 ORDERING = frozenset(["volatile", "acquire", "release", "acq_rel", "relaxed", "mmio", "sc"])
 # Special registers whose reads are not pure (their value changes from read to read).
 VOLATILE_SPECIALS = ("%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%pm")
 # Opcodes without a destination operand: every register operand is read.
-NO_DEST = frozenset([
-    "st", "stmatrix", "red", "bar", "barrier", "membar", "fence", "bra", "brx", "ret", "exit", "trap", "prefetch",
-    "prefetchu",
-])
+NO_DEST = frozenset(
+    [
+        "st",
+        "stmatrix",
+        "red",
+        "bar",
+        "barrier",
+        "membar",
+        "fence",
+        "bra",
+        "brx",
+        "ret",
+        "exit",
+        "trap",
+        "prefetch",
+        "prefetchu",
+    ]
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +181,16 @@ def classify(ins: Instruction) -> str:
         return "fence"
     if base == "barrier" and "cluster" in mods:
         return "full"  # orders memory across the cluster, not only the CTA
-    for kinds, name in ((PURE, "pure"), (WARP, "warp"), (LOADS, "load"), (STORES, "store"), (ATOMICS, "atomic"),
-                        (BARRIERS, "barrier"), (FENCES, "fence"), (BRANCHES, "branch")):
+    for kinds, name in (
+        (PURE, "pure"),
+        (WARP, "warp"),
+        (LOADS, "load"),
+        (STORES, "store"),
+        (ATOMICS, "atomic"),
+        (BARRIERS, "barrier"),
+        (FENCES, "fence"),
+        (BRANCHES, "branch"),
+    ):
         if base in kinds:
             return name
     return "unknown"

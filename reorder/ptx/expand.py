@@ -84,8 +84,7 @@ def _relabelled(s: Statement, names: dict[str, str], header: str, j: int) -> Sta
     if s.kind == "label":
         new = names[s.label]
         return Statement(s.kind, _rename(s.text, s.label, new), f"{new}:", s.alone, ident, label=new)
-    if s.kind == "instruction" and s.ins.base == "bra" and s.ins.operands[-1] in names \
-            and s.ins.operands[-1] != header:
+    if s.kind == "instruction" and s.ins.base == "bra" and s.ins.operands[-1] in names and s.ins.operands[-1] != header:
         target = s.ins.operands[-1]
         s = s.retext(_rename(s.text, target, names[target]))
     return Statement(s.kind, s.text, s.code, s.alone, ident, s.ins, s.label)

@@ -43,8 +43,10 @@ class Fresh:
             return function
         body = list(function.body)
         depth = depth_of(function)
-        last = max((i for i, s in enumerate(body) if s.kind == "directive" and depth[i] == 0
-                    and s.code.startswith(".reg")), default=-1)
+        last = max(
+            (i for i, s in enumerate(body) if s.kind == "directive" and depth[i] == 0 and s.code.startswith(".reg")),
+            default=-1,
+        )
         lines = []
         for kind, count in sorted(self.counts.items()):
             code = f".reg {kind} \t{self._family(kind)}<{count}>;"

@@ -63,8 +63,13 @@ def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int
             bb = cfg.block_of[b]
             if not ((ba == bb and a < b) or bb in later[ba]):
                 continue
-            kind = conflict(effects[a], origins.get(a, frozenset({UNKNOWN})), effects[b],
-                            origins.get(b, frozenset({UNKNOWN})), facts)
+            kind = conflict(
+                effects[a],
+                origins.get(a, frozenset({UNKNOWN})),
+                effects[b],
+                origins.get(b, frozenset({UNKNOWN})),
+                facts,
+            )
             if kind and not graph.has_edge(a, b):
                 graph.add_edge(a, b, kind=kind)
 

@@ -108,5 +108,3 @@ def _find(function: Function, ident: str) -> int:
         if s.ident == ident and s.kind == "instruction":
             return i
     raise NotApplicable(f"{function.name}: no instruction at line {ident}")
-
-

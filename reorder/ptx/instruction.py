@@ -78,18 +78,18 @@ def parse_instruction(code: str) -> Instruction:
     match = _GUARD.match(body)
     if match:
         guard = match.group(1) + match.group(2)
-        body = body[match.end():]
+        body = body[match.end() :]
     opcode = _OPCODE.match(body)
     if not opcode:
         raise InputError(f"not a PTX instruction: {code.strip()[:60]!r}")
-    return Instruction(guard, opcode.group(0), split_operands(body[opcode.end():]))
+    return Instruction(guard, opcode.group(0), split_operands(body[opcode.end() :]))
 
 
 def with_guard(text: str, guard: str | None) -> str:
     """The statement text with its guard replaced (None removes it), indentation and comment kept."""
     indent = text[: len(text) - len(text.lstrip(" \t"))]
-    rest = text[len(indent):]
+    rest = text[len(indent) :]
     match = _GUARD.match(rest)
     if match:
-        rest = rest[match.end():]
+        rest = rest[match.end() :]
     return indent + (f"@{guard} " if guard else "") + rest

@@ -76,8 +76,9 @@ def hoist_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> 
     share a destination keep their program order); a hoist an earlier one made impossible
     is left out."""
     wanted = {p.key: p.choice for p in picks}
-    moves = [(ident, wanted[key]) for key, idents, _ in _load_groups(module, options) if key in wanted
-             for ident in idents]
+    moves = [
+        (ident, wanted[key]) for key, idents, _ in _load_groups(module, options) if key in wanted for ident in idents
+    ]
     current, done = module, []
     for ident, to in reversed(moves):
         move = GlobalHoist(options.kernel, ident, to, options.noalias)
@@ -132,11 +133,28 @@ def reuse_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> 
     return current, tuple(done)
 
 
-PEEL = register(MoveKind("peel", STAGES["loop shape"], "peel a loop's first iteration so its loads can move",
-                         peel_instances, peel_apply))
-HOIST = register(MoveKind("hoist", STAGES["hoist"], "move a block's loads up (near, above a store, above a "
-                          "barrier, or as far as legal)", hoist_instances, hoist_apply))
-REUSE = register(MoveKind("reuse", STAGES["reuse"], "take an earlier load's value instead of loading the same "
-                          "address again", reuse_instances, reuse_apply))
+PEEL = register(
+    MoveKind(
+        "peel", STAGES["loop shape"], "peel a loop's first iteration so its loads can move", peel_instances, peel_apply
+    )
+)
+HOIST = register(
+    MoveKind(
+        "hoist",
+        STAGES["hoist"],
+        "move a block's loads up (near, above a store, above a barrier, or as far as legal)",
+        hoist_instances,
+        hoist_apply,
+    )
+)
+REUSE = register(
+    MoveKind(
+        "reuse",
+        STAGES["reuse"],
+        "take an earlier load's value instead of loading the same address again",
+        reuse_instances,
+        reuse_apply,
+    )
+)
 
 import reorder.ptx.loopkinds  # noqa: F401  (registers 'loop': Prefetch and UnrollBatch)

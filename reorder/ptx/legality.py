@@ -132,8 +132,13 @@ class Planner:
         """A statement that may join a slice: a pure or parameter read, unguarded, on its own
         line(s), in the function's own scope."""
         s, effect = self.analysis.function.body[i], self.analysis.effects[i]
-        return (effect is not None and effect.kind in ("pure", "param") and s.ins.guard is None
-                and s.alone and self.analysis.depth[i] == 0)
+        return (
+            effect is not None
+            and effect.kind in ("pure", "param")
+            and s.ins.guard is None
+            and s.alone
+            and self.analysis.depth[i] == 0
+        )
 
     def hoistable_load(self, i: int) -> bool:
         """A global or constant load (or a generic one through kernel parameters) that owns its line."""
@@ -155,8 +160,11 @@ class Planner:
             return Refusal("the target is inside a loop the load is not in", final=False)
         guard = reach_condition(cfg, top, low)
         if guard is None:
-            return Refusal("it would run speculatively: the way to it is not one conjunction of branch "
-                           "decisions readable at the target", final=False)
+            return Refusal(
+                "it would run speculatively: the way to it is not one conjunction of branch "
+                "decisions readable at the target",
+                final=False,
+            )
         depth = self.analysis.depth  # never into a { } scope: its declarations could shadow the group's registers
         candidates = [i for i in cfg.blocks[top].instructions if (top != low or i < load) and depth[i] == 0]
         position, outcome = 0, Refusal("the target block has no instruction to go before")

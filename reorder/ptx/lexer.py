@@ -15,9 +15,24 @@ import re
 from dataclasses import dataclass
 
 # Directives that end at the end of their line (no semicolon).
-LINE_DIRECTIVES = frozenset({".version", ".target", ".address_size", ".file", ".loc", ".maxnreg", ".maxntid",
-                             ".reqntid", ".minnctapersm", ".maxnctapersm", ".noreturn", ".explicitcluster",
-                             ".reqnctapercluster", ".maxclusterrank"})
+LINE_DIRECTIVES = frozenset(
+    {
+        ".version",
+        ".target",
+        ".address_size",
+        ".file",
+        ".loc",
+        ".maxnreg",
+        ".maxntid",
+        ".reqntid",
+        ".minnctapersm",
+        ".maxnctapersm",
+        ".noreturn",
+        ".explicitcluster",
+        ".reqnctapercluster",
+        ".maxclusterrank",
+    }
+)
 _LABEL = re.compile(r"[A-Za-z_$%][\w$]*:(?!:)")
 _DIRECTIVE = re.compile(r"\.[A-Za-z_]\w*")
 

@@ -24,6 +24,8 @@ def find_loop(analysis: Analysis, label: str) -> CountedLoop:
     first, last = cfg.blocks[blocks[0]], cfg.blocks[blocks[-1]]
     steps = inductions(analysis, loop)
     partial = CountedLoop(label, loop, first.start, last.end, last.terminator, steps, ())
-    exits = tuple(Exit(branch, taken, bound_predicate(analysis, partial, branch)) for branch, taken in
-                  exit_branches(analysis, loop))
+    exits = tuple(
+        Exit(branch, taken, bound_predicate(analysis, partial, branch))
+        for branch, taken in exit_branches(analysis, loop)
+    )
     return CountedLoop(label, loop, first.start, last.end, last.terminator, steps, exits)

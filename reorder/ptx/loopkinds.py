@@ -51,5 +51,12 @@ def loop_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> t
     return current, tuple(done)
 
 
-LOOP = register(MoveKind("loop", STAGES["loop moves"], "prefetch a loop's loads 1-4 iterations ahead, or "
-                         "unroll it 2 or 4 times with the loads batched", loop_instances, loop_apply))
+LOOP = register(
+    MoveKind(
+        "loop",
+        STAGES["loop moves"],
+        "prefetch a loop's loads 1-4 iterations ahead, or unroll it 2 or 4 times with the loads batched",
+        loop_instances,
+        loop_apply,
+    )
+)

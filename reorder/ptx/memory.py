@@ -69,8 +69,7 @@ def distinct(a: Origins, b: Origins, facts: MemoryFacts, both_shared: bool = Fal
 
 def _global_like(e: Effect, origins: Origins) -> bool:
     """A global access, or a generic one through kernel pointer parameters only."""
-    return e.space == "global" or (e.space == "generic" and bool(origins)
-                                   and all(isinstance(x, int) for x in origins))
+    return e.space == "global" or (e.space == "generic" and bool(origins) and all(isinstance(x, int) for x in origins))
 
 
 def _overlap(a: Effect, oa: Origins, b: Effect, ob: Origins) -> bool:

@@ -188,6 +188,11 @@ def _parse_body(text: str, first_line: int) -> tuple[Statement, ...]:
 def _param(text: str) -> Param:
     words = text.split()
     name = re.sub(r"\[.*$", "", words[-1]) if words else ""
-    kinds = [w for w in words[:-1] if w.startswith(".") and w not in (".param", ".ptr", ".align")
-             and not w.startswith((".global", ".shared", ".const", ".local"))]
+    kinds = [
+        w
+        for w in words[:-1]
+        if w.startswith(".")
+        and w not in (".param", ".ptr", ".align")
+        and not w.startswith((".global", ".shared", ".const", ".local"))
+    ]
     return Param(name, kinds[0] if kinds else "", ".ptr" in words)

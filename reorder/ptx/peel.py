@@ -37,8 +37,11 @@ class PeelLoop:
     @staticmethod
     def instances(module: Module, kernel: str) -> list[PeelLoop]:
         analysis = Analysis(module.function(kernel))
-        return [PeelLoop(kernel, analysis.cfg.blocks[loop.header].labels[0])
-                for loop in analysis.cfg.loops if _refusal(analysis, loop) is None]
+        return [
+            PeelLoop(kernel, analysis.cfg.blocks[loop.header].labels[0])
+            for loop in analysis.cfg.loops
+            if _refusal(analysis, loop) is None
+        ]
 
     def apply(self, module: Module) -> Module:
         function = module.function(self.kernel)
@@ -67,8 +70,9 @@ def peel(function: Function, header: str) -> Function:
     latch = last.terminator - first.start
     copy[latch] = _leave_when_done(copy[latch], exit_label)
     copy = [s for s in copy if s is not None]
-    outside = [_retarget(s, header, names[header]) if not first.start <= i < last.end else s
-               for i, s in enumerate(body)]
+    outside = [
+        _retarget(s, header, names[header]) if not first.start <= i < last.end else s for i, s in enumerate(body)
+    ]
     return function.with_body(outside[: first.start] + copy + outside[first.start :])
 
 
@@ -89,8 +93,11 @@ def _refusal(analysis: Analysis, loop: Loop) -> str | None:
         if term is not None and analysis.function.body[term].ins.base == "brx":
             return "it holds a jump table"
     start, end = cfg.blocks[blocks[0]].start, cfg.blocks[blocks[-1]].end
-    if analysis.depth[start] != 0 or any(analysis.depth[i] < 0 for i in range(start, end)) or \
-            sum((s.kind == "open") - (s.kind == "close") for s in analysis.function.body[start:end]) != 0:
+    if (
+        analysis.depth[start] != 0
+        or any(analysis.depth[i] < 0 for i in range(start, end))
+        or sum((s.kind == "open") - (s.kind == "close") for s in analysis.function.body[start:end]) != 0
+    ):
         return "a { } scope crosses its bounds"
     return None
 

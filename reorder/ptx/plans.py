@@ -23,8 +23,12 @@ from reorder.ptx.model import Module
 from reorder.ptx.peel import PeelLoop
 
 # mode -> (which loads: those with this destination; where they go; peel loops for which loads)
-_MODES = {"barrier": ("barrier", "barrier", "barrier"), "store": ("store", "store", "store"),
-          "top": ("barrier", "top", "barrier"), "branch": ("top", "top", None)}
+_MODES = {
+    "barrier": ("barrier", "barrier", "barrier"),
+    "store": ("store", "store", "store"),
+    "top": ("barrier", "top", "barrier"),
+    "branch": ("top", "top", None),
+}
 MODES = tuple(_MODES)
 Move = PeelLoop | GlobalHoist
 

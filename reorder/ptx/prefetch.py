@@ -56,8 +56,11 @@ class Prefetch:
 
     @staticmethod
     def instances(module: Module, kernel: str, noalias: Noalias = False, speculate: bool = False) -> list[Prefetch]:
-        return [Prefetch(kernel, label, d, noalias, speculate)
-                for label in movable_loops(module.function(kernel), noalias, speculate) for d in DISTANCES]
+        return [
+            Prefetch(kernel, label, d, noalias, speculate)
+            for label in movable_loops(module.function(kernel), noalias, speculate)
+            for d in DISTANCES
+        ]
 
     def apply(self, module: Module) -> Module:
         function = module.function(self.kernel)
@@ -86,11 +89,15 @@ def checked_loop(function: Function, header: str, noalias: Noalias, speculate: b
     loop = find_loop(analysis, header)
     data = [analysis.function.body[e.branch].ident for e in loop.exits if not e.bound]
     if data and not speculate:
-        raise NotApplicable(f"{function.name}: loop {header} is left early on loaded data (line {', '.join(data)}): "
-                            "its next iterations' loads would be speculative (allow with --speculate)")
+        raise NotApplicable(
+            f"{function.name}: loop {header} is left early on loaded data (line {', '.join(data)}): "
+            "its next iterations' loads would be speculative (allow with --speculate)"
+        )
     if not any(e.bound for e in loop.exits):
-        raise NotApplicable(f"{function.name}: loop {header}: no exit is decided by its inductions alone: "
-                            "nothing bounds the iterations a load could run ahead of")
+        raise NotApplicable(
+            f"{function.name}: loop {header}: no exit is decided by its inductions alone: "
+            "nothing bounds the iterations a load could run ahead of"
+        )
     loads = loop_loads(analysis, loop)
     if not loads.movable:
         why = "; ".join(f"line {line}: {reason}" for line, reason in loads.refused) or "it has no load"
@@ -98,8 +105,9 @@ def checked_loop(function: Function, header: str, noalias: Noalias, speculate: b
     return analysis, loop, loads.movable
 
 
-def prefetch(function: Function, header: str, distance: int, noalias: Noalias = False,
-             speculate: bool = False) -> Function:
+def prefetch(
+    function: Function, header: str, distance: int, noalias: Noalias = False, speculate: bool = False
+) -> Function:
     """The function with the loop headed by `header` prefetching `distance` iterations ahead."""
     if distance not in DISTANCES:
         raise NotApplicable(f"prefetch distance {distance}: expected one of {', '.join(map(str, DISTANCES))}")
@@ -137,8 +145,9 @@ def _prologue(analysis: Analysis, loop: CountedLoop, fresh: Fresh, loads, buffer
     return site.out
 
 
-def _advance_ahead(analysis: Analysis, loop: CountedLoop, fresh: Fresh, ahead: str, distance: int,
-                   j: int) -> tuple[Statement, ...]:
+def _advance_ahead(
+    analysis: Analysis, loop: CountedLoop, fresh: Fresh, ahead: str, distance: int, j: int
+) -> tuple[Statement, ...]:
     """At the top of copy j (iteration i): R = R and no exit of iteration i + d - 1 is taken."""
     site = Site(analysis, loop, fresh, loop.start, f"{analysis.function.body[loop.start].ident}.ahead{j}")
     combined = site.conjoin([(ahead, True)] + stay_literals(site, loop, distance - 1), positive=True)
@@ -166,8 +175,9 @@ def buffers_for(analysis: Analysis, fresh: Fresh, load: int) -> dict[str, str]:
     return {reg: fresh.take(declared.type_of(reg)) for reg in destinations(analysis, load)}
 
 
-def load_code(analysis: Analysis, load: int, buffers: dict[str, str], sources: dict[str, str],
-              guard: str | None) -> str:
+def load_code(
+    analysis: Analysis, load: int, buffers: dict[str, str], sources: dict[str, str], guard: str | None
+) -> str:
     """The load, writing `buffers`, reading `sources`, under `guard`."""
     return renamed_code(analysis.function.body[load].ins, buffers, sources, guard)
 

@@ -53,21 +53,25 @@ class ReuseLoad:
         """One per load that has an earlier twin, in program order."""
         analysis = Analysis(module.function(kernel), noalias)
         finder = Twins(analysis)
-        return [ReuseLoad(kernel, analysis.function.body[i].ident, noalias)
-                for i in finder.loads if finder.earlier(i) is not None]
+        return [
+            ReuseLoad(kernel, analysis.function.body[i].ident, noalias)
+            for i in finder.loads
+            if finder.earlier(i) is not None
+        ]
 
     def apply(self, module: Module) -> Module:
         function = module.function(self.kernel)
         analysis = Analysis(function, self.noalias)
-        index = next((i for i, s in enumerate(function.body) if s.ident == self.load and s.kind == "instruction"),
-                     None)
+        index = next((i for i, s in enumerate(function.body) if s.ident == self.load and s.kind == "instruction"), None)
         finder = Twins(analysis)
         if index is None or index not in finder.loads:
             raise NotApplicable(f"{self.kernel}: line {self.load} is not a load that can reuse a value")
         earlier = finder.earlier(index)
         if earlier is None:
-            raise NotApplicable(f"{self.kernel}: the load at line {self.load} has no earlier load of its address "
-                                "on every path with nothing in between that may write it")
+            raise NotApplicable(
+                f"{self.kernel}: the load at line {self.load} has no earlier load of its address "
+                "on every path with nothing in between that may write it"
+            )
         return module.with_function(reuse(function, earlier, index))
 
     def describe(self) -> str:
@@ -90,13 +94,18 @@ class Twins:
         self.analysis = analysis
         self.planner = Planner(analysis)
         body = analysis.function.body
-        self.loads = [i for i in range(len(body)) if self.planner.hoistable_load(i)
-                      or self._plain_shared(i)]
+        self.loads = [i for i in range(len(body)) if self.planner.hoistable_load(i) or self._plain_shared(i)]
 
     def _plain_shared(self, i: int) -> bool:
         effect, s = self.analysis.effects[i], self.analysis.function.body[i]
-        return (effect is not None and effect.kind == "load" and effect.space == "shared" and s.alone
-                and self.analysis.depth[i] == 0 and s.ins.base == "ld")
+        return (
+            effect is not None
+            and effect.kind == "load"
+            and effect.space == "shared"
+            and s.alone
+            and self.analysis.depth[i] == 0
+            and s.ins.base == "ld"
+        )
 
     def earlier(self, load: int) -> int | None:
         """The latest earlier twin the load may take its value from, or None."""
@@ -122,8 +131,10 @@ class Twins:
         if len(te) != len(tl):
             return False
         loop_free = not (a.cfg.loops_of(a.cfg.block_of[e]) or a.cfg.loops_of(a.cfg.block_of[load]))
-        return all(self._unchanged(x, e, load) or (loop_free and self._same_value(x, e, y, load, _DEPTH))
-                   for x, y in zip(te, tl))
+        return all(
+            self._unchanged(x, e, load) or (loop_free and self._same_value(x, e, y, load, _DEPTH))
+            for x, y in zip(te, tl)
+        )
 
     def _unchanged(self, token: str, e: int, load: int) -> bool:
         """The same register, written by neither e nor anything on a path from e to the load."""
@@ -198,4 +209,4 @@ def reuse(function: Function, earlier: int, load: int) -> Function:
             raise NotApplicable(f"{function.name}: line {body[load].ident}: {dst} and {src} differ in declared type")
         code = f"{guard}mov{MOV_TYPE.get(kind, kind)} \t{dst}, {src};"
         movs.append(make_statement(Piece("instruction", f"\t{code}\n", code, True), f"{body[load].ident}r{k}"))
-    return function.with_body(body[:load] + tuple(movs) + body[load + 1:])
+    return function.with_body(body[:load] + tuple(movs) + body[load + 1 :])

@@ -186,13 +186,18 @@ def _declare(function: Function, declarations: list[tuple[str, str, int]]) -> Fu
     depth = depth_of(function)
     for kind, stem, count in declarations:
         code = f".reg {kind} \t{stem}<{count}>;"
-        found = [i for i, s in enumerate(body) if s.kind == "directive" and depth[i] == 0
-                 and _declaration(stem).fullmatch(s.code)]
+        found = [
+            i
+            for i, s in enumerate(body)
+            if s.kind == "directive" and depth[i] == 0 and _declaration(stem).fullmatch(s.code)
+        ]
         if found:
             body[found[0]] = body[found[0]].retext(f"\t{code}\n")
             continue
-        last = max((i for i, s in enumerate(body) if s.kind == "directive" and depth[i] == 0
-                    and s.code.startswith(".reg")), default=-1)
+        last = max(
+            (i for i, s in enumerate(body) if s.kind == "directive" and depth[i] == 0 and s.code.startswith(".reg")),
+            default=-1,
+        )
         body.insert(last + 1, make_statement(Piece("directive", f"\t{code}\n", code, True), f"decl{stem}"))
         depth = depth[: last + 1] + (0,) + depth[last + 1 :]
     return function.with_body(body)

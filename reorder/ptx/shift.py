@@ -165,8 +165,11 @@ class Site:
 def renamed_code(ins, dests: dict[str, str], sources: dict[str, str], guard: str | None = None) -> str:
     """An instruction's code with its destination operand's registers renamed by `dests` and
     every other operand's by `sources`, under `guard` (None: unguarded)."""
-    operands = [_rename(ins.operands[0], dests)] + [_rename(o, sources) for o in ins.operands[1:]] \
-        if dests else [_rename(o, sources) for o in ins.operands]
+    operands = (
+        [_rename(ins.operands[0], dests)] + [_rename(o, sources) for o in ins.operands[1:]]
+        if dests
+        else [_rename(o, sources) for o in ins.operands]
+    )
     head = f"@{guard} " if guard else ""
     return f"{head}{ins.opcode} \t{', '.join(operands)};"
 

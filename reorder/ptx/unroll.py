@@ -44,8 +44,11 @@ class UnrollBatch:
 
     @staticmethod
     def instances(module: Module, kernel: str, noalias: Noalias = False, speculate: bool = False) -> list[UnrollBatch]:
-        return [UnrollBatch(kernel, label, k, noalias, speculate)
-                for label in movable_loops(module.function(kernel), noalias, speculate) for k in FACTORS]
+        return [
+            UnrollBatch(kernel, label, k, noalias, speculate)
+            for label in movable_loops(module.function(kernel), noalias, speculate)
+            for k in FACTORS
+        ]
 
     def apply(self, module: Module) -> Module:
         function = module.function(self.kernel)
@@ -55,8 +58,9 @@ class UnrollBatch:
         return f"unroll:{self.header}@{self.factor}"
 
 
-def unroll_batch(function: Function, header: str, factor: int, noalias: Noalias = False,
-                 speculate: bool = False) -> Function:
+def unroll_batch(
+    function: Function, header: str, factor: int, noalias: Noalias = False, speculate: bool = False
+) -> Function:
     """The function with the loop headed by `header` unrolled `factor` times, loads batched."""
     if not 2 <= factor <= 8:
         raise NotApplicable(f"unroll factor {factor}: expected 2 to 8")

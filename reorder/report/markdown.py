@@ -36,33 +36,53 @@ class Report:
     pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
 
     def markdown(self) -> str:
-        lines = [f"# reorder optimize: {self.kernel} ({self.arch})", "",
-                 f"- input: `{self.cubin}`", f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-                 f"- move space: {self.space}",
-                 (f"- trials: {self.trials} ({self.failed} failed; {sum(self.pruned.values())} pruned before scoring, "
-                  f"{self.duplicates} of them binaries already scored or the original's)"),
-                 f"- best candidate's moves: {self.best_moves}", ""]
-        for title, counts in (("failed trials by reason", self.failures),
-                              ("pruned before scoring (no GPU trial spent, not counted in --budget)", self.pruned)):
+        lines = [
+            f"# reorder optimize: {self.kernel} ({self.arch})",
+            "",
+            f"- input: `{self.cubin}`",
+            f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+            f"- move space: {self.space}",
+            (
+                f"- trials: {self.trials} ({self.failed} failed; {sum(self.pruned.values())} pruned before scoring, "
+                f"{self.duplicates} of them binaries already scored or the original's)"
+            ),
+            f"- best candidate's moves: {self.best_moves}",
+            "",
+        ]
+        for title, counts in (
+            ("failed trials by reason", self.failures),
+            ("pruned before scoring (no GPU trial spent, not counted in --budget)", self.pruned),
+        ):
             if counts:
-                lines[-1:-1] = [f"- {title}: " + "; ".join(f"{n} x {why}" for why, n in
-                                                           sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))]
+                lines[-1:-1] = [
+                    f"- {title}: "
+                    + "; ".join(f"{n} x {why}" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+                ]
         lines += ["## Result", ""]
         if self.result is None:
             lines.append("No candidate completed; the original is kept.")
         else:
             r = self.result
             kind = "measured on the GPU" if r.measured else "PREDICTED by the static model (no GPU), not measured"
-            lines.append(f"time(optimized)/time(original) = {r.value:.4f}, 95% CI [{r.low:.4f}, {r.high:.4f}], "
-                         f"{kind}" + (f", L2 {self.l2}" if r.measured else ""))
+            lines.append(
+                f"time(optimized)/time(original) = {r.value:.4f}, 95% CI [{r.low:.4f}, {r.high:.4f}], "
+                f"{kind}" + (f", L2 {self.l2}" if r.measured else "")
+            )
             if r.measured:
                 d = r.detail
-                lines.append(f"original {d.get('a_us', float('nan')):.3f} us, optimized {d.get('b_us', float('nan')):.3f} "
-                             f"us per launch; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
-                             f"verdict: {d.get('verdict')}")
+                lines.append(
+                    f"original {d.get('a_us', float('nan')):.3f} us, optimized {d.get('b_us', float('nan')):.3f} "
+                    f"us per launch; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
+                    f"verdict: {d.get('verdict')}"
+                )
         if self.finalists:
-            lines += ["", "## Finalists (the search's best binaries, scored again; the best final score wins)", "",
-                      "| moves | search score | final score |", "|---|---|---|"]
+            lines += [
+                "",
+                "## Finalists (the search's best binaries, scored again; the best final score wins)",
+                "",
+                "| moves | search score | final score |",
+                "|---|---|---|",
+            ]
             lines += [f"| {f['moves']} | {f['search']} | {f['final']} |" for f in self.finalists]
         lines += ["", "## Each move's contribution (remove it, score again)", ""]
         if self.contributions:

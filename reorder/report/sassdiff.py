@@ -32,11 +32,13 @@ class Summary:
     registers: tuple[int, int]
 
     def lines(self) -> list[str]:
-        return [f"// {self.kernel}: {self.instructions} instructions; {self.moved} moved, "
-                f"{self.control_only} with only a new control code, {self.text_changed} rewritten",
-                f"// stall cycles {self.stalls[0]} -> {self.stalls[1]}; registers {self.registers[0]} -> "
-                f"{self.registers[1]}; predicted cycles (static model, not a measurement) "
-                f"{self.predicted[0]} -> {self.predicted[1]}"]
+        return [
+            f"// {self.kernel}: {self.instructions} instructions; {self.moved} moved, "
+            f"{self.control_only} with only a new control code, {self.text_changed} rewritten",
+            f"// stall cycles {self.stalls[0]} -> {self.stalls[1]}; registers {self.registers[0]} -> "
+            f"{self.registers[1]}; predicted cycles (static model, not a measurement) "
+            f"{self.predicted[0]} -> {self.predicted[1]}",
+        ]
 
 
 def text_of(ins: Instruction) -> str:
@@ -54,15 +56,22 @@ def summarize(a: KernelCode, b: KernelCode) -> Summary:
     words differ changed only their control code; other instructions of B moved if their
     text is in A, else they were rewritten (renamed operands) or added."""
     ta, tb = [text_of(i) for i in a.instructions], [text_of(i) for i in b.instructions]
-    aligned = [(i, j) for op, i1, i2, j1, j2 in _opcodes(ta, tb) if op == "equal"
-               for i, j in zip(range(i1, i2), range(j1, j2))]
+    aligned = [
+        (i, j) for op, i1, i2, j1, j2 in _opcodes(ta, tb) if op == "equal" for i, j in zip(range(i1, i2), range(j1, j2))
+    ]
     control_only = sum(a.instructions[i].word != b.instructions[j].word for i, j in aligned)
     rewritten = sum((Counter(tb) - Counter(ta)).values())
     moved = len(tb) - len(aligned) - rewritten
-    return Summary(a.kernel.name, len(tb), moved, control_only, rewritten,
-                   (stall_cycles(a.instructions), stall_cycles(b.instructions)),
-                   (kernel_cycles(a.instructions), kernel_cycles(b.instructions)),
-                   (a.kernel.regcount, b.kernel.regcount))
+    return Summary(
+        a.kernel.name,
+        len(tb),
+        moved,
+        control_only,
+        rewritten,
+        (stall_cycles(a.instructions), stall_cycles(b.instructions)),
+        (kernel_cycles(a.instructions), kernel_cycles(b.instructions)),
+        (a.kernel.regcount, b.kernel.regcount),
+    )
 
 
 def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:

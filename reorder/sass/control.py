@@ -44,14 +44,7 @@ class ControlCode:
 
     def bits(self) -> int:
         """The 20 control bits, shifted back to bit 0."""
-        return (
-            self.stall
-            | self.yield_bit << 4
-            | self.wbar << 5
-            | self.rbar << 8
-            | self.wait << 11
-            | self.reuse << 17
-        )
+        return self.stall | self.yield_bit << 4 | self.wbar << 5 | self.rbar << 8 | self.wait << 11 | self.reuse << 17
 
     def apply(self, word: int) -> int:
         """`word` with its control fields replaced by these."""

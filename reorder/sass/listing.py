@@ -31,8 +31,10 @@ def instruction_record(ins: Instruction) -> dict:
 
 def render_text(code: KernelCode) -> str:
     k = code.kernel
-    head = (f"// {k.name}: sm_{code.arch}, {k.instruction_count} instructions, {k.regcount} registers, "
-            f"{k.shared_bytes} bytes shared, {len(k.params)} parameters")
+    head = (
+        f"// {k.name}: sm_{code.arch}, {k.instruction_count} instructions, {k.regcount} registers, "
+        f"{k.shared_bytes} bytes shared, {len(k.params)} parameters"
+    )
     return "\n".join([head, *(instruction_line(i) for i in code.instructions)])
 
 

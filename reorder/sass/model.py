@@ -59,8 +59,12 @@ class Instruction:
     @property
     def is_barrier(self) -> bool:
         """Never moved and nothing moves across it."""
-        return (not self.known or self.base in op.BARRIERS or self.has_relocation
-                or any(r in op.CLOCK_REGISTERS for r in self.access.reads))
+        return (
+            not self.known
+            or self.base in op.BARRIERS
+            or self.has_relocation
+            or any(r in op.CLOCK_REGISTERS for r in self.access.reads)
+        )
 
     @property
     def is_variable_latency(self) -> bool:
@@ -103,8 +107,10 @@ class KernelCode:
 
 def highest_register(instructions) -> int:
     """The highest general register index read or written, or -1."""
-    return max((int(r[1:]) for i in instructions for r in i.access.reads | i.access.writes
-                if r[0] == "R" and r[1:].isdigit()), default=-1)
+    return max(
+        (int(r[1:]) for i in instructions for r in i.access.reads | i.access.writes if r[0] == "R" and r[1:].isdigit()),
+        default=-1,
+    )
 
 
 def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
@@ -121,13 +127,15 @@ def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
     reloc_offsets = {r.offset - r.offset % 16 for r in kernel.relocations}
     jumps = _indirect_targets(kernel)
     instructions = tuple(
-        make_instruction(i * 16, int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"), record,
-                         i * 16 in reloc_offsets)
+        make_instruction(
+            i * 16, int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"), record, i * 16 in reloc_offsets
+        )
         for i, record in enumerate(listing)
     )
     if jumps:
-        instructions = tuple(replace(ins, indirect_targets=jumps[ins.offset]) if ins.offset in jumps else ins
-                             for ins in instructions)
+        instructions = tuple(
+            replace(ins, indirect_targets=jumps[ins.offset]) if ins.offset in jumps else ins for ins in instructions
+        )
     return KernelCode(cubin, kernel, instructions)
 
 
@@ -160,8 +168,15 @@ def make_instruction(offset: int, word: int, record: dict, has_relocation: bool 
     known = base in op.KNOWN
     acc = access(opcode, operands, guard) if known else Access(frozenset(), frozenset(), None, None)
     return Instruction(
-        offset=offset, word=word, opcode=opcode, operands=operands, guard=guard, access=acc,
-        known=known, target=_target(base, operands), has_relocation=has_relocation,
+        offset=offset,
+        word=word,
+        opcode=opcode,
+        operands=operands,
+        guard=guard,
+        access=acc,
+        known=known,
+        target=_target(base, operands),
+        has_relocation=has_relocation,
     )
 
 
@@ -188,10 +203,14 @@ def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
 def _listing(data: bytes) -> dict[str, list[dict]]:
     doc = nvdisasm_json(data, ".cubin")
     functions = doc[1] if isinstance(doc, list) and len(doc) > 1 and isinstance(doc[1], list) else None
-    if functions is None or not all(isinstance(f, dict) and isinstance(f.get("function-name"), str)
-                                    and isinstance(f.get("sass-instructions"), list) for f in functions):
-        raise InputError(f"nvdisasm {tool_version('nvdisasm')}: its JSON listing does not have the expected "
-                         "[header, [functions]] shape")
+    if functions is None or not all(
+        isinstance(f, dict) and isinstance(f.get("function-name"), str) and isinstance(f.get("sass-instructions"), list)
+        for f in functions
+    ):
+        raise InputError(
+            f"nvdisasm {tool_version('nvdisasm')}: its JSON listing does not have the expected "
+            "[header, [functions]] shape"
+        )
     return {f["function-name"]: f["sass-instructions"] for f in functions}
 
 
@@ -215,8 +234,10 @@ def nvdisasm_json(data: bytes, suffix: str, *options: str) -> list:
     try:
         out = run_tool("nvdisasm", *options, "-json", path, timeout=timeout)
     except ToolTimeout:
-        raise InputError(f"nvdisasm did not finish within {timeout:.0f} s on {len(data) // 1024} KB (its bound "
-                         "for this size): the input is corrupt in a way reorder's own checks do not see") from None
+        raise InputError(
+            f"nvdisasm did not finish within {timeout:.0f} s on {len(data) // 1024} KB (its bound "
+            "for this size): the input is corrupt in a way reorder's own checks do not see"
+        ) from None
     finally:
         os.unlink(path)
     try:

@@ -52,12 +52,27 @@ VARIABLE_LATENCY: frozenset[str] = frozenset(
 
 # Memory spaces touched: loads and stores per space. Generic (LD/ST/ATOM/RED) may alias any.
 MEMORY_READS: dict[str, str] = {
-    "LDG": "global", "LDS": "shared", "LDL": "local", "LD": "generic", "LDSM": "shared",
-    "ATOM": "generic", "ATOMG": "global", "ATOMS": "shared", "LDGSTS": "global",
+    "LDG": "global",
+    "LDS": "shared",
+    "LDL": "local",
+    "LD": "generic",
+    "LDSM": "shared",
+    "ATOM": "generic",
+    "ATOMG": "global",
+    "ATOMS": "shared",
+    "LDGSTS": "global",
 }
 MEMORY_WRITES: dict[str, str] = {
-    "STG": "global", "STS": "shared", "STL": "local", "ST": "generic", "RED": "generic",
-    "REDG": "global", "STSM": "shared", "ATOM": "generic", "ATOMG": "global", "ATOMS": "shared",
+    "STG": "global",
+    "STS": "shared",
+    "STL": "local",
+    "ST": "generic",
+    "RED": "generic",
+    "REDG": "global",
+    "STSM": "shared",
+    "ATOM": "generic",
+    "ATOMG": "global",
+    "ATOMS": "shared",
     "LDGSTS": "shared",
 }
 LOADS: frozenset[str] = frozenset({"LDG", "LDS", "LDL", "LD", "LDC", "LDSM", "ULDC"})
@@ -76,9 +91,23 @@ PC_RELATIVE: frozenset[str] = frozenset({"BRA", "BSSY", "CALL", "BREAK"})
 # Registers read/written implicitly as 64-bit pairs by the whole instruction.
 DOUBLE_PRECISION: frozenset[str] = frozenset({"DADD", "DFMA", "DMUL", "DMNMX", "DSETP", "DSET"})
 TYPE_WIDTH: dict[str, int] = {
-    "F64": 2, "S64": 2, "U64": 2, "F32": 1, "S32": 1, "U32": 1, "F16": 1, "BF16": 1,
-    "S16": 1, "U16": 1, "S8": 1, "U8": 1, "E4M3": 1, "E5M2": 1, "TF32": 1,
+    "F64": 2,
+    "S64": 2,
+    "U64": 2,
+    "F32": 1,
+    "S32": 1,
+    "U32": 1,
+    "F16": 1,
+    "BF16": 1,
+    "S16": 1,
+    "U16": 1,
+    "S8": 1,
+    "U8": 1,
+    "E4M3": 1,
+    "E5M2": 1,
+    "TF32": 1,
 }
 VECTOR_WIDTH: dict[str, int] = {"64": 2, "128": 4}
-CLOCK_REGISTERS: frozenset[str] = frozenset({"SR_CLOCKLO", "SR_CLOCKHI", "SR_GLOBALTIMERLO",
-                                             "SR_GLOBALTIMERHI", "SR_GLOBALTIMER", "SR_CLOCK"})
+CLOCK_REGISTERS: frozenset[str] = frozenset(
+    {"SR_CLOCKLO", "SR_CLOCKHI", "SR_GLOBALTIMERLO", "SR_GLOBALTIMERHI", "SR_GLOBALTIMER", "SR_CLOCK"}
+)

@@ -64,8 +64,11 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
     from reorder.sass.operands import split_operands
 
     blob = b"".join(w.to_bytes(16, "little") for w in words)
-    records = cached_json("nvdisasm", key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
-                          lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"])
+    records = cached_json(
+        "nvdisasm",
+        key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
+        lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"],
+    )
     out = []
     for r in records:
         guard, operands = r.get("predicate", ""), split_operands(r.get("operands", ""))
@@ -115,7 +118,9 @@ def _substituted(text: str, renames: list[OperandRename]) -> str:
 def _expected(ins: Instruction, renames: list[OperandRename]) -> tuple[str, tuple[str, ...]]:
     """(guard, operands) the instruction should disassemble to with `renames` applied."""
     guard = _substituted(ins.guard, [r for r in renames if r.operand_index == GUARD_OPERAND])
-    ops = tuple(_substituted(o, [r for r in renames if r.operand_index == k]) for k, o in enumerate(_clean(ins.operands)))
+    ops = tuple(
+        _substituted(o, [r for r in renames if r.operand_index == k]) for k, o in enumerate(_clean(ins.operands))
+    )
     return guard, ops
 
 
@@ -131,8 +136,11 @@ def _fields(rename: OperandRename, tier: int) -> tuple[int, ...]:
 def _candidates(word: int, rename: OperandRename, tier: int = 0) -> list[tuple[int, int]]:
     """(field bit, patched word) for every candidate field of `word` in `tier` that holds the old number."""
     mask = (1 << rename.width) - 1
-    return [(bit, (word & ~(mask << bit)) | (rename.new << bit)) for bit in _fields(rename, tier)
-            if (word >> bit) & mask == rename.old]
+    return [
+        (bit, (word & ~(mask << bit)) | (rename.new << bit))
+        for bit in _fields(rename, tier)
+        if (word >> bit) & mask == rename.old
+    ]
 
 
 _BAD_ADDRESS = re.compile(r"at address (0x[0-9a-fA-F]+)")
@@ -152,13 +160,14 @@ def _listed(words: list[int], arch: int) -> list[tuple[str, str, tuple[str, ...]
         found = _BAD_ADDRESS.search(f"{exc} {exc.stderr}")
         bad = int(found.group(1), 16) // 16 if found else -1
         if 0 <= bad < len(words):
-            return _listed(words[:bad], arch) + [None] + _listed(words[bad + 1:], arch)
+            return _listed(words[:bad], arch) + [None] + _listed(words[bad + 1 :], arch)
         half = len(words) // 2
         return _listed(words[:half], arch) + _listed(words[half:], arch)
 
 
-def _choose(instructions: dict[int, Instruction], renames: list[OperandRename], arch: int,
-            tier: int) -> dict[OperandRename, int]:
+def _choose(
+    instructions: dict[int, Instruction], renames: list[OperandRename], arch: int, tier: int
+) -> dict[OperandRename, int]:
     """rename -> field bit, for the renames one of whose candidate fields does exactly the rename."""
     trials: list[tuple[OperandRename, int, int]] = []  # (rename, field bit, candidate word)
     for r in renames:
@@ -174,7 +183,7 @@ def _changes_only(ins: Instruction, listed: tuple[str, str, tuple[str, ...]], re
     """Does this disassembly differ from the original in exactly the intended operand (or guard)?"""
     guard, opcode, operands = listed
     want_guard, want = _expected(ins, [rename])
-    return (opcode.replace(".reuse", "") == ins.opcode and guard == want_guard and _clean(operands) == want)
+    return opcode.replace(".reuse", "") == ins.opcode and guard == want_guard and _clean(operands) == want
 
 
 def rename_words(instructions: dict[int, Instruction], renames: list[OperandRename], arch: int) -> dict[int, int]:
@@ -182,8 +191,9 @@ def rename_words(instructions: dict[int, Instruction], renames: list[OperandRena
     return {off: word for off, (word, _) in _rename(instructions, renames, arch).items()}
 
 
-def rename_instructions(instructions: dict[int, Instruction], renames: list[OperandRename],
-                        arch: int) -> dict[int, Instruction]:
+def rename_instructions(
+    instructions: dict[int, Instruction], renames: list[OperandRename], arch: int
+) -> dict[int, Instruction]:
     """offset -> the renamed instruction, decoded from nvdisasm's listing of its new word
     (the check `_rename` ends with), so no whole-kernel disassembly is needed."""
     from reorder.sass.model import make_instruction
@@ -195,8 +205,9 @@ def rename_instructions(instructions: dict[int, Instruction], renames: list[Oper
     return out
 
 
-def _rename(instructions: dict[int, Instruction], renames: list[OperandRename],
-            arch: int) -> dict[int, tuple[int, tuple[str, str, tuple[str, ...]]]]:
+def _rename(
+    instructions: dict[int, Instruction], renames: list[OperandRename], arch: int
+) -> dict[int, tuple[int, tuple[str, str, tuple[str, ...]]]]:
     """offset -> (new word, its disassembly) with every rename applied.
 
     One nvdisasm call disassembles every first-tier candidate of every rename; the field
@@ -219,8 +230,11 @@ def _rename(instructions: dict[int, Instruction], renames: list[OperandRename],
     words: dict[int, int] = {}
     for r in renames:
         if r not in chosen:
-            raise EncodingError(f"no field renames operand {r.operand_index} ({r.kind}{r.old}->{r.kind}{r.new})",
-                                r.offset, instructions[r.offset].opcode)
+            raise EncodingError(
+                f"no field renames operand {r.operand_index} ({r.kind}{r.old}->{r.kind}{r.new})",
+                r.offset,
+                instructions[r.offset].opcode,
+            )
         word = words.get(r.offset, instructions[r.offset].word)
         mask = (1 << r.width) - 1
         words[r.offset] = (word & ~(mask << chosen[r])) | (r.new << chosen[r])
@@ -232,7 +246,8 @@ def _rename(instructions: dict[int, Instruction], renames: list[OperandRename],
         guard, opcode, operands = got
         todo = [r for r in renames if r.offset == off]
         if opcode.replace(".reuse", "") != instructions[off].opcode or (guard, _clean(operands)) != _expected(
-                instructions[off], todo):
+            instructions[off], todo
+        ):
             raise EncodingError(f"renaming at {off:#x} disassembles as {got}", off, instructions[off].opcode)
         done[off] = (words[off], got)
     return done

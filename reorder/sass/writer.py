@@ -41,8 +41,10 @@ def kernel_text(arch: int, ordered: Sequence[Instruction]) -> tuple[bytes, dict[
 def patch_kernel(cubin: Cubin, kernel: Kernel, ordered: Sequence[Instruction], regcount: int | None = None) -> bytes:
     """Bytes of a cubin whose kernel holds `ordered`; the result is re-parsed as a check."""
     if len(ordered) != kernel.instruction_count:
-        raise EncodingError(f"{kernel.name}: new order has {len(ordered)} instructions, .text holds "
-                            f"{kernel.instruction_count}; growing .text is not supported here")
+        raise EncodingError(
+            f"{kernel.name}: new order has {len(ordered)} instructions, .text holds "
+            f"{kernel.instruction_count}; growing .text is not supported here"
+        )
     text, new_offset_of = kernel_text(cubin.arch, ordered)
     data = bytearray(cubin.data)
     data[kernel.text_offset : kernel.text_offset + len(text)] = text

@@ -70,8 +70,9 @@ class GpuScorer:
 
     measured = True
 
-    def __init__(self, original: Path, spec, pool, l2: str = "warm", budget_s: float = 2.0,
-                 target_ci_pct: float = 1.0, fill=None) -> None:
+    def __init__(
+        self, original: Path, spec, pool, l2: str = "warm", budget_s: float = 2.0, target_ci_pct: float = 1.0, fill=None
+    ) -> None:
         self.original, self.spec, self.pool = original, spec, pool
         self.l2, self.budget_s, self.target = l2, budget_s, target_ci_pct
         self.more = (fill,) if fill is not None else ()
@@ -82,8 +83,16 @@ class GpuScorer:
         from timing.evaluate import check_job, describe_status
         from timing.worker import Job
 
-        job = Job.of(check_job, str(self.original), str(candidate), self.spec, sets=sets, more=launches,
-                     first_set=first_set, timeout_s=120 + 2.0 * sets * (1 + len(launches)))
+        job = Job.of(
+            check_job,
+            str(self.original),
+            str(candidate),
+            self.spec,
+            sets=sets,
+            more=launches,
+            first_set=first_set,
+            timeout_s=120 + 2.0 * sets * (1 + len(launches)),
+        )
         row = describe_status(self.pool.run(job))
         if row["status"] != "ok":
             raise Rejected(f"re-check {row['status']}: {row['reason']}")
@@ -96,8 +105,17 @@ class GpuScorer:
         from timing.worker import Job
 
         budget = budget_s or self.budget_s
-        job = Job.of(check_and_time_job, str(self.original), str(candidate), self.spec, timeout_s=budget + 120,
-                     l2=self.l2, budget_s=budget, target_ci_pct=target_ci_pct or self.target, more=self.more)
+        job = Job.of(
+            check_and_time_job,
+            str(self.original),
+            str(candidate),
+            self.spec,
+            timeout_s=budget + 120,
+            l2=self.l2,
+            budget_s=budget,
+            target_ci_pct=target_ci_pct or self.target,
+            more=self.more,
+        )
         row = describe_status(self.pool.run(job))
         if row["status"] != "ok":
             raise Rejected(f"{row['status']}: {row['reason']}")

@@ -63,9 +63,13 @@ def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_
     if url.startswith("journal:"):
         from optuna.storages.journal import JournalFileBackend
 
-        return optuna.storages.JournalStorage(JournalFileBackend(url[len("journal:"):]))
-    return optuna.storages.RDBStorage(url, heartbeat_interval=heartbeat_s, grace_period=grace_s,
-                                      heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(1))
+        return optuna.storages.JournalStorage(JournalFileBackend(url[len("journal:") :]))
+    return optuna.storages.RDBStorage(
+        url,
+        heartbeat_interval=heartbeat_s,
+        grace_period=grace_s,
+        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(1),
+    )
 
 
 class _Heartbeat:
@@ -106,8 +110,13 @@ def _open_study(config: SearchConfig, attempts: int = 5):
     for attempt in range(attempts):
         try:
             storage = open_storage(config.storage, config.heartbeat_s, config.grace_s)
-            study = optuna.create_study(study_name=config.study_name, storage=storage, direction="minimize",
-                                        sampler=optuna.samplers.TPESampler(seed=config.seed), load_if_exists=True)
+            study = optuna.create_study(
+                study_name=config.study_name,
+                storage=storage,
+                direction="minimize",
+                sampler=optuna.samplers.TPESampler(seed=config.seed),
+                load_if_exists=True,
+            )
             return storage, study
         except (SQLAlchemyError, optuna.exceptions.DuplicatedStudyError):
             if attempt == attempts - 1:
@@ -123,8 +132,11 @@ def finished_trials(study) -> int:
     import optuna
 
     state = optuna.trial.TrialState
-    return sum((t.state == state.COMPLETE or (t.state == state.FAIL and "failure" in t.user_attrs))
-               and "pruned" not in t.user_attrs for t in study.trials)
+    return sum(
+        (t.state == state.COMPLETE or (t.state == state.FAIL and "failure" in t.user_attrs))
+        and "pruned" not in t.user_attrs
+        for t in study.trials
+    )
 
 
 def pruned_trials(study) -> int:
@@ -138,8 +150,9 @@ def out_of_candidates(study, budget: int) -> bool:
     return pruned_trials(study) >= PRUNED_PER_TRIAL * budget + PRUNED_SLACK
 
 
-def study_name_for(cubin: Path, kernel: str, noalias: bool, measured: bool,
-                   ptx: ptxlevel.PtxLevel | None = None) -> str:
+def study_name_for(
+    cubin: Path, kernel: str, noalias: bool, measured: bool, ptx: ptxlevel.PtxLevel | None = None
+) -> str:
     """Stable across runs of the same input, so a rerun resumes the same study (a search with
     PTX at hand is another study than one without)."""
     digest = hashlib.sha256(cubin.read_bytes()).hexdigest()[:12]
@@ -216,12 +229,19 @@ def _seen_scores(study) -> dict[str, float]:
     """sha256 -> value of every completed trial: a binary already scored is not scored again."""
     import optuna
 
-    return {t.user_attrs["sha256"]: t.value for t in study.trials
-            if t.state == optuna.trial.TrialState.COMPLETE and "sha256" in t.user_attrs}
+    return {
+        t.user_attrs["sha256"]: t.value
+        for t in study.trials
+        if t.state == optuna.trial.TrialState.COMPLETE and "sha256" in t.user_attrs
+    }
 
 
-def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
-               progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)):
+def run_search(
+    config: SearchConfig,
+    space: SearchSpace,
+    scorer: Scorer,
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+):
     """Run (or resume) the study until `budget` trials are finished or time runs out; return it."""
     import warnings
 
@@ -246,8 +266,10 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
             if n <= 0:
                 break
             if out_of_candidates(study, config.budget):
-                progress(f"stopping: {pruned_trials(study)} trials pruned before scoring (unbuildable, duplicates, the "
-                         "original): the space holds too few new legal binaries for the budget")
+                progress(
+                    f"stopping: {pruned_trials(study)} trials pruned before scoring (unbuildable, duplicates, the "
+                    "original): the space holds too few new legal binaries for the budget"
+                )
                 break
             trials = [study.ask() for _ in range(n)]
             beat.trial_ids |= {t._trial_id for t in trials}
@@ -255,7 +277,8 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
             choices = [suggest(t, space) for t in trials]
             built = parallel(config.jobs)(  # workers that die with this process (reorder.base.lifetime)
                 delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c, config.ptx)
-                for c in choices)
+                for c in choices
+            )
             for trial, choice, b in zip(trials, choices, built):
                 _finish(study, trial, choice, b, scorer, seen, Path(tmp), original)
                 beat.trial_ids.discard(trial._trial_id)
@@ -263,8 +286,9 @@ def run_search(config: SearchConfig, space: SearchSpace, scorer: Scorer,
     return study
 
 
-def _finish(study, trial, choice: Choice, built: Built, scorer: Scorer, seen: dict[str, float], tmp: Path,
-            original: str = "") -> None:
+def _finish(
+    study, trial, choice: Choice, built: Built, scorer: Scorer, seen: dict[str, float], tmp: Path, original: str = ""
+) -> None:
     import optuna
 
     trial.set_user_attr("moves", choice.label())
@@ -334,8 +358,10 @@ def _progress_line(study, budget: int) -> str:
     if complete:
         best = min(complete, key=lambda t: t.value)
         kind = "measured" if best.user_attrs.get("measured") else "predicted"
-        best_text = (f"best {best.value:.4f} [{best.user_attrs.get('ci_low', best.value):.4f}, "
-                     f"{best.user_attrs.get('ci_high', best.value):.4f}] {kind}")
+        best_text = (
+            f"best {best.value:.4f} [{best.user_attrs.get('ci_low', best.value):.4f}, "
+            f"{best.user_attrs.get('ci_high', best.value):.4f}] {kind}"
+        )
     else:
         best_text = "no candidate yet"
     return f"[{bar:<{width}}] {done}/{budget} trials, {failed} failed, {pruned} pruned, {best_text}"
@@ -353,8 +379,9 @@ def ranked_choices(study, space: SearchSpace, count: int) -> list[tuple[Choice, 
     timed again, longer, before one is chosen."""
     import optuna
 
-    complete = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
-                      key=lambda t: (t.value, t.number))
+    complete = sorted(
+        (t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: (t.value, t.number)
+    )
     out: list[tuple[Choice, float]] = []
     binaries: set[str] = set()
     for t in complete:
@@ -368,5 +395,15 @@ def ranked_choices(study, space: SearchSpace, count: int) -> list[tuple[Choice, 
     return out
 
 
-__all__ = ["Score", "SearchConfig", "best_choice", "out_of_candidates", "pruned_trials", "ranked_choices", "run_search",
-           "seed_params", "study_name_for", "suggest"]
+__all__ = [
+    "Score",
+    "SearchConfig",
+    "best_choice",
+    "out_of_candidates",
+    "pruned_trials",
+    "ranked_choices",
+    "run_search",
+    "seed_params",
+    "study_name_for",
+    "suggest",
+]

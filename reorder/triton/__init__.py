@@ -28,17 +28,16 @@ from reorder.triton.request import Request
 from reorder.triton.tune import TuneResult, Verified, tune, verify, with_reorder
 
 __all__ = [
-           "Request",
-           "TuneResult",
-           "Verified",
-           "compile_call",
-           "install",
-           "installed",
-           "launch_spec",
-           "spec_toml",
-           "tune",
-           "uninstall",
-           "verify",
-           "with_reorder",
+    "Request",
+    "TuneResult",
+    "Verified",
+    "compile_call",
+    "install",
+    "installed",
+    "launch_spec",
+    "spec_toml",
+    "tune",
+    "uninstall",
+    "verify",
+    "with_reorder",
 ]
-

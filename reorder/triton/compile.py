@@ -47,8 +47,10 @@ def jit_function(kernel: Any) -> Any:
         kernel = getattr(kernel, "fn", None)
         seen += 1
         if kernel is None or seen > 8:
-            raise InputError("not a Triton kernel: expected a @triton.jit function (or one wrapped by "
-                             "@triton.autotune / @triton.heuristics)")
+            raise InputError(
+                "not a Triton kernel: expected a @triton.jit function (or one wrapped by "
+                "@triton.autotune / @triton.heuristics)"
+            )
     return kernel
 
 
@@ -90,8 +92,10 @@ def bind(fn: Any, args: tuple, kwargs: Mapping[str, Any], tgt: Any) -> tuple[Any
     except AttributeError as exc:  # the JIT's internals moved
         import triton
 
-        raise InputError(f"Triton {triton.__version__}: cannot bind arguments the way its JIT does ({exc}); "
-                         "reorder.triton knows Triton 3.6 to 3.9") from None
+        raise InputError(
+            f"Triton {triton.__version__}: cannot bind arguments the way its JIT does ({exc}); "
+            "reorder.triton knows Triton 3.6 to 3.9"
+        ) from None
     opts, signature, constexprs, attrs = packed
     return opts, signature, constexprs, attrs, dict(values)
 

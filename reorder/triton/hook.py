@@ -46,12 +46,15 @@ def _knobs(knobs: Any | None) -> Any:
         return knobs
     import triton
 
-    if not hasattr(getattr(triton, "knobs", None), "runtime") or \
-            not hasattr(triton.knobs.runtime, "add_stages_inspection_hook"):
+    if not hasattr(getattr(triton, "knobs", None), "runtime") or not hasattr(
+        triton.knobs.runtime, "add_stages_inspection_hook"
+    ):
         from reorder.base.errors import InputError
 
-        raise InputError(f"Triton {getattr(triton, '__version__', '?')} has no stages inspection hook (3.6+): use "
-                         "the ptxas stand-in instead (TRITON_PTXAS_PATH=reorder-ptxas)")
+        raise InputError(
+            f"Triton {getattr(triton, '__version__', '?')} has no stages inspection hook (3.6+): use "
+            "the ptxas stand-in instead (TRITON_PTXAS_PATH=reorder-ptxas)"
+        )
     return triton.knobs
 
 
@@ -80,7 +83,7 @@ def installed(knobs: Any | None = None) -> bool:
 
 def cache_key(previous: Callable[..., Any] | None) -> tuple[str, str]:
     """(key, hash) for Triton 3.7+'s cache: reorder's digest, joined to the previous hook's."""
-    key, digest = (previous() if previous is not None else ("", ""))
+    key, digest = previous() if previous is not None else ("", "")
     ours = f"-reorder-{code_digest()}"
     return f"{key}{ours}", key_of(str(digest), ours)[:32]
 

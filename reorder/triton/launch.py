@@ -42,13 +42,40 @@ GLOBAL_SCRATCH = "triton_global_scratch"
 PROFILE_SCRATCH = "triton_profile_scratch"
 SCRATCH_ALIGN = 256  # what cupy's allocator guarantees
 # Triton element type -> numpy dtype of a buffer (bf16 is carried as its 16-bit pattern)
-BUFFER_DTYPES = {"fp16": "float16", "bf16": "uint16", "fp32": "float32", "fp64": "float64", "i1": "int8",
-                 "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u1": "uint8", "u8": "uint8",
-                 "u16": "uint16", "u32": "uint32", "u64": "uint64"}
+BUFFER_DTYPES = {
+    "fp16": "float16",
+    "bf16": "uint16",
+    "fp32": "float32",
+    "fp64": "float64",
+    "i1": "int8",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u1": "uint8",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+}
 # Triton scalar type -> numpy dtype of the by-value parameter (Triton's launcher widths)
-SCALAR_DTYPES = {"i1": "int8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u1": "uint8",
-                 "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "fp16": "float16",
-                 "bf16": "uint16", "fp32": "float32", "f32": "float32", "fp64": "float64"}
+SCALAR_DTYPES = {
+    "i1": "int8",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u1": "uint8",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "fp16": "float16",
+    "bf16": "uint16",
+    "fp32": "float32",
+    "f32": "float32",
+    "fp64": "float64",
+}
 BF16_ONE_TO_TWO = (0x3F80, 0x4000)  # bit patterns of the bf16 values in [1, 2)
 
 Grid = Sequence[int] | Callable[[Mapping[str, Any]], Sequence[int]]
@@ -66,8 +93,10 @@ def grid_of(grid: Grid, values: Mapping[str, Any]) -> tuple[int, int, int]:
 def check_launchable(metadata: Any) -> None:
     """Refuse what reorder's loader cannot launch, naming it."""
     if getattr(metadata, "num_ctas", 1) != 1:
-        raise SpecError(f"{metadata.name}: num_ctas = {metadata.num_ctas} needs a cluster launch, which reorder's "
-                        "timing layer does not make; tune with num_ctas=1")
+        raise SpecError(
+            f"{metadata.name}: num_ctas = {metadata.num_ctas} needs a cluster launch, which reorder's "
+            "timing layer does not make; tune with num_ctas=1"
+        )
     for flag in ("launch_cooperative_grid", "launch_pdl"):
         if getattr(metadata, flag, False):
             raise SpecError(f"{metadata.name}: {flag} is set; reorder's timing layer launches plainly")
@@ -117,16 +146,24 @@ def default_init(name: str, element: str, value: Any) -> Init:
     try:
         low, high = int(value.min()), int(value.max())
     except Exception as exc:  # noqa: BLE001 - any tensor library; the user can say instead
-        raise SpecError(f"argument '{name}': cannot read the live tensor's range ({type(exc).__name__}: {exc}); "
-                        f"give inits={{'{name}': {{'dist': 'integers', 'low': ..., 'high': ...}}}}") from None
+        raise SpecError(
+            f"argument '{name}': cannot read the live tensor's range ({type(exc).__name__}: {exc}); "
+            f"give inits={{'{name}': {{'dist': 'integers', 'low': ..., 'high': ...}}}}"
+        ) from None
     return Init("integers", (("low", low), ("high", high + 1)))
 
 
 def _init_from(name: str, raw: Mapping[str, Any], dtype: str, shape: tuple[int, ...]) -> Init:
     """A user's init table, validated exactly as a TOML spec's would be."""
-    spec = parse_spec({"kernel": {"name": "k", "grid": [1], "block": [1]},
-                       "param": [{"name": name, "kind": "buffer", "dtype": dtype, "shape": list(shape),
-                                  "role": "in", "init": dict(raw)}]}, source=f"inits['{name}']")
+    spec = parse_spec(
+        {
+            "kernel": {"name": "k", "grid": [1], "block": [1]},
+            "param": [
+                {"name": name, "kind": "buffer", "dtype": dtype, "shape": list(shape), "role": "in", "init": dict(raw)}
+            ],
+        },
+        source=f"inits['{name}']",
+    )
     return spec.params[0].init  # type: ignore[union-attr,return-value]
 
 
@@ -134,8 +171,9 @@ def buffer_param(name: str, ty: str, value: Any, outputs: Sequence[str], inits: 
     element = _element(ty)
     dtype = BUFFER_DTYPES.get(element)
     if dtype is None:
-        raise SpecError(f"argument '{name}': pointer to {element} is not supported (supported: "
-                        f"{', '.join(sorted(BUFFER_DTYPES))})")
+        raise SpecError(
+            f"argument '{name}': pointer to {element} is not supported (supported: {', '.join(sorted(BUFFER_DTYPES))})"
+        )
     shape, _ = tensor_extent(value)
     if name in outputs:
         return BufferParam(name, dtype, shape, "out")
@@ -165,8 +203,10 @@ def scalar_param(name: str, ty: str, value: Any) -> ScalarParam:
 def scratch_params(metadata: Any, grid: tuple[int, int, int]) -> tuple[Param, ...]:
     """The trailing scratch pointers the cubin takes in this Triton (NULL when unused)."""
     out: list[Param] = []
-    for name, size_key, align_key in ((GLOBAL_SCRATCH, "global_scratch_size", "global_scratch_align"),
-                                      (PROFILE_SCRATCH, "profile_scratch_size", "profile_scratch_align")):
+    for name, size_key, align_key in (
+        (GLOBAL_SCRATCH, "global_scratch_size", "global_scratch_align"),
+        (PROFILE_SCRATCH, "profile_scratch_size", "profile_scratch_align"),
+    ):
         if not hasattr(metadata, size_key):
             continue  # a Triton before this parameter existed
         size = int(getattr(metadata, size_key) or 0)
@@ -180,9 +220,16 @@ def scratch_params(metadata: Any, grid: tuple[int, int, int]) -> tuple[Param, ..
     return tuple(out)
 
 
-def launch_spec(kernel: Any, values: Mapping[str, Any], grid: Grid, *, outputs: Sequence[str] = (),
-                inits: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
-                signature: Mapping[str, str] | None = None) -> LaunchSpec:
+def launch_spec(
+    kernel: Any,
+    values: Mapping[str, Any],
+    grid: Grid,
+    *,
+    outputs: Sequence[str] = (),
+    inits: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int = 0,
+    signature: Mapping[str, str] | None = None,
+) -> LaunchSpec:
     """The LaunchSpec of a compiled Triton kernel called with `values` (every parameter by
     name, as reorder.triton.compile binds them). `signature` (name -> Triton type) defaults
     to the kernel's source signature."""
@@ -199,8 +246,10 @@ def launch_spec(kernel: Any, values: Mapping[str, Any], grid: Grid, *, outputs: 
         if ty == "constexpr":
             continue
         if not isinstance(ty, str) or ty.startswith(("tensordesc", "nvTmaDesc")):
-            raise SpecError(f"{metadata.name}: argument '{name}' is a {'tuple' if isinstance(ty, tuple) else ty}; "
-                            "reorder launches pointers and scalars only")
+            raise SpecError(
+                f"{metadata.name}: argument '{name}' is a {'tuple' if isinstance(ty, tuple) else ty}; "
+                "reorder launches pointers and scalars only"
+            )
         if name not in values:
             raise SpecError(f"{metadata.name}: no value for parameter '{name}'")
         if ty.startswith("*"):
@@ -210,8 +259,16 @@ def launch_spec(kernel: Any, values: Mapping[str, Any], grid: Grid, *, outputs: 
         else:
             params.append(scalar_param(name, ty, values[name]))
     params += scratch_params(metadata, dims)
-    spec = LaunchSpec(metadata.name, dims, (32 * metadata.num_warps, 1, 1), tuple(params), metadata.shared, seed,
-                      None, f"<triton {metadata.name}>")
+    spec = LaunchSpec(
+        metadata.name,
+        dims,
+        (32 * metadata.num_warps, 1, 1),
+        tuple(params),
+        metadata.shared,
+        seed,
+        None,
+        f"<triton {metadata.name}>",
+    )
     return parse_spec(spec_dict(spec), source=spec.source)  # the same validation a TOML spec gets
 
 

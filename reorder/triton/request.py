@@ -54,7 +54,9 @@ class Request:
 
     def token(self) -> str:
         """The marker that asks for this (parse_token(r.token()) == r)."""
-        items = ["moves"] if self.mode == "moves" else [f"{self.mode}:{self.budget if self.mode == 'search' else self.key}"]
+        items = (
+            ["moves"] if self.mode == "moves" else [f"{self.mode}:{self.budget if self.mode == 'search' else self.key}"]
+        )
         items += ["noalias"] if self.noalias else []
         items += [f"rev:{self.rev}"] if self.rev else []
         return PREFIX if items == ["moves"] else f"{PREFIX}={','.join(items)}"
@@ -89,8 +91,10 @@ def parse_token(token: str) -> Request:
         elif name == "rev" and _KEY.match(value):
             rev = value
         else:
-            raise InputError(f"reorder marker {token!r}: cannot read {item!r} (items: moves, search:N with "
-                             f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), noalias, rev:HEX)")
+            raise InputError(
+                f"reorder marker {token!r}: cannot read {item!r} (items: moves, search:N with "
+                f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), noalias, rev:HEX)"
+            )
     return Request(mode, budget, key, noalias, rev)
 
 

@@ -120,9 +120,20 @@ def search_binary(cubin: bytes, budget: int, noalias: bool) -> bytes:
     with tempfile.TemporaryDirectory(prefix="reorder-triton-") as tmp:
         source, output = Path(tmp) / "triton.cubin", Path(tmp) / "out.cubin"
         source.write_bytes(cubin)
-        args = OptimizeArgs(cubin=source, output=output, kernel=None, launch=None, budget=budget,
-                            seconds=SEARCH_SECONDS_PER_TRIAL * budget, jobs=1, storage=None, l2="warm", device="cpu",
-                            noalias=noalias, seed=0)
+        args = OptimizeArgs(
+            cubin=source,
+            output=output,
+            kernel=None,
+            launch=None,
+            budget=budget,
+            seconds=SEARCH_SECONDS_PER_TRIAL * budget,
+            jobs=1,
+            storage=None,
+            l2="warm",
+            device="cpu",
+            noalias=noalias,
+            seed=0,
+        )
         with contextlib.redirect_stderr(io.StringIO()):
             optimize(args)
         return output.read_bytes()
@@ -133,25 +144,37 @@ def rewrite(cubin: bytes, request: Request) -> Rewritten:
     if request.mode == "tuned":
         found = tuned_binary(cubin, request.key)
         if found is None:
-            return Rewritten(cubin, False, f"no tuned binary {request.key} for this cubin (tune again; the cache "
-                                           "may have been cleared): the compiler's cubin is kept")
+            return Rewritten(
+                cubin,
+                False,
+                f"no tuned binary {request.key} for this cubin (tune again; the cache "
+                "may have been cleared): the compiler's cubin is kept",
+            )
         record = tuned_record(cubin, request.key)
-        return Rewritten(found, found != cubin, f"tuned binary {request.key} ({record.get('score', 'no record')}; "
-                                                f"check: {record.get('check') or 'none recorded'})")
+        return Rewritten(
+            found,
+            found != cubin,
+            f"tuned binary {request.key} ({record.get('score', 'no record')}; "
+            f"check: {record.get('check') or 'none recorded'})",
+        )
     path = static_path(cubin, request)
     try:
         data = path.read_bytes()
     except OSError:
-        data = (moves_binary(cubin, request.noalias) if request.mode == "moves"
-                else search_binary(cubin, request.budget, request.noalias))
+        data = (
+            moves_binary(cubin, request.noalias)
+            if request.mode == "moves"
+            else search_binary(cubin, request.budget, request.noalias)
+        )
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, data)
     what = "static moves" if request.mode == "moves" else f"static search of {request.budget} trial(s)"
     if data == cubin:
         return Rewritten(cubin, False, f"{what}: no change predicted faster; the compiler's cubin is kept")
-    return Rewritten(data, True, f"{what}: verified, predicted faster (not executed: reorder.triton.verify checks "
-                                 "bytes on a GPU)")
+    return Rewritten(
+        data, True, f"{what}: verified, predicted faster (not executed: reorder.triton.verify checks bytes on a GPU)"
+    )
 
 
 def rewrite_or_keep(cubin: bytes, request: Request, say: Callable[[str], None] | None = None) -> Rewritten:

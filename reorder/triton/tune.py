@@ -98,10 +98,23 @@ def _unmarked(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def tune(kernel: Any, *args: Any, grid: Grid, configs: Sequence[Any] | None = None, budget: int = 12,
-         seconds: float = 300.0, outputs: Sequence[str] = (), inits: Mapping[str, Any] | None = None,
-         l2: str = "warm", noalias: bool = False, jobs: int = 1, folder: str | Path | None = None,
-         arch: int | None = None, device: str = "auto", **kwargs: Any) -> TuneResult:
+def tune(
+    kernel: Any,
+    *args: Any,
+    grid: Grid,
+    configs: Sequence[Any] | None = None,
+    budget: int = 12,
+    seconds: float = 300.0,
+    outputs: Sequence[str] = (),
+    inits: Mapping[str, Any] | None = None,
+    l2: str = "warm",
+    noalias: bool = False,
+    jobs: int = 1,
+    folder: str | Path | None = None,
+    arch: int | None = None,
+    device: str = "auto",
+    **kwargs: Any,
+) -> TuneResult:
     """Run reorder's search on each config (see the module docstring); `outputs` names the
     output-only buffers (poisoned before each checked run), `inits` overrides how an input
     is drawn, `arch` compiles for that SM without a GPU (the search then runs on the static
@@ -119,17 +132,48 @@ def tune(kernel: Any, *args: Any, grid: Grid, configs: Sequence[Any] | None = No
         original, output, launch = here / "original.cubin", here / "reorder.cubin", here / "launch.toml"
         original.write_bytes(call.cubin)
         launch.write_text(spec_toml(launch_spec(call.kernel, call.values, grid, outputs=outputs, inits=inits)))
-        report = optimize(OptimizeArgs(cubin=original, output=output, kernel=call.name, launch=launch, budget=budget,
-                                       seconds=seconds, jobs=jobs, storage=None, l2=l2, device=device,
-                                       noalias=noalias, seed=0))
+        report = optimize(
+            OptimizeArgs(
+                cubin=original,
+                output=output,
+                kernel=call.name,
+                launch=launch,
+                budget=budget,
+                seconds=seconds,
+                jobs=jobs,
+                storage=None,
+                l2=l2,
+                device=device,
+                noalias=noalias,
+                seed=0,
+            )
+        )
         winner = output.read_bytes()
         score = report.result
-        record = {"kernel": call.name, "config": label, "moves": report.best_moves, "check": report.check,
-                  "score": score.line() if score else "none", "verifier": report.verifier}
+        record = {
+            "kernel": call.name,
+            "config": label,
+            "moves": report.best_moves,
+            "check": report.check,
+            "score": score.line() if score else "none",
+            "verifier": report.verifier,
+        }
         key = store_tuned(call.cubin, winner, record)
-        result.rows.append(TunedConfig(label, call.name, key, winner != call.cubin, record["score"],
-                                       bool(score and score.measured), report.best_moves, report.check or "", here,
-                                       config, marked_config(config, Request("tuned", key=key, noalias=noalias))))
+        result.rows.append(
+            TunedConfig(
+                label,
+                call.name,
+                key,
+                winner != call.cubin,
+                record["score"],
+                bool(score and score.measured),
+                report.best_moves,
+                report.check or "",
+                here,
+                config,
+                marked_config(config, Request("tuned", key=key, noalias=noalias)),
+            )
+        )
     return result
 
 
@@ -159,8 +203,11 @@ def _configs_to_verify(kernel: Any) -> tuple[list[Mapping[str, Any]], bool]:
     best = getattr(kernel, "best_config", None)
     if best is not None:
         return [config_kwargs(best)], True
-    marked = [config_kwargs(c) for c in getattr(kernel, "configs", ()) or ()
-              if split_options(config_kwargs(c).get("ptx_options"))[0] is not None]
+    marked = [
+        config_kwargs(c)
+        for c in getattr(kernel, "configs", ()) or ()
+        if split_options(config_kwargs(c).get("ptx_options"))[0] is not None
+    ]
     return (marked or [{}]), False
 
 
@@ -194,8 +241,16 @@ def _gpu_check(original: Call, candidate: Call, grid: Grid, outputs, inits, sets
     return row.get("check", "?"), row.get("check_detail", "")
 
 
-def verify(kernel: Any, *args: Any, grid: Grid, outputs: Sequence[str] = (), inits: Mapping[str, Any] | None = None,
-           sets: int = 3, arch: int | None = None, **kwargs: Any) -> list[Verified]:
+def verify(
+    kernel: Any,
+    *args: Any,
+    grid: Grid,
+    outputs: Sequence[str] = (),
+    inits: Mapping[str, Any] | None = None,
+    sets: int = 3,
+    arch: int | None = None,
+    **kwargs: Any,
+) -> list[Verified]:
     """Rebuild each marked config (the autotuner's best when it has chosen) with and without
     reorder and compare: verifier, then byte equality on `sets` fresh input sets on a GPU."""
     out = []
@@ -205,8 +260,17 @@ def verify(kernel: Any, *args: Any, grid: Grid, outputs: Sequence[str] = (), ini
         if split_options(marked.get("ptx_options"))[0] is None:
             if not chosen:
                 raise InputError("nothing to verify: the config carries no reorder marker in ptx_options")
-            out.append(Verified(label_of(config), "", True, True, "not asked", "identical",
-                                "the autotuner chose a config without reorder: its own cubin runs"))
+            out.append(
+                Verified(
+                    label_of(config),
+                    "",
+                    True,
+                    True,
+                    "not asked",
+                    "identical",
+                    "the autotuner chose a config without reorder: its own cubin runs",
+                )
+            )
             continue
         with_reorder_call = compile_call(kernel, *args, arch=arch, **marked)
         plain = compile_call(kernel, *args, arch=arch, **_unmarked(marked))
@@ -215,7 +279,10 @@ def verify(kernel: Any, *args: Any, grid: Grid, outputs: Sequence[str] = (), ini
             out.append(Verified(label, plain.name, True, True, "same binary", "identical", "reorder kept the cubin"))
             continue
         legal, verdict = _static_verdict(plain.cubin, with_reorder_call.cubin)
-        check, detail = _gpu_check(plain, with_reorder_call, grid, outputs, inits, sets) if legal else \
-            ("not run: the verifier rejects it", "")
+        check, detail = (
+            _gpu_check(plain, with_reorder_call, grid, outputs, inits, sets)
+            if legal
+            else ("not run: the verifier rejects it", "")
+        )
         out.append(Verified(label, plain.name, False, legal, verdict, check, detail))
     return out

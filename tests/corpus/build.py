@@ -54,8 +54,7 @@ def _compile_one(nvcc: str, src: Path, out: Path, arch: str) -> Path:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise CorpusBuildError(
-            f"nvcc failed for {src.name} ({arch}), exit {proc.returncode}:\n"
-            f"  {' '.join(cmd)}\n{proc.stderr.strip()}"
+            f"nvcc failed for {src.name} ({arch}), exit {proc.returncode}:\n  {' '.join(cmd)}\n{proc.stderr.strip()}"
         )
     return out
 

@@ -28,16 +28,53 @@ CUBIN_DIR: Path = Path(__file__).resolve().parent / "cubin"
 # "." boundaries; each instruction counts once, in its longest matching bucket
 # (so "HFMA2" excludes "HFMA2.MMA", "LDG.E.CONSTANT" excludes "LDG.E.128.CONSTANT").
 NOTABLE: tuple[str, ...] = (
-    "BRX", "CALL.REL", "RET", "SHFL", "ATOMG", "ATOMS", "RED", "REDG", "REDUX",
-    "BAR", "LDS", "STS", "LDL", "STL", "DFMA", "DADD", "DMUL", "HFMA2", "HFMA2.MMA", "HADD2",
-    "HMUL2", "HMNMX2", "MUFU", "LDG.E.128", "STG.E.128", "LDG.E.64", "LDG.E.CONSTANT",
-    "BSSY", "BSYNC", "WARPSYNC", "VOTE", "VOTEU", "MATCH", "POPC", "FLO", "BREV", "MEMBAR",
-    "CCTL", "ERRBAR", "IMAD.WIDE", "IMAD.HI", "I2F", "F2I", "EXIT",
+    "BRX",
+    "CALL.REL",
+    "RET",
+    "SHFL",
+    "ATOMG",
+    "ATOMS",
+    "RED",
+    "REDG",
+    "REDUX",
+    "BAR",
+    "LDS",
+    "STS",
+    "LDL",
+    "STL",
+    "DFMA",
+    "DADD",
+    "DMUL",
+    "HFMA2",
+    "HFMA2.MMA",
+    "HADD2",
+    "HMUL2",
+    "HMNMX2",
+    "MUFU",
+    "LDG.E.128",
+    "STG.E.128",
+    "LDG.E.64",
+    "LDG.E.CONSTANT",
+    "BSSY",
+    "BSYNC",
+    "WARPSYNC",
+    "VOTE",
+    "VOTEU",
+    "MATCH",
+    "POPC",
+    "FLO",
+    "BREV",
+    "MEMBAR",
+    "CCTL",
+    "ERRBAR",
+    "IMAD.WIDE",
+    "IMAD.HI",
+    "I2F",
+    "F2I",
+    "EXIT",
 )
 
-_INSN_RE = re.compile(
-    r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)"
-)
+_INSN_RE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)")
 _FUNC_RE = re.compile(r"^\s*\.type\s+(\S+),@function")
 _ENTRY_RE = re.compile(r"^\s*\.other\s+(\S+),@\"STO_CUDA_ENTRY")
 
@@ -52,11 +89,9 @@ def nvdisasm_path() -> str:
 
 def disassemble(cubin: Path, nvdisasm: str) -> str:
     """Check ``-json`` output parses, then return the ``-c -hex`` text listing."""
-    js = subprocess.run([nvdisasm, "-json", str(cubin)], capture_output=True,
-                        text=True, check=True)
+    js = subprocess.run([nvdisasm, "-json", str(cubin)], capture_output=True, text=True, check=True)
     json.loads(js.stdout)
-    txt = subprocess.run([nvdisasm, "-c", "-hex", str(cubin)], capture_output=True,
-                         text=True, check=True)
+    txt = subprocess.run([nvdisasm, "-c", "-hex", str(cubin)], capture_output=True, text=True, check=True)
     return txt.stdout
 
 
@@ -82,8 +117,7 @@ def bucket(op: str) -> str | None:
     """
     best: str | None = None
     for prefix in NOTABLE:
-        if (op == prefix or op.startswith(prefix + ".")) and (
-                best is None or len(prefix) > len(best)):
+        if (op == prefix or op.startswith(prefix + ".")) and (best is None or len(prefix) > len(best)):
             best = prefix
     return best
 
@@ -113,10 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                 if per_kernel:
                     kind = "kernel" if name in entries else "device-fn"
                     hits = {k: v for k, v in notable_counts(ops).items() if v}
-                    print(f"{arch_dir.name} {cubin.stem}:{name} ({kind}) "
-                          + " ".join(f"{k}={v}" for k, v in hits.items()))
-        print(f"== {arch_dir.name}: {len(kernels)} kernels, "
-              f"{sum(total.values())} instructions")
+                    print(
+                        f"{arch_dir.name} {cubin.stem}:{name} ({kind}) " + " ".join(f"{k}={v}" for k, v in hits.items())
+                    )
+        print(f"== {arch_dir.name}: {len(kernels)} kernels, {sum(total.values())} instructions")
         for prefix, n in notable_counts(total).items():
             print(f"  {prefix:<16}{n}")
     return 0

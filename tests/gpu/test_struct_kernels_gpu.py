@@ -22,8 +22,12 @@ from timing.paired import time_pair  # noqa: E402
 from timing.inputs import draw_inputs
 
 HERE = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "kernels" / "structs"
-CASES = {"warp_select_tensor_k32": "kselect_tensor", "warp_select_tensor_k100": "kselect_tensor",
-         "cfo_ta_descr": "cfo_ta_descr", "last_block_sum_zeros": "last_block"}
+CASES = {
+    "warp_select_tensor_k32": "kselect_tensor",
+    "warp_select_tensor_k100": "kselect_tensor",
+    "cfo_ta_descr": "cfo_ta_descr",
+    "last_block_sum_zeros": "last_block",
+}
 
 
 def _case(name: str, tmp_path: Path):
@@ -81,10 +85,21 @@ def test_a_spec_built_from_cupy_arrays_and_numpy_structs(tmp_path):
 
     dist = cupy.random.random((64, 2048), dtype=cupy.float32)
     out_k, out_v = cupy.zeros((64, 32), cupy.float32), cupy.zeros((64, 32), cupy.int64)
-    spec = Spec.build("warpSelect<float, long, false, 32, 2, 128>", 16, 128,
-                      {"in": t(dist), "outK": t(out_k), "outV": t(out_v),
-                       "initK": np.float32(np.finfo(np.float32).max), "initV": np.int64(-1), "k": np.int32(32)},
-                      buffers={"dist": dist, "out_k": out_k, "out_v": out_v}, outputs=["out_k", "out_v"])
+    spec = Spec.build(
+        "warpSelect<float, long, false, 32, 2, 128>",
+        16,
+        128,
+        {
+            "in": t(dist),
+            "outK": t(out_k),
+            "outV": t(out_v),
+            "initK": np.float32(np.finfo(np.float32).max),
+            "initV": np.int64(-1),
+            "k": np.int32(32),
+        },
+        buffers={"dist": dist, "out_k": out_k, "out_v": out_v},
+        outputs=["out_k", "out_v"],
+    )
     cubin = HERE / "cubin" / "kselect_tensor.cubin"
     spec = checked_spec(spec, [cubin])
     copy = tmp_path / "copy.cubin"

@@ -34,11 +34,13 @@ def launch(spec: dict, inputs: dict) -> dict[str, np.ndarray]:
             args.append(device[param["name"]])
         else:
             args.append(value)  # numpy scalar of the exact dtype: passed by value with its width
-    func(tuple(spec["kernel"]["grid"]), tuple(spec["kernel"]["block"]), tuple(args),
-         shared_mem=spec["kernel"]["shared"])
+    func(
+        tuple(spec["kernel"]["grid"]), tuple(spec["kernel"]["block"]), tuple(args), shared_mem=spec["kernel"]["shared"]
+    )
     cupy.cuda.runtime.deviceSynchronize()
-    return {p["name"]: cupy.asnumpy(device[p["name"]]) for p in spec["param"]
-            if p["kind"] == "buffer" and p["role"] != "in"}
+    return {
+        p["name"]: cupy.asnumpy(device[p["name"]]) for p in spec["param"] if p["kind"] == "buffer" and p["role"] != "in"
+    }
 
 
 @pytest.mark.parametrize("size", ["small", "default"])

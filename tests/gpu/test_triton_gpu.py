@@ -43,8 +43,9 @@ def test_two_num_warps_builds_are_checked_and_timed_in_the_same_rounds(tmp_path)
         call = compile_call(case.kernel, *stand_in_args(case), **case.constexprs, num_warps=warps)
         path = tmp_path / f"w{warps}.cubin"
         path.write_bytes(call.cubin)
-        builds.append(Build(f"w{warps}", str(path), launch_spec(call.kernel, call.values, case.grid,
-                                                                 outputs=case.outputs)))
+        builds.append(
+            Build(f"w{warps}", str(path), launch_spec(call.kernel, call.values, case.grid, outputs=case.outputs))
+        )
     assert builds[0].spec.block != builds[1].spec.block
     twin = tmp_path / "twin.cubin"
     twin.write_bytes(Path(builds[0].cubin).read_bytes())

@@ -18,9 +18,14 @@ from timing.spectoml import spec_toml
 SPEC_DIR = Path(__file__).resolve().parent / "specs"
 FLT_MAX = 3.4028234663852886e38
 
-TENSOR2 = {"name": "Tensor2", "fields": [  # faiss::gpu::Tensor<T, 2, true>: pointer, strides, sizes (int64)
-    {"name": "data_", "type": "ptr"}, {"name": "stride_", "type": "int64", "count": 2},
-    {"name": "size_", "type": "int64", "count": 2}]}
+TENSOR2 = {
+    "name": "Tensor2",
+    "fields": [  # faiss::gpu::Tensor<T, 2, true>: pointer, strides, sizes (int64)
+        {"name": "data_", "type": "ptr"},
+        {"name": "stride_", "type": "int64", "count": 2},
+        {"name": "size_", "type": "int64", "count": 2},
+    ],
+}
 
 
 def _tensor(buffer: str, rows: int, cols: int) -> dict[str, Any]:
@@ -34,8 +39,13 @@ def warp_select(k: int, queue: tuple[int, int], rows: int = 512, n: int = 32768)
         "kernel": {"name": name, "grid": [-(-rows // 4), 1, 1], "block": [128, 1, 1], "shared": 0, "seed": 1234},
         "type": [TENSOR2],
         "buffer": [
-            {"name": "dist", "dtype": "float32", "shape": [rows, n], "role": "in",
-             "init": {"dist": "uniform", "low": 0.0, "high": 1.0}},
+            {
+                "name": "dist",
+                "dtype": "float32",
+                "shape": [rows, n],
+                "role": "in",
+                "init": {"dist": "uniform", "low": 0.0, "high": 1.0},
+            },
             {"name": "out_k", "dtype": "float32", "shape": [rows, k], "role": "out"},
             {"name": "out_v", "dtype": "int64", "shape": [rows, k], "role": "out"},
         ],
@@ -51,37 +61,86 @@ def warp_select(k: int, queue: tuple[int, int], rows: int = 512, n: int = 32768)
 
 
 def _descr(n: int) -> dict[str, Any]:
-    return {"name": f"TensorDescr{n}", "fields": [
-        {"name": "addr", "type": "ptr"}, {"name": "type", "type": "int32"},
-        {"name": "strides", "type": "int32", "count": n}]}
+    return {
+        "name": f"TensorDescr{n}",
+        "fields": [
+            {"name": "addr", "type": "ptr"},
+            {"name": "type", "type": "int32"},
+            {"name": "strides", "type": "int32", "count": n},
+        ],
+    }
 
 
-def cfo_ta_descr(groups: int = 8, ants: int = 4, layers: int = 4, dmrs: int = 4, n_sc: int = 3264,
-                 cfo_scale: float = 1486.84, ta_scale: float = -5.305165e-6) -> dict[str, Any]:
+def cfo_ta_descr(
+    groups: int = 8,
+    ants: int = 4,
+    layers: int = 4,
+    dmrs: int = 4,
+    n_sc: int = 3264,
+    cfo_scale: float = 1486.84,
+    ta_scale: float = -5.305165e-6,
+) -> dict[str, Any]:
     """cuPHY-style: one 24-byte __grid_constant__ descriptor pointing at per-group parameter
     structs (tensor descriptors inside) and at an array of output pointers."""
     group_h = ants * layers * dmrs * n_sc * 2  # float32 elements of one group's H
-    prms = [{
-        "tInfoHEst": {"addr": {"buffer": "H", "index": g * group_h}, "type": 0,
-                      "strides": [layers * dmrs * n_sc, dmrs * n_sc, n_sc, 1]},
-        "tInfoCfoRot": {"addr": {"buffer": "cfo_rot", "index": g * layers * 2}, "type": 0, "strides": [1]},
-        "tInfoTaRot": {"addr": {"buffer": "ta_rot", "index": g * layers * 2}, "type": 0, "strides": [1]},
-        "nRxAnt": ants, "nLayers": layers, "nDmrsSyms": dmrs, "nSc": n_sc, "cfoScale": cfo_scale,
-        "taScale": ta_scale} for g in range(groups)]
-    est = [p for g in range(groups) for p in ({"buffer": "cfo_est", "index": g * layers},
-                                              {"buffer": "ta_est", "index": g * layers})]
+    prms = [
+        {
+            "tInfoHEst": {
+                "addr": {"buffer": "H", "index": g * group_h},
+                "type": 0,
+                "strides": [layers * dmrs * n_sc, dmrs * n_sc, n_sc, 1],
+            },
+            "tInfoCfoRot": {"addr": {"buffer": "cfo_rot", "index": g * layers * 2}, "type": 0, "strides": [1]},
+            "tInfoTaRot": {"addr": {"buffer": "ta_rot", "index": g * layers * 2}, "type": 0, "strides": [1]},
+            "nRxAnt": ants,
+            "nLayers": layers,
+            "nDmrsSyms": dmrs,
+            "nSc": n_sc,
+            "cfoScale": cfo_scale,
+            "taScale": ta_scale,
+        }
+        for g in range(groups)
+    ]
+    est = [
+        p
+        for g in range(groups)
+        for p in ({"buffer": "cfo_est", "index": g * layers}, {"buffer": "ta_est", "index": g * layers})
+    ]
     return {
-        "kernel": {"name": "cfoTaEstDescrKernel", "grid": [layers, groups, 1], "block": [256, 1, 1], "shared": 0,
-                   "seed": 1234, "hook": "benchmarks.kernels.structs.inputs:cfo_ta_descr_inputs"},
-        "type": [_descr(4), _descr(1), {"name": "CfoTaEstUeGrpPrms", "fields": [
-            {"name": "tInfoHEst", "type": "TensorDescr4"}, {"name": "tInfoCfoRot", "type": "TensorDescr1"},
-            {"name": "tInfoTaRot", "type": "TensorDescr1"}, {"name": "nRxAnt", "type": "uint16"},
-            {"name": "nLayers", "type": "uint8"}, {"name": "nDmrsSyms", "type": "uint8"},
-            {"name": "nSc", "type": "uint16"}, {"name": "cfoScale", "type": "float32"},
-            {"name": "taScale", "type": "float32"}]},
-            {"name": "CfoTaEstDynDescr", "fields": [
-                {"name": "pUeGrpPrms", "type": "ptr"}, {"name": "nUeGrps", "type": "uint16"},
-                {"name": "ppEst", "type": "ptr"}]}],
+        "kernel": {
+            "name": "cfoTaEstDescrKernel",
+            "grid": [layers, groups, 1],
+            "block": [256, 1, 1],
+            "shared": 0,
+            "seed": 1234,
+            "hook": "benchmarks.kernels.structs.inputs:cfo_ta_descr_inputs",
+        },
+        "type": [
+            _descr(4),
+            _descr(1),
+            {
+                "name": "CfoTaEstUeGrpPrms",
+                "fields": [
+                    {"name": "tInfoHEst", "type": "TensorDescr4"},
+                    {"name": "tInfoCfoRot", "type": "TensorDescr1"},
+                    {"name": "tInfoTaRot", "type": "TensorDescr1"},
+                    {"name": "nRxAnt", "type": "uint16"},
+                    {"name": "nLayers", "type": "uint8"},
+                    {"name": "nDmrsSyms", "type": "uint8"},
+                    {"name": "nSc", "type": "uint16"},
+                    {"name": "cfoScale", "type": "float32"},
+                    {"name": "taScale", "type": "float32"},
+                ],
+            },
+            {
+                "name": "CfoTaEstDynDescr",
+                "fields": [
+                    {"name": "pUeGrpPrms", "type": "ptr"},
+                    {"name": "nUeGrps", "type": "uint16"},
+                    {"name": "ppEst", "type": "ptr"},
+                ],
+            },
+        ],
         "buffer": [
             {"name": "H", "dtype": "float32", "shape": [groups, ants, layers, dmrs, n_sc, 2], "role": "in"},
             {"name": "cfo_est", "dtype": "float32", "shape": [groups, layers], "role": "out"},
@@ -91,28 +150,59 @@ def cfo_ta_descr(groups: int = 8, ants: int = 4, layers: int = 4, dmrs: int = 4,
             {"name": "ue_grp_prms", "type": "CfoTaEstUeGrpPrms", "values": prms},
             {"name": "est_ptrs", "type": "ptr", "values": est},
         ],
-        "param": [{"name": "dynDescr", "kind": "struct", "type": "CfoTaEstDynDescr",
-                   "value": {"pUeGrpPrms": "ue_grp_prms", "nUeGrps": groups, "ppEst": "est_ptrs"}}],
+        "param": [
+            {
+                "name": "dynDescr",
+                "kind": "struct",
+                "type": "CfoTaEstDynDescr",
+                "value": {"pUeGrpPrms": "ue_grp_prms", "nUeGrps": groups, "ppEst": "est_ptrs"},
+            }
+        ],
     }
 
 
 def last_block_sum(n: int = 8 * 2**20, blocks: int = 1024) -> dict[str, Any]:
     """reduce::lastBlockSum<256>(SumArgs): the ticket is a `zeros` buffer."""
     return {
-        "kernel": {"name": "lastBlockSum<256>", "grid": [blocks, 1, 1], "block": [256, 1, 1], "shared": 0,
-                   "seed": 1234},
-        "type": [{"name": "SumArgs", "fields": [
-            {"name": "in", "type": "ptr"}, {"name": "partial", "type": "ptr"}, {"name": "ticket", "type": "ptr"},
-            {"name": "result", "type": "ptr"}, {"name": "n", "type": "int64"}]}],
+        "kernel": {
+            "name": "lastBlockSum<256>",
+            "grid": [blocks, 1, 1],
+            "block": [256, 1, 1],
+            "shared": 0,
+            "seed": 1234,
+        },
+        "type": [
+            {
+                "name": "SumArgs",
+                "fields": [
+                    {"name": "in", "type": "ptr"},
+                    {"name": "partial", "type": "ptr"},
+                    {"name": "ticket", "type": "ptr"},
+                    {"name": "result", "type": "ptr"},
+                    {"name": "n", "type": "int64"},
+                ],
+            }
+        ],
         "buffer": [
-            {"name": "x", "dtype": "float32", "shape": [n], "role": "in",
-             "init": {"dist": "normal", "mean": 0.0, "std": 1.0}},
+            {
+                "name": "x",
+                "dtype": "float32",
+                "shape": [n],
+                "role": "in",
+                "init": {"dist": "normal", "mean": 0.0, "std": 1.0},
+            },
             {"name": "partial", "dtype": "float32", "shape": [blocks], "role": "out"},
             {"name": "ticket", "dtype": "uint32", "shape": [1], "role": "zeros"},
             {"name": "result", "dtype": "float32", "shape": [1], "role": "out"},
         ],
-        "param": [{"name": "args", "kind": "struct", "type": "SumArgs",
-                   "value": {"in": "x", "partial": "partial", "ticket": "ticket", "result": "result", "n": n}}],
+        "param": [
+            {
+                "name": "args",
+                "kind": "struct",
+                "type": "SumArgs",
+                "value": {"in": "x", "partial": "partial", "ticket": "ticket", "result": "result", "n": n},
+            }
+        ],
     }
 
 
@@ -128,8 +218,9 @@ SPECS: dict[str, tuple[str, dict[str, Any], str]] = {
 def spec_text(name: str) -> str:
     """The checked-in file's text for one spec."""
     source, raw, flat = SPECS[name]
-    header = (f"Launch spec of {raw['kernel']['name']} ({source}), written by "
-              "benchmarks.kernels.structs.specs" + (f"; the flat version is {flat}" if flat else ""))
+    header = f"Launch spec of {raw['kernel']['name']} ({source}), written by benchmarks.kernels.structs.specs" + (
+        f"; the flat version is {flat}" if flat else ""
+    )
     return spec_toml(parse_spec(raw, source=name), header=header)
 
 

@@ -26,7 +26,9 @@ HERE = Path(__file__).resolve().parent
 # -O2 on two of them (ptxas -O2 mostly equals -O3: kernels identical to another build's are
 # verified once by the test).
 BUILDS = tuple((arch, level) for arch in ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a") for level in (1, 3)) + (
-    ("sm_86", 2), ("sm_90", 2))
+    ("sm_86", 2),
+    ("sm_90", 2),
+)
 
 
 def sources() -> list[Path]:

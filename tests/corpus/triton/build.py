@@ -44,11 +44,35 @@ def kernels():
         tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
     return [
-        ("rmsnorm", rmsnorm, {"x_ptr": "*fp32", "w_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32",
-                              "eps": "fp32", "BLOCK": "constexpr"}, {"BLOCK": 4096}),
-        ("matmul", matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
-                            "K": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"},
-         {"BM": 128, "BN": 128, "BK": 32}),
+        (
+            "rmsnorm",
+            rmsnorm,
+            {
+                "x_ptr": "*fp32",
+                "w_ptr": "*fp32",
+                "out_ptr": "*fp32",
+                "n_cols": "i32",
+                "eps": "fp32",
+                "BLOCK": "constexpr",
+            },
+            {"BLOCK": 4096},
+        ),
+        (
+            "matmul",
+            matmul,
+            {
+                "a_ptr": "*fp16",
+                "b_ptr": "*fp16",
+                "c_ptr": "*fp32",
+                "M": "i32",
+                "N": "i32",
+                "K": "i32",
+                "BM": "constexpr",
+                "BN": "constexpr",
+                "BK": "constexpr",
+            },
+            {"BM": 128, "BN": 128, "BK": 32},
+        ),
     ]
 
 
@@ -60,8 +84,9 @@ def build(out_dir: Path = HERE / "sm_90") -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, fn, signature, constexprs in kernels():
-        compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
-                                  target=GPUTarget("cuda", 90, 32))
+        compiled = triton.compile(
+            ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=GPUTarget("cuda", 90, 32)
+        )
         path = out_dir / f"{name}.cubin"
         path.write_bytes(compiled.asm["cubin"])
         ptx = out_dir / f"{name}.ptx"  # what Triton handed its ptxas: reorder's PTX input is tested on it
