@@ -670,7 +670,11 @@ def _progress(tally: Tally, elapsed: float) -> None:
 
 
 def commit_here() -> str:
-    """The repository's commit (with '+dirty' when tracked files differ), or '' without git."""
+    """The commit named by REORDER_COMMIT (a frozen export without git, as on the GPU machine),
+    else the repository's commit (with '+dirty' when tracked files differ), or '' without git."""
+    named = os.environ.get("REORDER_COMMIT", "").strip()
+    if named:
+        return named
     try:
         head = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],

@@ -7,6 +7,7 @@ same search runs on the static cost model and every figure is labelled predicted
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import tempfile
 import time
@@ -131,7 +132,7 @@ def optimize(args: OptimizeArgs) -> Report | None:
         _wait(helpers, args.seconds + 300)
         searched = time.monotonic()
         study = _reload(config)
-        report = _conclude(args, code, space, study, scorer, folder)
+        report = _conclude(args, code, space, study, scorer, folder, deadline=started + args.seconds)
         report.notes.append(
             f"phases: search {searched - started:.0f} s (--time {args.seconds:.0f} s); finalists, "
             f"re-check and pruning {time.monotonic() - searched:.0f} s"
@@ -258,7 +259,7 @@ def recheck_first_set() -> int:
     return 1_000_000 + secrets.randbelow(2**30)
 
 
-def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> Report:
+def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, deadline: float = math.inf) -> Report:
     import optuna
 
     trials = study.trials
@@ -307,7 +308,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path) -> R
             return report
         choice, built, final = picked
         if args.contributions:
-            choice, built, final = _prune(args, code.kernel.name, picked, scorer, Path(tmp), report)
+            choice, built, final = _prune(args, code.kernel.name, picked, scorer, Path(tmp), report, deadline)
         report.best_moves = choice.label()
         report.result = final
     after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
@@ -464,15 +465,20 @@ def _final_score(scorer, path: Path, budget_s: float) -> Score:
 MAX_PRUNE_ROUNDS = 3  # each round re-scores the winner without each move: bounded cost
 
 
-def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report):
+def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, deadline: float = math.inf):
     """Backward elimination over the winner's moves: score it without each move; while some
     removal scores no worse, drop the removal that scores best and repeat. A move that does
     not pay is a change with nothing to show for it. The contribution table of the last
     round goes into the report. On a GPU a pruned winner must pass the re-check too; if it
-    fails, the unpruned winner (which passed) stands."""
+    fails, the unpruned winner (which passed) stands. It is an improvement, not a check, so
+    it stops at `deadline` (the end of --time): removals not scored by then are listed as
+    such and the winner found so far stands."""
     choice, built, final = picked
-    for _ in range(MAX_PRUNE_ROUNDS):
-        rows, best = _without_each(args, kernel, choice, final, scorer, tmp)
+    for done in range(MAX_PRUNE_ROUNDS):
+        if time.monotonic() >= deadline:
+            report.notes.append(f"backward elimination stopped at --time after {done} round(s)")
+            break
+        rows, best = _without_each(args, kernel, choice, final, scorer, tmp, deadline)
         report.contributions = rows
         if best is None or best[2].value > final.value:
             break
@@ -490,14 +496,29 @@ def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report):
     return picked
 
 
-def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path):
-    """(contribution rows, the best removal as (move, choice, score, built) or None)."""
+def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path, deadline: float = math.inf):
+    """(contribution rows, the best removal as (move, choice, score, built) or None); the
+    removals are built and scored `--jobs` at a time while `deadline` is ahead."""
     rows, best = [], None
     moves = choice.moves()
     if len(moves) < 2:
         return rows, None
     smaller = [choice.without(family, index) for family, index in moves]
-    for (family, index), less, built in zip(moves, smaller, _build_all(args, kernel, smaller)):
+    step = max(1, args.jobs)
+    for start in range(0, len(moves), step):
+        if time.monotonic() >= deadline:
+            left = len(moves) - start
+            rows.append({"move": f"{left} more move(s)", "without": "not scored: --time reached", "effect": "-"})
+            break
+        chunk = list(zip(moves[start : start + step], smaller[start : start + step]))
+        built_chunk = _build_all(args, kernel, [less for _, less in chunk])
+        best = _score_removals(args, choice, final, scorer, tmp, chunk, built_chunk, rows, best)
+    return rows, best
+
+
+def _score_removals(args, choice: Choice, final: Score, scorer, tmp: Path, chunk, builds, rows: list, best):
+    """Score each removal of one chunk, append its contribution row; the best removal so far."""
+    for ((family, index), less), built in zip(chunk, builds):
         score, why = _score_built(
             built, tmp / f"without_{family}_{index}.cubin", lambda path: _final_score(scorer, path, args.final_budget_s)
         )
@@ -513,4 +534,4 @@ def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: 
         )
         if score and (best is None or score.value < best[2].value):
             best = (label, less, score, built)
-    return rows, best
+    return best

@@ -566,6 +566,27 @@ def test_11_the_winner_loses_the_moves_that_do_not_pay(tmp_path: Path) -> None:
     assert len(scorer.scored) == 1 + 3 + 2  # the winner, its 3 removals, then the lean one's 2
 
 
+def test_11_pruning_stops_at_the_end_of_time(tmp_path: Path) -> None:
+    """Fuzz seed 4 on the GPU host: `optimize --budget 1 --time 20s` ran past 30 s (10 cases),
+    all of it in the backward elimination after the search. Pruning is an improvement, not a
+    check: past --time's end it scores nothing more, says so, and the winner so far stands."""
+    from reorder.optimize import OptimizeArgs, _prune
+    from reorder.report.markdown import Report
+    from reorder.build.space import Choice, build_candidate
+
+    cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
+    kernel = "saxpy_grid_stride"
+    full, lean = Choice(load_batches=(0, 1), stall_cuts=(0,)), Choice(load_batches=(0,), stall_cuts=(0,))
+    built = {c: build_candidate(str(cubin), kernel, False, c) for c in (full, lean)}
+    scorer = _ScoresByBytes({built[full].data: 0.90, built[lean].data: 0.85}, other=0.97)
+    args = OptimizeArgs(cubin, tmp_path / "o.cubin", kernel, None, 1, 60.0, 1, None, "warm", "cpu", False, 0)
+    report = Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
+    winner = scorer.score(_written(tmp_path, built[full]))
+    picked = (full, built[full], winner)
+    assert _prune(args, kernel, picked, scorer, tmp_path, report, deadline=time.monotonic() - 1) == picked
+    assert len(scorer.scored) == 1 and "backward elimination stopped at --time after 0 round(s)" in report.notes
+
+
 def _written(tmp_path: Path, built) -> Path:
     path = tmp_path / "winner.cubin"
     path.write_bytes(built.data)

@@ -457,8 +457,9 @@ def _optimize():
         p.add_argument(
             "--time",
             default="30m",
-            help="wall-clock limit of the search phase, e.g. 90s, 10m, 1h; the finalists' timing, the "
-            "winner's re-check and pruning come after it (the report gives each phase's duration)",
+            help="wall-clock limit of the search and of the pruning of the winner's moves, e.g. 90s, 10m, 1h; "
+            "the finalists' timing and the winner's re-check always run after it (the report gives each phase's "
+            "duration)",
         )
         p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
         p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")

@@ -1,6 +1,8 @@
 """gpu_build/structs3: the structs build with only what call 2 did not measure (the CFO/TA pair, k100's searches)."""
+
 import json, shutil
 from pathlib import Path
+
 src, dst = Path("/work/main/gpu_build/structs"), Path("/work/main/gpu_build/structs3")
 shutil.rmtree(dst, ignore_errors=True)
 shutil.copytree(src, dst)
