@@ -462,6 +462,26 @@ def _draw(csv_path: Path) -> None:
         print(f"loops_gpu: heatmaps not drawn ({error_line(exc)}); the rows are in {csv_path}", file=sys.stderr)
 
 
+def picked(manifest: dict, cells: str, kernels: str) -> dict:
+    """The manifest narrowed to the cells (N:rows:BLOCK:warps, or 'none') and suite kernels
+    asked for, so a run cut by its deadline can be finished by another; ValueError names
+    what the build does not have."""
+    out = dict(manifest)
+    if cells:
+        wanted = set() if cells == "none" else {tuple(int(v) for v in c.split(":")) for c in cells.split(",")}
+        have = {(w["n"], w["rows"], w["block"], w["warps"]) for w in manifest["cells"]}
+        if wanted - have:
+            raise ValueError(f"cells not in the build: {sorted(wanted - have)}")
+        out["cells"] = [w for w in manifest["cells"] if (w["n"], w["rows"], w["block"], w["warps"]) in wanted]
+    if kernels:
+        names = set(kernels.split(","))
+        missing = names - {r["kernel"] for r in manifest.get("suite", [])}
+        if missing:
+            raise ValueError(f"suite kernels not in the build: {sorted(missing)}")
+        out["suite"] = [r for r in manifest.get("suite", []) if r["kernel"] in names]
+    return out
+
+
 def interleaved(cells: list[dict]) -> list[dict]:
     """Cells round-robin over (BLOCK, num_warps), so a deadline skips a few cells of each
     config rather than every cell of the last one."""
@@ -482,6 +502,12 @@ def main(argv=None) -> int:
     p.add_argument("--screen", type=float, default=0.3, help="seconds of paired timing per screened variant")
     p.add_argument("--final", type=float, default=1.0, help="seconds of paired timing, best against best")
     p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
+    p.add_argument(
+        "--cells",
+        default="",
+        help="comma list of N:rows:BLOCK:warps cells to run (default: all); 'none' runs the suite part alone",
+    )
+    p.add_argument("--kernels", default="", help="comma list of suite kernels (default: every one built)")
     args = p.parse_args(argv)
     started = time.monotonic()
     manifest_path = args.build / "manifest.json"
@@ -489,6 +515,11 @@ def main(argv=None) -> int:
         print(f"loops_gpu: {manifest_path} not found (build it with python -m benchmarks.loops_build)", file=sys.stderr)
         return 2
     manifest = json.loads(manifest_path.read_text())
+    try:
+        manifest = picked(manifest, args.cells, args.kernels)
+    except ValueError as exc:
+        print(f"loops_gpu: {exc}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     device = Dry() if args.dry_run else Live()
     try:

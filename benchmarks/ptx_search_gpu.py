@@ -383,6 +383,7 @@ def main(argv=None) -> int:
     p.add_argument("--screen", type=float, default=0.3, help="seconds of paired timing per candidate and shape")
     p.add_argument("--final", type=float, default=1.0, help="seconds of paired timing for each winner")
     p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
+    p.add_argument("--kernels", default="", help="comma list: only these kernels of the build (a run that resumes)")
     args = p.parse_args(argv)
     started = time.monotonic()
     manifest_path = args.build / "manifest.json"
@@ -393,6 +394,13 @@ def main(argv=None) -> int:
         )
         return 2
     manifest = json.loads(manifest_path.read_text())
+    wanted = [k for k in args.kernels.split(",") if k]
+    unknown = sorted(set(wanted) - {r["kernel"] for r in manifest["kernels"]})
+    if unknown:
+        print(f"ptx_search_gpu: not in the build: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    if wanted:
+        manifest["kernels"] = [r for r in manifest["kernels"] if r["kernel"] in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
     device = Dry() if args.dry_run else Live()
     try:

@@ -78,3 +78,20 @@ def test_dry_run_walks_every_step(tmp_path):
     assert len({r["point"] for r in swept}) > 1 and (out / "heatmaps.png").is_file() and (out / "medians.png").is_file()
     assert "| rms_norm_f32 | p | warm |" in summary
     assert loops_gpu.main(["--build", str(tmp_path / "none"), "--out", str(out), "--dry-run"]) == 2
+
+
+def test_picked_narrows_cells_and_kernels_and_names_what_is_missing():
+    manifest = {
+        "cells": [
+            {"n": 4096, "rows": 16, "block": 512, "warps": 4},
+            {"n": 8192, "rows": 1024, "block": 1024, "warps": 8},
+        ],
+        "suite": [{"kernel": "find_index"}, {"kernel": "spmv_csr_vector"}],
+    }
+    only = loops_gpu.picked(manifest, "8192:1024:1024:8", "spmv_csr_vector")
+    assert only["cells"] == manifest["cells"][1:] and only["suite"] == manifest["suite"][1:]
+    assert loops_gpu.picked(manifest, "none", "")["cells"] == [] and loops_gpu.picked(manifest, "", "") == manifest
+    with pytest.raises(ValueError, match="cells not in the build"):
+        loops_gpu.picked(manifest, "1:2:3:4", "")
+    with pytest.raises(ValueError, match="suite kernels not in the build"):
+        loops_gpu.picked(manifest, "", "nope")

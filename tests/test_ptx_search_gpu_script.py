@@ -63,6 +63,19 @@ def test_dry_run_walks_every_step(tmp_path):
     assert ptx_search_gpu.main(["--build", str(tmp_path / "none"), "--out", str(out), "--dry-run"]) == 2
 
 
+def test_kernels_picks_what_a_cut_run_left_and_refuses_an_unknown_one(tmp_path, capsys):
+    build, out = tmp_path / "build", tmp_path / "out"
+    build.mkdir()
+    _manifest(build)
+    assert (
+        ptx_search_gpu.main(["--build", str(build), "--out", str(out), "--dry-run", "--kernels", "rms_norm_f32"]) == 0
+    )
+    final = list(csv.DictReader((out / "ptx_search_final.csv").open()))
+    assert [(r["kernel"], r["shape"]) for r in final] == [("rms_norm_f32", "spec")]
+    assert ptx_search_gpu.main(["--build", str(build), "--out", str(out), "--dry-run", "--kernels", "nope"]) == 2
+    assert "not in the build: nope" in capsys.readouterr().err
+
+
 def test_the_builder_lists_ptx_variants_with_sass_families_and_the_sass_seeds():
     cands = ptx_search_build.candidates("rmsnorm_triton_style", True, cap=2)
     assert [n for n, _, _ in cands] == [
