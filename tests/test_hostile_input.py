@@ -474,12 +474,12 @@ def test_9_optimize_refuses_a_folder_output_before_the_search(tmp_path: Path, ca
 
 
 def test_9_time_names_the_phases_it_bounds(tmp_path: Path, capsys) -> None:
-    """`--time 5m` ran about 10 minutes: it bounds the search; the help says what comes after
-    it and the report gives each phase's duration."""
+    """`--time 5m` ran about 10 minutes: it bounds the search and the pruning; the help says
+    what runs after it and the report gives each phase's duration."""
     from reorder.cli.main import build_parser
 
     help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["optimize"].format_help().split())
-    assert "wall-clock limit of the search phase" in help_text and "come after it" in help_text
+    assert "wall-clock limit of the search and of the pruning" in help_text and "always run after it" in help_text
     cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     out = tmp_path / "fast.cubin"
     assert (
