@@ -192,6 +192,8 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) 
             "--search-only",
             "--worker-index",
             str(i),
+            "--parent-pid",
+            str(os.getpid()),
         ]
         cmd += ["--launch", str(args.launch)] if args.launch else []
         cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]

@@ -376,6 +376,39 @@ def test_8_kill_9_takes_the_search_workers_and_the_next_run_cleans_up(tmp_path: 
     assert not list(scratch.glob("run-*"))
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_8_kill_9_while_the_helper_search_still_imports_takes_it_too(tmp_path: Path) -> None:
+    """The helper search process learns its starter's pid from its command line. It used to
+    ask getppid() once its imports were done: a starter killed before then had left it
+    reparented, it watched its new parent and searched on alone (CI saw it once)."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(tmp_path / "scratch"))
+    command = [sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin")]
+    command += ["--device", "cpu", "--jobs", "1", "--workers", "2", "--budget", "60", "--assume-noalias"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    helpers: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None and not helpers:
+        time.sleep(0.02)
+        helpers = {p for p in _children(proc.pid) if "--search-only" in _cmdline(p)}
+    assert helpers, "optimize never started its helper search process"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in helpers):
+        time.sleep(0.25)
+    survivors = [p for p in helpers if _alive(p)]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, "the helper search outlived the optimize that started it"
+
+
 def test_8_sigterm_unwinds_and_removes_the_run_folder(tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))

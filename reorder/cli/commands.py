@@ -494,6 +494,7 @@ def _optimize():
         )
         p.add_argument("--search-only", action="store_true", help=argparse.SUPPRESS)
         p.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+        p.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
 
     def run(args: argparse.Namespace) -> int:
         from pathlib import Path
@@ -509,7 +510,9 @@ def _optimize():
 
             from reorder.base.lifetime import watch_parent
 
-            watch_parent(os.getppid())
+            # the pid its starter passed, not getppid(): a starter killed while this helper was
+            # still importing has left it reparented, and getppid() would name the new parent
+            watch_parent(args.parent_pid or os.getppid())
         ptx = _optimize_ptx(args)
         optimize(
             OptimizeArgs(
