@@ -24,7 +24,7 @@ from reorder.sass.model import decode_kernel
 from reorder.report.sassdiff import sass_diff
 from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
-from reorder.build.space import Choice, build_candidate, search_space
+from reorder.build.space import Choice, build_cached, search_space
 from reorder.base.files import write_atomic
 
 FINALISTS = 3
@@ -54,6 +54,7 @@ class OptimizeArgs:
     timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
     compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptx.compile)
     check_launches: tuple[Path, ...] = ()  # more launch specs the winner must serve (each batch size)
+    build_cache: str | None = None  # this run's folder of built candidates (build_cached)
     recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check
     ptx: Path | None = None  # the PTX the cubin was compiled from: the search then spans both levels
     ptx_level: PtxLevel | None = None  # set by optimize() from `ptx`
@@ -108,6 +109,7 @@ def optimize(args: OptimizeArgs) -> Report | None:
     storage = args.storage or _default_storage(folder, args.workers)
     helpers = [] if args.search_only else _start_helpers(args, kernel, on_gpu, storage)
     with contextlib.ExitStack() as stack:
+        args = replace(args, build_cache=stack.enter_context(tempfile.TemporaryDirectory(prefix="reorder-builds-")))
         scorer = _scorer(args, kernel, on_gpu, stack)
         config = SearchConfig(
             args.cubin,
@@ -120,6 +122,7 @@ def optimize(args: OptimizeArgs) -> Report | None:
             study_name_for(args.cubin, kernel, args.noalias, on_gpu, args.ptx_level),
             args.seed + args.worker_index,
             ptx=args.ptx_level,
+            build_cache=args.build_cache,
         )
         if not args.search_only:
             _say(f"study {config.study_name} in {storage} ({args.workers} worker(s))")
@@ -452,9 +455,12 @@ def _build_all(args, kernel: str, choices: list[Choice]) -> list:
     from reorder.base.lifetime import parallel
 
     if len(choices) <= 1 or args.jobs <= 1:
-        return [build_candidate(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices]
+        return [
+            build_cached(args.build_cache, str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices
+        ]
     return parallel(min(args.jobs, len(choices)))(
-        delayed(build_candidate)(str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices
+        delayed(build_cached)(args.build_cache, str(args.cubin), kernel, args.noalias, c, args.ptx_level)
+        for c in choices
     )
 
 

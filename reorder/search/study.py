@@ -24,7 +24,7 @@ from pathlib import Path
 
 from reorder.build import ptxlevel
 from reorder.search.scoring import Rejected, Score, Scorer
-from reorder.build.space import MAX_SWAPS, Built, Choice, SearchSpace, build_candidate
+from reorder.build.space import MAX_SWAPS, Built, Choice, SearchSpace, build_cached
 
 PRUNED_PER_TRIAL = 2  # pruned trials allowed per budgeted one (+ PRUNED_SLACK): a tiny or
 PRUNED_SLACK = 10  # mostly illegal space ends the run instead of building until --time
@@ -48,6 +48,7 @@ class SearchConfig:
     heartbeat_s: int = HEARTBEAT_S
     grace_s: int = GRACE_S
     ptx: ptxlevel.PtxLevel | None = None  # the PTX at hand: candidates may be PTX moves first
+    build_cache: str | None = None  # the run's folder of built candidates (space.build_cached)
 
 
 def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S):
@@ -276,7 +277,9 @@ def run_search(
             beat.beat()
             choices = [suggest(t, space) for t in trials]
             built = parallel(config.jobs)(  # workers that die with this process (reorder.base.lifetime)
-                delayed(build_candidate)(str(config.cubin), config.kernel, config.noalias, c, config.ptx)
+                delayed(build_cached)(
+                    config.build_cache, str(config.cubin), config.kernel, config.noalias, c, config.ptx
+                )
                 for c in choices
             )
             for trial, choice, b in zip(trials, choices, built):
