@@ -129,3 +129,26 @@ def test_a_fresh_study_starts_with_the_single_move_seeds(tmp_path, space):
     assert values == sorted(values)
     shas = [t.user_attrs.get("sha256") for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(ranked) == min(3, len(set(shas)))
+
+
+def test_a_candidate_built_once_in_a_run_is_not_built_again(tmp_path, monkeypatch):
+    """The finalists are the search's own trials: their bytes come from the run's build folder
+    (the same bytes, not a second build); another choice or another cubin is built anew."""
+    from reorder.build import space as space_module
+
+    choice = space_module.Choice(stall_cuts=(0,))
+    fresh = space_module.build_candidate(str(CUBIN), KERNEL, True, choice)
+    assert fresh.data is not None
+    calls = []
+    real = space_module.build_candidate
+    monkeypatch.setattr(space_module, "build_candidate", lambda *a: calls.append(a) or real(*a))
+    cache = str(tmp_path / "builds")
+    first = space_module.build_cached(cache, str(CUBIN), KERNEL, True, choice)
+    again = space_module.build_cached(cache, str(CUBIN), KERNEL, True, choice)
+    assert first == again == fresh and len(calls) == 1
+    space_module.build_cached(cache, str(CUBIN), KERNEL, False, choice)  # another alias assumption
+    copy = tmp_path / "other.cubin"
+    copy.write_bytes(CUBIN.read_bytes() + b"\0")  # other bytes (an appended byte still reads)
+    space_module.build_cached(cache, str(copy), KERNEL, True, choice)
+    assert len(calls) == 3
+    assert space_module.build_cached(None, str(CUBIN), KERNEL, True, choice) == fresh and len(calls) == 4
