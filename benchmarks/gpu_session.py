@@ -51,7 +51,9 @@ def _suite_cubin(kernel: str) -> Path:
 
 def _bisect_variants(out: Path) -> list[dict]:
     """The batch-loads result and its parts, to locate a step that breaks on hardware."""
+    from reorder.analysis.cfg import basic_blocks
     from reorder.moves import core as moves
+    from reorder.moves.blocks import apply_renames
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import apply_each, batch_loads
     from reorder.sass.model import decode_kernel
@@ -73,14 +75,14 @@ def _bisect_variants(out: Path) -> list[dict]:
         patch_kernel(cubin, code.kernel, code.instructions, full.after.kernel.regcount),
         f"original code, REGCOUNT {code.kernel.regcount} -> {full.after.kernel.regcount}",
     )
-    for move in moves.LoadBatch.instances(code, noalias=True):
+    for move in moves.LoadBatch.instances(code, moves.MoveOptions(noalias=True)):
         one = apply_each(code, [move])
         if one.applied:
             add(f"batch_block{move.block_start}", one.data, "; ".join(one.summary()[:5]))
-            block = next(b for b in moves.basic_blocks(code.instructions) if b.start == move.block_start)
+            block = next(b for b in basic_blocks(code.instructions) if b.start == move.block_start)
             plan = moves._plan_hoists(code, block, move.max_loads, True)
             if plan and plan[1]:
-                renamed = moves._apply_renames(code, plan[1], plan[2])
+                renamed = apply_renames(code, plan[1], plan[2])
                 add(f"rename_block{move.block_start}", renamed.cubin.data, "renamed registers only, original order")
     return entries
 

@@ -69,3 +69,9 @@ def corpus(corpus_dir) -> list:
         cubin = read_cubin(path)
         out += [(cubin, decode_kernel(cubin, k.name)) for k in cubin.kernels]
     return out
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The corpus-wide sweeps (marked slow) first: xdist hands tests out in this order, and a
+    40 s sweep handed out last leaves the other core idle while it runs."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

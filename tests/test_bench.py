@@ -3,6 +3,8 @@ the CSV labels it predicted, and the heatmap and bar chart are drawn."""
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +21,7 @@ def test_suite_lists_every_kernel_with_its_grid():
         assert k.cubin.exists() and k.spec.exists() and k.points
 
 
+@pytest.mark.slow
 def test_one_point_on_the_static_model(tmp_path):
     (rms,) = [k for k in load_suite(SUITE)[0] if k.name == "rmsnorm_triton_style"]
     one = BenchKernel(rms.name, rms.cubin, rms.spec, True, 2, 120.0, ({"rows": 16},))

@@ -211,6 +211,7 @@ def _cycles(instructions, producer: int, consumer: int) -> int:
     return sum(ins.ctrl.stall for ins in instructions[offsets.index(producer) : offsets.index(consumer)])
 
 
+@pytest.mark.slow
 def test_every_mutant_of_a_heldout_kernel_is_rejected_by_the_tables(heldout_kernels) -> None:
     """A stall cut one cycle below the tables (the new exact pairs included) and every
     dropped or swapped scoreboard is rejected, naming the broken pair; the few stall cuts

@@ -82,6 +82,7 @@ def _normalize(text: str) -> str:
     return " ".join(text.replace(",", " ").split())
 
 
+@pytest.mark.slow
 def test_instruction_text_matches_nvdisasm(corpus, corpus_dir):
     listings = {p: _nvdisasm_listing(p) for p in corpus_files(corpus_dir)}
     checked = 0

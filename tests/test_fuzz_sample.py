@@ -23,6 +23,7 @@ SAMPLE_CASES = 2000
 SLICES = 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(SLICES))
 def test_fuzz_sample_finds_nothing(part: int) -> None:
     tally = run(SAMPLE_CASES // SLICES, seed=0, workers=2, timeout=60, first=1000 * part)

@@ -3,6 +3,8 @@ what `reorder disasm` shows; random legal orders all schedule into verified code
 
 from __future__ import annotations
 
+import pytest
+
 import re
 import subprocess
 import sys
@@ -38,6 +40,7 @@ def _canonical(ins) -> tuple:
     return (_erase_numbers(ins.guard), ins.opcode, tuple(_erase_numbers(o) for o in ins.operands))
 
 
+@pytest.mark.slow
 def test_stall_cut_verifies_and_keeps_every_instruction(corpus):
     removed = total = 0
     for cubin, code in corpus:
@@ -53,6 +56,7 @@ def test_stall_cut_verifies_and_keeps_every_instruction(corpus):
     assert removed > 0.02 * total, (removed, total)
 
 
+@pytest.mark.slow
 def test_swaps_verify_and_keep_the_multiset(corpus):
     done = 0
     for cubin, code in corpus[::3]:
@@ -90,6 +94,7 @@ def test_load_batch_on_rmsnorm_verifies_renames_and_shows_in_disasm(tmp_path):
     assert [ln.split(None, 2)[2] for ln in lines] == [f"{i.text} ;" for i in out.after.instructions]
 
 
+@pytest.mark.slow
 def test_load_batch_without_noalias_never_passes_a_store(corpus):
     for cubin, code in corpus[::4]:
         out = batch_loads(code, noalias=False)
@@ -151,3 +156,23 @@ def test_noalias_for_listed_parameters_only():
     assert any("hoisted above a store" in n for n in out_buffer.notes)
     assert not any("store" in n for n in scalar_only.notes)
     assert verify_kernel(out_buffer.after).ok
+
+
+def test_every_family_has_the_one_move_shape(corpus):
+    """reorder.moves.protocol: instances(code, options), name, blocks, apply; the build's
+    families are the registry's, and block ranges in the options narrow every family."""
+    from reorder.moves.families import FAMILIES
+    from reorder.moves.protocol import Move, MoveOptions
+
+    names = set()
+    for family in FAMILIES:
+        names.add(family.name)
+        for cubin, code in corpus[:12]:
+            everywhere = family.instances(code, MoveOptions(noalias=True))
+            assert all(isinstance(m, Move) and m.name == family.name and m.blocks for m in everywhere)
+            if everywhere:
+                first = code.instructions[everywhere[0].blocks[0]].offset
+                narrowed = family.instances(code, MoveOptions(noalias=True, ranges=((first, first + 16),)))
+                assert narrowed and len(narrowed) <= len(everywhere)
+                assert not family.instances(code, MoveOptions(noalias=True, ranges=((1 << 40, 1 << 41),)))
+    assert names == {"stall_cut", "swap", "load_batch", "slice_batch"}

@@ -80,6 +80,7 @@ def release_ptx() -> list[Path]:
     return found
 
 
+@pytest.mark.slow
 @needs_ptxas
 def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(release_ptx, tmp_path):
     built = 0

@@ -15,6 +15,7 @@ from legality.verify import verify_kernel
 from reorder.analysis.cfg import basic_blocks
 from reorder.analysis.costmodel import kernel_cycles
 from reorder.binary.cubin import read_cubin
+from reorder.moves.protocol import MoveOptions
 from reorder.base.errors import EncodingError
 from reorder.analysis.liveness import live_out
 from reorder.build.pipeline import apply_each, batch_loads
@@ -173,13 +174,14 @@ def test_register_limited_warps():
     assert register_limited_warps(255) == 8
 
 
+@pytest.mark.slow
 def test_slice_batch_over_the_corpus(corpus):
     """Each instance on its own: verified, same multiset, same block semantics."""
     done = 0
     for cubin, code in corpus[::4]:
         if not code.kernel.is_entry:
             continue
-        for move in SliceBatch.instances(code, noalias=True)[:2]:
+        for move in SliceBatch.instances(code, MoveOptions(noalias=True))[:2]:
             out = apply_each(code, [move])
             if out.applied:
                 _check(code, out)
@@ -192,6 +194,6 @@ def test_slice_batch_over_the_suite(path):
     """The first two instances of each suite kernel, applied together (rmsnorm: above)."""
     cubin = read_cubin(path)
     code = decode_kernel(cubin, cubin.kernels[0].name)
-    out = apply_each(code, SliceBatch.instances(code, noalias=True)[:2])
+    out = apply_each(code, SliceBatch.instances(code, MoveOptions(noalias=True))[:2])
     assert not out.skipped
     _check(code, out)

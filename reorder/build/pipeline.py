@@ -15,6 +15,7 @@ from reorder.analysis.costmodel import kernel_cycles, stall_cycles
 from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import EncodingError, LegalityError, NotApplicable
 from reorder.moves.core import LoadBatch, StallCut
+from reorder.moves.protocol import Move, MoveOptions
 from reorder.sass.model import KernelCode, decode_kernel
 from reorder.moves.slicebatch import SliceBatch
 
@@ -61,7 +62,7 @@ def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
     return written, cand
 
 
-def apply_each(code: KernelCode, moves: list) -> Outcome:
+def apply_each(code: KernelCode, moves: list[Move]) -> Outcome:
     current = code
     applied, skipped, notes, moved, inapplicable = [], [], [], 0, []
     for move in moves:
@@ -71,8 +72,7 @@ def apply_each(code: KernelCode, moves: list) -> Outcome:
             inapplicable.append(f"{move.name}: {exc}")
             continue
         except (LegalityError, EncodingError) as exc:
-            where = getattr(move, "block_start", None)
-            where = where if where is not None else getattr(move, "block_starts", "?")
+            where = move.blocks[0] if len(move.blocks) == 1 else move.blocks
             skipped.append(f"{move.name} @ block {where}: {str(exc).splitlines()[0]}")
             continue
         applied.append(move.name)
@@ -85,7 +85,7 @@ def apply_each(code: KernelCode, moves: list) -> Outcome:
 
 def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> Outcome:
     """Every block with slack in one step; block by block only if that step is rejected."""
-    moves = StallCut.instances(code, ranges)
+    moves = StallCut.instances(code, MoveOptions(ranges=tuple(ranges or ())))
     if not moves:
         return apply_each(code, [])
     together = apply_each(code, [StallCut.merged(moves)])
@@ -102,13 +102,14 @@ def batch_loads(
     plain hoisting (LoadBatch, under the same rule) on the kernel as it then stands.
     `extra_registers` caps how far a slice batch may raise REGCOUNT."""
     if not slices:
-        return apply_each(code, LoadBatch.instances(code, noalias))
+        return apply_each(code, LoadBatch.instances(code, MoveOptions(noalias=noalias)))
     steps: list[Outcome] = []
     current = code
-    for move in SliceBatch.instances(code, noalias, extra_registers=extra_registers):
+    options = MoveOptions(noalias=noalias, extra_registers=extra_registers)
+    for move in SliceBatch.instances(code, options):
         step = _kept(current, apply_each(current, [move]))
         if not step.applied:
-            fallback = [m for m in LoadBatch.instances(current, noalias) if m.block_start == move.block_start]
+            fallback = [m for m in LoadBatch.instances(current, options) if m.blocks == move.blocks]
             step = _merged(current, [step, _kept(current, apply_each(current, fallback))])
         steps.append(step)
         current = step.after

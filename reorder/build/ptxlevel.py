@@ -26,6 +26,7 @@ from reorder.analysis.costmodel import kernel_cycles
 from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import InputError, ReorderError
 from reorder.moves.core import LoadBatch, StallCut
+from reorder.moves.protocol import MoveOptions as SassOptions  # the PTX kinds' MoveOptions is another
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxcandidate import read_ptx, verdict
 from reorder.ptx.model import Module, parse_module
@@ -213,9 +214,9 @@ def apply_families(code: KernelCode, combo: str, noalias: bool) -> Outcome:
         raise InputError(f"SASS families {combo!r}: expected a combination of sb, lb, sc")
     steps: list = []
     if "sb" in families:
-        steps += SliceBatch.instances(code, noalias)
+        steps += SliceBatch.instances(code, SassOptions(noalias=noalias))
     if "lb" in families:
-        steps += LoadBatch.instances(code, noalias)
+        steps += LoadBatch.instances(code, SassOptions(noalias=noalias))
     cuts = StallCut.instances(code) if "sc" in families else []
     if cuts:
         steps.append(StallCut.merged(cuts))

@@ -20,6 +20,7 @@ from pathlib import Path
 from reorder.binary.cubin import read_cubin
 from reorder.base.errors import ReorderError
 from reorder.moves.core import LoadBatch, StallCut, Swap
+from reorder.moves.protocol import MoveOptions
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.ptx.registry import Pick
 from reorder.build.ptxlevel import PtxLevel
@@ -100,11 +101,12 @@ class Choice:
 
 
 def search_space(code: KernelCode, noalias: bool) -> SearchSpace:
+    options = MoveOptions(noalias=noalias)
     return SearchSpace(
-        tuple(LoadBatch.instances(code, noalias)),
-        tuple(StallCut.instances(code)),
-        tuple(Swap.instances(code)),
-        tuple(SliceBatch.instances(code, noalias)),
+        tuple(LoadBatch.instances(code, options)),
+        tuple(StallCut.instances(code, options)),
+        tuple(Swap.instances(code, options)),
+        tuple(SliceBatch.instances(code, options)),
     )
 
 

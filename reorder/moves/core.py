@@ -1,39 +1,26 @@
-"""Moves: named, parameterized transformations that list their own legal instances.
-
-Every move works inside one basic block, leaves branches, barriers and unknown opcodes
-where they are, and hands the new order to `reorder.moves.schedule` for control codes. A move
-returns a `Candidate`; callers check it with `legality.verify` before writing it.
+"""The move families that keep a block's instructions (StallCut, Swap) or move its loads
+alone (LoadBatch); SliceBatch, which moves loads with their address slices, is in
+`slicebatch`. Each has the shape `reorder.moves.protocol` describes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from legality.barriers import load_rules
 from legality.graph import dependency, memory_conflict
 from reorder.analysis.buffers import address_parameters
-from reorder.analysis.cfg import Block, basic_blocks, movable_blocks
-from reorder.binary.cubin import RESERVED_REGISTERS
-from reorder.base.errors import LegalityError, NotApplicable
-from reorder.sass.rename import OperandRename, rename_instructions
-from reorder.sass.model import Instruction, KernelCode
-from reorder.moves.schedule import schedule_block
+from reorder.analysis.cfg import Block, movable_blocks
 from reorder.analysis.webs import BlockWebs, analyse_block, guarded_live_out, web_renames
-from reorder.sass.writer import patch_kernel
+from reorder.base.errors import LegalityError, NotApplicable
+from reorder.binary.cubin import RESERVED_REGISTERS
+from reorder.moves.blocks import apply_renames, block_at, declared_parameters, is_hoistable_load, stall_sum
+from reorder.moves.protocol import Candidate, MoveOptions, Noalias
+from reorder.moves.schedule import schedule_block
+from reorder.sass.model import Instruction, KernelCode
+from reorder.sass.rename import OperandRename
 
-
-@dataclass(frozen=True)
-class Candidate:
-    """A transformed kernel: its instructions (in new order), register count and notes."""
-
-    code: KernelCode  # the kernel the instructions belong to (after any renaming)
-    instructions: tuple[Instruction, ...]
-    regcount: int
-    notes: tuple[str, ...] = ()
-    moved: int = 0
-
-    def cubin_bytes(self) -> bytes:
-        return patch_kernel(self.code.cubin, self.code.kernel, self.instructions, self.regcount)
+__all__ = ["Candidate", "LoadBatch", "MoveOptions", "Noalias", "StallCut", "Swap"]
 
 
 @dataclass(frozen=True)
@@ -44,16 +31,20 @@ class StallCut:
     name: str = field(default="stall_cut", init=False)
 
     @staticmethod
-    def instances(code: KernelCode, ranges: list[tuple[int, int]] | None = None) -> list[StallCut]:
+    def instances(code: KernelCode, options: MoveOptions = MoveOptions()) -> list[StallCut]:
         """One instance per block that has slack: a fixed-latency instruction stalling more than 1."""
         out = []
         for b in movable_blocks(code.instructions):
             block = code.instructions[b.start : b.end]
-            if ranges and not any(lo <= block[0].offset < hi for lo, hi in ranges):
+            if not options.covers(block[0].offset):
                 continue
             if any(i.ctrl.stall > 1 and i.known and not i.is_barrier and not i.is_variable_latency for i in block):
                 out.append(StallCut((b.start,)))
         return out
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return self.block_starts
 
     @staticmethod
     def merged(moves: list[StallCut]) -> StallCut:
@@ -63,9 +54,9 @@ class StallCut:
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
         new = instructions
         for start in self.block_starts:
-            block = _block_at(new, start)
+            block = block_at(new, start)
             cut = schedule_block(new, block.start, block.end, list(block.indices()), code.arch, keep_reuse=True)
-            if _stalls(cut) < _stalls(new):  # the greedy schedule can lose to the compiler's: keep the better
+            if stall_sum(cut) < stall_sum(new):  # the greedy schedule can lose to the compiler's: keep the better
                 new = cut
         return Candidate(code, new, code.kernel.regcount)
 
@@ -77,14 +68,20 @@ class Swap:
     index: int
     name: str = field(default="swap", init=False)
 
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return (self.index,)  # an index inside the block (the block is found when applied)
+
     @staticmethod
-    def instances(code: KernelCode) -> list[Swap]:
+    def instances(code: KernelCode, options: MoveOptions = MoveOptions()) -> list[Swap]:
         """Adjacent independent pairs, except next to a barrier that keeps its neighbours
         (legality.barriers): the verifier would reject the swap, so no trial is spent on it."""
         out = []
         ins = code.instructions
         kept = load_rules(code.arch).keeps_neighbours
         for b in movable_blocks(ins):
+            if not options.covers(ins[b.start].offset):
+                continue
             for i in range(b.start, b.end - 1):
                 a, c = ins[i], ins[i + 1]
                 beside_kept = (i > 0 and kept(ins[i - 1])) or (i + 2 < len(ins) and kept(ins[i + 2]))
@@ -93,7 +90,7 @@ class Swap:
         return out
 
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
-        block = _block_at(instructions, self.index)
+        block = block_at(instructions, self.index)
         if self.index + 1 >= block.end or dependency(instructions[self.index], instructions[self.index + 1]):
             raise NotApplicable(f"instructions {self.index} and {self.index + 1} are no longer independent")
         order = list(block.indices())
@@ -115,12 +112,19 @@ class LoadBatch:
     noalias: Noalias = False
     name: str = field(default="load_batch", init=False)
 
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return (self.block_start,)
+
     @staticmethod
-    def instances(code: KernelCode, noalias: Noalias = False) -> list[LoadBatch]:
+    def instances(code: KernelCode, options: MoveOptions = MoveOptions()) -> list[LoadBatch]:
         """Blocks where at least one load can move up (the hoisting plan is found, not guessed)."""
         out = []
+        noalias = options.noalias
         for b in movable_blocks(code.instructions):
-            loads = [i for i in b.indices() if _is_hoistable_load(code.instructions[i])]
+            if not options.covers(code.instructions[b.start].offset):
+                continue
+            loads = [i for i in b.indices() if is_hoistable_load(code.instructions[i])]
             if loads and _plan_hoists(code, b, LoadBatch.max_loads, noalias) is not None:
                 out.append(LoadBatch(b.start, noalias=noalias))
         return out
@@ -128,41 +132,21 @@ class LoadBatch:
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
         if instructions is not code.instructions:
             raise LegalityError("LoadBatch applies to a freshly decoded kernel")
-        block = _block_at(instructions, self.block_start)
+        block = block_at(instructions, self.block_start)
         plan = _plan_hoists(code, block, self.max_loads, self.noalias)
         if plan is None:
             raise NotApplicable(f"no load of block {self.block_start} can move")
         order, renames, regcount, notes = plan
-        renamed = _apply_renames(code, renames, regcount)
+        renamed = apply_renames(code, renames, regcount)
         new = schedule_block(renamed.instructions, block.start, block.end, order, code.arch)
         moved = sum(1 for k, i in enumerate(order) if i != block.start + k)
         return Candidate(renamed, new, regcount, tuple(notes), moved)
 
 
-def _stalls(instructions: tuple[Instruction, ...]) -> int:
-    return sum(i.ctrl.stall for i in instructions)
-
-
-def _block_at(instructions: tuple[Instruction, ...], index: int) -> Block:
-    return next(b for b in basic_blocks(instructions) if b.start <= index < b.end)
-
-
-def _is_hoistable_load(ins: Instruction) -> bool:
-    return ins.base in ("LDG", "LDS", "LDC", "LD", "LDL") and ins.known and not ins.is_barrier
-
-
-Noalias = bool | tuple[int, ...]  # False: nothing assumed; True: all pointer parameters; or these indices
-
-
-def _declared(noalias: Noalias) -> frozenset[int] | None:
-    """The parameters declared not to alias anything: None for all of them."""
-    return None if noalias is True or not noalias else frozenset(noalias)
-
-
 def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalias):
     ins = code.instructions
     buffers = address_parameters(code) if noalias else None
-    declared = _declared(noalias)
+    declared = declared_parameters(noalias)
     webs = analyse_block(ins, block, guarded_live_out(ins)[block.start])
     order = list(block.indices())
     renames: list[OperandRename] = []
@@ -170,7 +154,7 @@ def _plan_hoists(code: KernelCode, block: Block, max_loads: int, noalias: Noalia
     notes: list[str] = []
     floor = 0  # loads keep their relative order
     hoisted = 0
-    for load_index in [i for i in block.indices() if _is_hoistable_load(ins[i])][:max_loads]:
+    for load_index in [i for i in block.indices() if is_hoistable_load(ins[i])][:max_loads]:
         pos = order.index(load_index)
         target = pos
         clobbered: set[str] = set()
@@ -237,13 +221,3 @@ def _rename_plan(code: KernelCode, webs: BlockWebs, load_index: int, next_reg: i
     if new_base + width + RESERVED_REGISTERS > 255:
         return None
     return web_renames(code.instructions, webs, d, new_base), new_base + width
-
-
-def _apply_renames(code: KernelCode, renames: list[OperandRename], regcount: int) -> KernelCode:
-    """The kernel with the renamed words, each re-read from its own nvdisasm listing (the
-    candidate's bytes are written and decoded whole again by the pipeline)."""
-    if not renames:
-        return code
-    by_offset = {i.offset: i for i in code.instructions}
-    renamed = rename_instructions(by_offset, renames, code.arch)
-    return replace(code, instructions=tuple(renamed.get(i.offset, i) for i in code.instructions))

@@ -28,7 +28,8 @@ from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import Block, movable_blocks
 from reorder.binary.cubin import RESERVED_REGISTERS
 from reorder.base.errors import LegalityError, NotApplicable
-from reorder.moves.core import Candidate, Noalias, _apply_renames, _block_at, _declared, _is_hoistable_load
+from reorder.moves.blocks import apply_renames, block_at, declared_parameters, is_hoistable_load
+from reorder.moves.protocol import Candidate, MoveOptions, Noalias
 from reorder.sass.operands import Access
 from reorder.sass.rename import OperandRename
 from reorder.sass.model import Instruction, KernelCode
@@ -52,15 +53,20 @@ class SliceBatch:
     noalias: Noalias = False
     name: str = field(default="slice_batch", init=False)
 
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return (self.block_start,)
+
     @staticmethod
-    def instances(
-        code: KernelCode, noalias: Noalias = False, max_loads: int = 16, extra_registers: int = 32
-    ) -> list[SliceBatch]:
+    def instances(code: KernelCode, options: MoveOptions = MoveOptions()) -> list[SliceBatch]:
         """Blocks whose plan changes the order (the plan is computed, not guessed)."""
         live = guarded_live_out(code.instructions)
+        noalias, extra_registers, max_loads = options.noalias, options.extra_registers, SliceBatch.max_loads
         out = []
         for b in movable_blocks(code.instructions):
-            if not any(_is_hoistable_load(code.instructions[i]) for i in b.indices()):
+            if not options.covers(code.instructions[b.start].offset):
+                continue
+            if not any(is_hoistable_load(code.instructions[i]) for i in b.indices()):
                 continue
             if plan_slices(code, b, max_loads, extra_registers, noalias, live) is not None:
                 out.append(SliceBatch(b.start, max_loads, extra_registers, noalias))
@@ -69,11 +75,11 @@ class SliceBatch:
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
         if instructions is not code.instructions:
             raise LegalityError("SliceBatch applies to a freshly decoded kernel")
-        block = _block_at(instructions, self.block_start)
+        block = block_at(instructions, self.block_start)
         plan = plan_slices(code, block, self.max_loads, self.extra_registers, self.noalias)
         if plan is None:
             raise NotApplicable(f"no load of block {self.block_start} can move")
-        renamed = _apply_renames(code, list(plan.renames), plan.regcount)
+        renamed = apply_renames(code, list(plan.renames), plan.regcount)
         new = schedule_block(renamed.instructions, block.start, block.end, plan.order, code.arch)
         moved = sum(1 for k, i in enumerate(plan.order) if i != block.start + k)
         return Candidate(renamed, new, plan.regcount, plan.notes, moved)
@@ -104,7 +110,7 @@ def plan_slices(
     live = live if live is not None else guarded_live_out(ins)
     webs = analyse_block(ins, block, live[block.start])
     graph = _graph(code, block, webs, noalias)
-    loads = [p for p in range(block.end - block.start) if _is_hoistable_load(ins[block.start + p])]
+    loads = [p for p in range(block.end - block.start) if is_hoistable_load(ins[block.start + p])]
     limit = min(254 - RESERVED_REGISTERS, code.kernel.regcount - RESERVED_REGISTERS - 1 + extra_registers)
     for count in range(min(max_loads, len(loads)), 0, -1):
         hoist, chosen = _hoist_set(graph, ins, block, loads[:count])
@@ -153,7 +159,7 @@ def _virtual(ins: Instruction, pos: int, webs: BlockWebs) -> Instruction:
 def _graph(code: KernelCode, block: Block, webs: BlockWebs, noalias: Noalias) -> nx.DiGraph:
     """Dependencies between block positions over renamed values."""
     buffers = address_parameters(code) if noalias else None
-    declared = _declared(noalias)
+    declared = declared_parameters(noalias)
     virtual = [_virtual(code.instructions[i], p, webs) for p, i in enumerate(block.indices())]
     graph = nx.DiGraph()
     graph.add_nodes_from(range(len(virtual)))
@@ -195,7 +201,7 @@ def _load_levels(graph: nx.DiGraph, ins: tuple[Instruction, ...], block: Block, 
     level: dict[int, int] = {}
     for p in sorted(nodes):
         level[p] = max(
-            (level[a] + _is_hoistable_load(ins[block.start + a]) for a in graph.predecessors(p) if a in nodes),
+            (level[a] + is_hoistable_load(ins[block.start + a]) for a in graph.predecessors(p) if a in nodes),
             default=0,
         )
     return level
@@ -208,7 +214,7 @@ def _order(graph: nx.DiGraph, ins: tuple[Instruction, ...], block: Block, hoist:
     latencies overlap and the loads issue back to back), then the work that needs those
     loads' results and the loads that need it, and so on."""
     level = _load_levels(graph, ins, block, hoist)
-    key = {p: (level[p], _is_hoistable_load(ins[block.start + p]), p) for p in hoist}
+    key = {p: (level[p], is_hoistable_load(ins[block.start + p]), p) for p in hoist}
     top = list(nx.lexicographical_topological_sort(graph.subgraph(hoist), key=lambda p: key[p]))
     return top + [p for p in range(block.end - block.start) if p not in hoist]
 

@@ -1,0 +1,12 @@
+"""The SASS move families the build knows, in the order a candidate applies them
+(reorder.build.space): slices and loads move first, then swaps, then stall cuts recompute
+what is left. A new family is a module in reorder/moves with the shape of
+`reorder.moves.protocol`, and a line here."""
+
+from __future__ import annotations
+
+from reorder.moves.core import LoadBatch, StallCut, Swap
+from reorder.moves.protocol import MoveFamily
+from reorder.moves.slicebatch import SliceBatch
+
+FAMILIES: tuple[MoveFamily, ...] = (SliceBatch, LoadBatch, Swap, StallCut)
