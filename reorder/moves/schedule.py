@@ -198,8 +198,12 @@ def _replayed(
 
 
 def _repair(order: list[Instruction], j: int, found: list[Violation], state: State) -> bool:
+    """Fix what the step before `order[j]` found. Every missing distance is counted from the
+    same issue cycle, j's, so the stall before j grows once, by the largest shortfall (adding
+    them up over-stalled: two producers 2 and 3 cycles short cost 5 cycles, not 3)."""
     ins = order[j]
     changed = False
+    fresh_short = distance_short = 0
     for v in found:
         if v.kind == "encoding":
             order[j] = ins.with_ctrl(_legal(ins.ctrl))
@@ -209,12 +213,15 @@ def _repair(order: list[Instruction], j: int, found: list[Violation], state: Sta
             order[j] = order[j].with_ctrl(order[j].ctrl.with_(wait=order[j].ctrl.wait | 1 << sb))
             elapsed = _elapsed(state, v.resource, sb)
             if elapsed is not None and elapsed < FRESH_SCOREBOARD_CYCLES and j > 0:
-                _bump(order, j - 1, FRESH_SCOREBOARD_CYCLES - elapsed, 0)
+                fresh_short = max(fresh_short, FRESH_SCOREBOARD_CYCLES - elapsed)
             changed = True
         elif v.kind == "untracked":
             changed |= _track(order, j, v.producer_offset)
         elif isinstance(v.required, int) and isinstance(v.provided, int) and j > 0:
-            changed |= _bump(order, j - 1, v.required - v.provided, 0)
+            distance_short = max(distance_short, v.required - v.provided)
+    if fresh_short or distance_short:
+        grown = _bump(order, j - 1, max(fresh_short, distance_short), 0)
+        changed |= grown or not distance_short  # a scoreboard repair changed the wait mask already
     return changed
 
 
