@@ -65,6 +65,17 @@ def kernel_names(cubin: Path) -> list[str]:
     return [k.name for k in read_cubin(cubin).kernels]
 
 
+def kernel_stalls(cubin: Path, kernel: str) -> int:
+    """The stall cycles of one kernel of a written cubin, from its control bits (read with this
+    checkout's parser: it reads the bytes, not the checkout under test's answer)."""
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.control import ControlCode
+
+    (text,) = [k.text for k in read_cubin(cubin).kernels if k.name == kernel]
+    words = (int.from_bytes(text[i : i + 16], "little") for i in range(0, len(text), 16))
+    return sum(ControlCode.from_word(w).stall for w in words)
+
+
 def cases(work: Path, optimize_corpus: int, optimize_skip: tuple[str, ...] = ()) -> list[dict]:
     """Every (cubin, kernel) gets stalls, batch-loads and batch-loads --assume-noalias; every
     suite kernel and the first `optimize_corpus` corpus kernels also get optimize, except
@@ -118,6 +129,10 @@ def run(tree: Path, out: Path, work: Path, jobs: int, optimize_corpus: int, opti
             f"same_bytes: a child failed (exit {codes}); {len(records)} of {len(todo)} cases recorded", file=sys.stderr
         )
         return 1
+    outputs = {(c["key"]["cubin"], c["key"]["kernel"], c["key"]["command"]): c["output"] for c in todo}
+    for r in records:
+        if r["sha256"] is not None:
+            r["stalls"] = kernel_stalls(Path(outputs[(r["cubin"], r["kernel"], r["command"])]), r["kernel"])
     records.sort(key=lambda r: (r["cubin"], r["kernel"], r["command"]))
     out.write_text("".join(json.dumps(r) + "\n" for r in records))
     print(f"{len(records)} cases in {time.monotonic() - started:.0f} s -> {out}")
@@ -148,6 +163,19 @@ def compare(a: Path, b: Path, out: Path | None) -> int:
         "| --- | --- | --- | --- |",
     ]
     lines += [f"| {c} | {n} | {w} | {d} |" for c, (n, w, d) in sorted(by_command.items())]
+    stalls = [
+        (left[k]["stalls"], right[k]["stalls"])
+        for k in differ
+        if "stalls" in left.get(k, {}) and "stalls" in right.get(k, {})
+    ]
+    if stalls:
+        fewer = sum(b < a for a, b in stalls)
+        more = sum(b > a for a, b in stalls)
+        lines += [
+            "",
+            f"Stall cycles of the {len(stalls)} different outputs that both wrote: {sum(a for a, _ in stalls)} -> "
+            f"{sum(b for _, b in stalls)} ({fewer} with fewer, {more} with more, {len(stalls) - fewer - more} as many).",
+        ]
     lines += ["", *[f"- DIFFERENT {k}: {left.get(k)} vs {right.get(k)}" for k in differ]]
     text = "\n".join(lines) + "\n"
     if out:

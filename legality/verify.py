@@ -1,4 +1,4 @@
-"""Independent schedule verifier: does every consumer see its producer's result?
+"""The schedule verifier: does every consumer see its producer's result?
 
 A forward dataflow over the kernel's control-flow graph. At each instruction it knows,
 for every register, predicate and uniform register, which fixed-latency producers are
@@ -8,7 +8,10 @@ scoreboard. A consumer is legal only if (a) the stalls since each fixed-latency 
 cover that pair's latency and (b) every scoreboard holding one of its operands was waited
 on, at least 2 cycles after the producer issued (a fresh scoreboard needs one extra
 cycle). States merge at block entries by taking the worst case, so a schedule is proven
-for every path. This shares nothing with the scheduler but the latency tables.
+for every path. The scheduler (reorder.moves.schedule) steps this same state machine in
+repair mode, so a verdict here checks the scheduler's arithmetic and the whole kernel
+around the block it changed, not the latency model both use: that model is checked against
+the compiler's own schedules (legality.inherited) and on silicon (legality/silicon).
 """
 
 from __future__ import annotations

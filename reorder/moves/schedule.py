@@ -12,8 +12,9 @@ compiler's, the order is theirs) keeps every flag whose successor is unchanged, 
 costs no register-bank conflicts; any other new order or renamed block has its flags
 cleared, since a flag may name an operand the new successor no longer reads. After
 the block, the whole kernel is verified again and the block's tail is lengthened while a
-successor block still sees a violation. The independent check is `legality.verify`,
-run by the callers on every result.
+successor block still sees a violation. Callers run `legality.verify` on every result
+(over the whole written kernel); it shares this walk's state machine, so it is a check of
+the result, not a second model of the hardware (reorder/moves/__init__.py).
 """
 
 from __future__ import annotations
