@@ -297,130 +297,80 @@ def _apply_waits(s: State, mask: int) -> None:
 def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> None:
     cls = latency_class(ins)
     for res in sorted(ins.access.reads):
-        for p in s.writes.get(res, ()):
-            if _exclusive(p.guard, ins.guard):
-                continue
-            if p.sb == UNTRACKED:
-                need = table.lookup("MIO", cls, "untracked")
-                if p.elapsed >= need.cycles:
-                    continue
-                found.append(
-                    Violation(
-                        "untracked",
-                        res,
-                        p.offset,
-                        p.opcode,
-                        ins.offset,
-                        ins.opcode,
-                        need.cycles,
-                        p.elapsed,
-                        "variable-latency result with no scoreboard",
-                    )
-                )
-                continue
-            found.append(
-                Violation(
-                    "scoreboard",
-                    res,
-                    p.offset,
-                    p.opcode,
-                    ins.offset,
-                    ins.opcode,
-                    _sb_name(p.sb),
-                    "no wait",
-                    "RAW on a variable-latency result",
-                    p.elapsed,
-                    _sb_of(p.sb),
-                )
-            )
+        _pending_writes(s, ins, res, cls, table, found, "RAW")
         for r in s.recent.get(res, {}).values():
-            if _exclusive(r.guard, ins.guard):
-                continue
-            need = lookup_read(table, r.opcode, r.cls, ins, res)
-            if s.age(r) < need.cycles:
-                found.append(
-                    Violation(
-                        need.kind.split("#")[0], res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, s.age(r)
-                    )
-                )
+            if not _exclusive(r.guard, ins.guard):
+                need = lookup_read(table, r.opcode, r.cls, ins, res)
+                _too_close(s, need.kind.split("#")[0], res, r, ins, need.cycles, found)
     for res in sorted(ins.access.writes):
-        for p in s.writes.get(res, ()):
-            if _exclusive(p.guard, ins.guard):
-                continue
-            if p.sb == UNTRACKED:
-                need = table.lookup("MIO", cls, "untracked")
-                if p.elapsed < need.cycles:
-                    found.append(
-                        Violation(
-                            "untracked",
-                            res,
-                            p.offset,
-                            p.opcode,
-                            ins.offset,
-                            ins.opcode,
-                            need.cycles,
-                            p.elapsed,
-                            "WAW on a variable-latency result with no scoreboard",
-                        )
-                    )
-                continue
-            found.append(
-                Violation(
-                    "scoreboard",
-                    res,
-                    p.offset,
-                    p.opcode,
-                    ins.offset,
-                    ins.opcode,
-                    _sb_name(p.sb),
-                    "no wait",
-                    "WAW on a variable-latency result",
-                    p.elapsed,
-                    _sb_of(p.sb),
-                )
-            )
+        _pending_writes(s, ins, res, cls, table, found, "WAW")
         for p in s.reads.get(res, ()):
             if ins.is_variable_latency and table.unwaited_war_ok(p.opcode, ins.opcode, p.elapsed):
                 continue
+            found.append(_unwaited(res, p, ins, "WAR: overwrites a source not yet read"))
+        for r in s.read_by.get(res, {}).values():
+            if r.offset != ins.offset and not _exclusive(r.guard, ins.guard):
+                need = _need(table, r, ins, cls, "war")
+                why = "overwrites an operand of a fixed-latency reader too soon"
+                _too_close(s, "war", res, r, ins, need.cycles, found, why)
+        for r in s.recent.get(res, {}).values():
+            if not _exclusive(r.guard, ins.guard):
+                _too_close(s, "waw", res, r, ins, _need(table, r, ins, cls, "waw").cycles, found)
+
+
+def _pending_writes(
+    s: State, ins: Instruction, res: str, cls: str, table: LatencyTable, found: list[Violation], hazard: str
+) -> None:
+    """`ins` reads (RAW) or writes (WAW) `res` while a variable-latency write of it is in
+    flight: legal only after a wait on its scoreboard, or (no scoreboard) after the queue's
+    untracked distance."""
+    for p in s.writes.get(res, ()):
+        if _exclusive(p.guard, ins.guard):
+            continue
+        if p.sb != UNTRACKED:
+            found.append(_unwaited(res, p, ins, f"{hazard} on a variable-latency result"))
+            continue
+        need = table.lookup("MIO", cls, "untracked").cycles
+        if p.elapsed < need:
+            why = "variable-latency result with no scoreboard"
             found.append(
                 Violation(
-                    "scoreboard",
+                    "untracked",
                     res,
                     p.offset,
                     p.opcode,
                     ins.offset,
                     ins.opcode,
-                    _sb_name(p.sb),
-                    "no wait",
-                    "WAR: overwrites a source not yet read",
+                    need,
                     p.elapsed,
-                    _sb_of(p.sb),
+                    why if hazard == "RAW" else f"{hazard} on a {why}",
                 )
             )
-        for r in s.read_by.get(res, {}).values():
-            if r.offset == ins.offset or _exclusive(r.guard, ins.guard):
-                continue
-            need = _need(table, r, ins, cls, "war")
-            if s.age(r) < need.cycles:
-                found.append(
-                    Violation(
-                        "war",
-                        res,
-                        r.offset,
-                        r.opcode,
-                        ins.offset,
-                        ins.opcode,
-                        need.cycles,
-                        s.age(r),
-                        "overwrites an operand of a fixed-latency reader too soon",
-                    )
-                )
-        for r in s.recent.get(res, {}).values():
-            if _exclusive(r.guard, ins.guard):
-                continue
-            need = _need(table, r, ins, cls, "waw")
-            if s.age(r) < need.cycles:
-                found.append(Violation("waw", res, r.offset, r.opcode, ins.offset, ins.opcode, need.cycles, s.age(r)))
+
+
+def _unwaited(res: str, p: Pending, ins: Instruction, why: str) -> Violation:
+    """A scoreboarded operation `ins` did not wait for."""
+    return Violation(
+        "scoreboard",
+        res,
+        p.offset,
+        p.opcode,
+        ins.offset,
+        ins.opcode,
+        _sb_name(p.sb),
+        "no wait",
+        why,
+        p.elapsed,
+        _sb_of(p.sb),
+    )
+
+
+def _too_close(
+    s: State, kind: str, res: str, r: Recent, ins: Instruction, cycles: int, found: list[Violation], why: str = ""
+) -> None:
+    """A fixed-latency pair closer than the table's `cycles`."""
+    if s.age(r) < cycles:
+        found.append(Violation(kind, res, r.offset, r.opcode, ins.offset, ins.opcode, cycles, s.age(r), why))
 
 
 def _exclusive(a: str, b: str) -> bool:
