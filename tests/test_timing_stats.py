@@ -113,3 +113,59 @@ def test_next_checkpoint_grows() -> None:
         points.append(next_checkpoint(points[-1], 20))
     assert all(b > a for a, b in zip(points, points[1:]))
     assert len(points) < 40
+
+
+def _synthetic_round(ratio: float, noise: float, seed: int, throttled_every: int = 0):
+    """A stand-in for one GPU round: A ~ 10 us, B ~ ratio * A, both with noise; every
+    `throttled_every`-th round at a throttled clock (and slower)."""
+    rng = np.random.default_rng(seed)
+    count = [0]
+
+    def one_round(order):
+        count[0] += 1
+        slow = 1.5 if throttled_every and count[0] % throttled_every == 0 else 1.0
+        a = 10.0 * slow * np.exp(noise * rng.standard_normal())
+        b = 10.0 * ratio * slow * np.exp(noise * rng.standard_normal())
+        return a, b, 1980.0 / slow
+
+    return one_round, count
+
+
+def test_the_round_loop_stops_at_the_target_and_the_summary_drops_throttled_rounds():
+    from timing.paired import run_rounds, summarize
+
+    one_round, count = _synthetic_round(0.9, 0.01, seed=1, throttled_every=10)
+    rng = np.random.default_rng(0)
+    rounds = run_rounds(
+        one_round, rng, target_ci_pct=0.5, budget_s=30, min_rounds=30, max_rounds=20_000, confidence=0.95
+    )
+    assert rounds.stopped == "target" and len(rounds.times) == count[0] < 20_000
+    result = summarize(rounds, "graph", "warm", (20, 20), 0.95, rng, t_begin=0.0)
+    assert result.dropped_rounds == count[0] // 10  # the throttled rounds, and only they
+    assert result.ratio.low < 0.9 < result.ratio.high and ci_half_width_pct(result.ratio) < 0.5
+    assert abs(result.a_us - 10.0) < 0.2 and result.launches_per_replay == (20, 20)
+
+
+def test_the_round_loop_stops_at_max_rounds_when_the_ci_stays_wide():
+    from timing.paired import run_rounds
+
+    one_round, count = _synthetic_round(1.0, 0.5, seed=2)
+    rounds = run_rounds(
+        one_round,
+        np.random.default_rng(0),
+        target_ci_pct=0.01,
+        budget_s=30,
+        min_rounds=30,
+        max_rounds=200,
+        confidence=0.95,
+    )
+    assert rounds.stopped == "max_rounds" and count[0] == 200
+
+
+def test_a_summary_with_too_few_unthrottled_rounds_is_an_error():
+    from reorder.base.errors import GpuError
+    from timing.paired import Rounds, summarize
+
+    rounds = Rounds(np.ones((3, 2)), np.array([2000.0, 1000.0, 1000.0]), "budget")
+    with pytest.raises(GpuError, match="only 1 of 3"):
+        summarize(rounds, "graph", "warm", (1, 1), 0.95, np.random.default_rng(0), 0.0)

@@ -255,6 +255,7 @@ def time_pair(
         us = _backtoback(cp, stream, kernels, specs, launch_copies(cp, spec, dev, 3 + BACKTOBACK_LAUNCHES))
         mhz = clock()
         est = paired_ratio_ci(us[0], us[1], confidence, rng=rng)
+        repeats = (BACKTOBACK_LAUNCHES, BACKTOBACK_LAUNCHES)
         return TimingResult(
             est,
             float(np.median(us[0])),
@@ -264,7 +265,7 @@ def time_pair(
             mhz,
             method,
             l2,
-            (BACKTOBACK_LAUNCHES, BACKTOBACK_LAUNCHES),
+            repeats,
             "fixed",
             time.perf_counter() - t_begin,
         )
@@ -282,12 +283,8 @@ def time_pair(
     flush = _l2_flusher(cp, stream) if l2 == "cold" else None
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in (0, 1)]
 
-    times = np.empty((max_rounds, 2))  # per-launch us
-    clocks = np.empty(max_rounds)
-    n, checkpoint, stopped = 0, min_rounds, "budget"
-    t_rounds = time.perf_counter()
-    while True:
-        order = (0, 1) if rng.random() < 0.5 else (1, 0)
+    def one_round(order: tuple[int, int]) -> tuple[float, float, float]:
+        """Replay A and B in `order`; (A's, B's per-launch us, the SM clock during the round)."""
         for k in order:
             if flush is not None:
                 flush()
@@ -295,10 +292,44 @@ def time_pair(
             events[k][0].record(stream)
             graphs[k].launch(stream)
             events[k][1].record(stream)
-        clocks[n] = clock()  # sampled while the GPU is busy with this round
+        mhz = clock()  # sampled while the GPU is busy with this round
         stream.synchronize()
-        for k in (0, 1):
-            times[n, k] = cp.cuda.get_elapsed_time(events[k][0], events[k][1]) * 1000.0 / repeats[k]
+        a, b = (cp.cuda.get_elapsed_time(events[k][0], events[k][1]) * 1000.0 / repeats[k] for k in (0, 1))
+        return a, b, mhz
+
+    rounds = run_rounds(one_round, rng, target_ci_pct, budget_s, min_rounds, max_rounds, confidence)
+    return summarize(rounds, method, l2, (int(repeats[0]), int(repeats[1])), confidence, rng, t_begin)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What the round loop measured: per-launch us of A and B per round, the clock per round."""
+
+    times: np.ndarray  # (n, 2)
+    clocks: np.ndarray  # (n,)
+    stopped: str  # 'target', 'budget' or 'max_rounds'
+
+
+def run_rounds(
+    one_round: Callable[[tuple[int, int]], tuple[float, float, float]],
+    rng: np.random.Generator,
+    target_ci_pct: float,
+    budget_s: float,
+    min_rounds: int,
+    max_rounds: int,
+    confidence: float,
+) -> Rounds:
+    """Rounds of A and B in a random order each, until the CI of B/A over the rounds whose
+    clock was not throttled is narrower than `target_ci_pct` (checked at growing
+    checkpoints), `budget_s` of rounds are spent, or `max_rounds` are done. Pure but for
+    `one_round`, so the stopping rule is tested on the CPU."""
+    times = np.empty((max_rounds, 2))
+    clocks = np.empty(max_rounds)
+    n, checkpoint, stopped = 0, min_rounds, "budget"
+    started = time.perf_counter()
+    while True:
+        order = (0, 1) if rng.random() < 0.5 else (1, 0)
+        times[n, 0], times[n, 1], clocks[n] = one_round(order)
         n += 1
         if n >= max_rounds:
             stopped = "max_rounds"
@@ -311,15 +342,28 @@ def time_pair(
                 if ci_half_width_pct(est) < target_ci_pct:
                     stopped = "target"
                     break
-        if time.perf_counter() - t_rounds > budget_s:
+        if time.perf_counter() - started > budget_s:
             break
+    return Rounds(times[:n], clocks[:n], stopped)
 
-    keep = clock_keep_mask(clocks[:n])
-    kept = times[:n][keep]
+
+def summarize(
+    rounds: Rounds,
+    method: Method,
+    l2: L2Mode,
+    repeats: tuple[int, int],
+    confidence: float,
+    rng: np.random.Generator,
+    t_begin: float,
+) -> TimingResult:
+    """The result over the rounds kept (clock not throttled), with the final bootstrap CI."""
+    keep = clock_keep_mask(rounds.clocks)
+    kept = rounds.times[keep]
+    n = len(rounds.times)
     if len(kept) < 2:
         raise GpuError(f"only {len(kept)} of {n} timing rounds kept after clock filtering")
     est = paired_ratio_ci(kept[:, 0], kept[:, 1], confidence, n_boot=2000, rng=rng)
-    clock_kept = clocks[:n][keep]
+    clock_kept = rounds.clocks[keep]
     mhz = float(np.nanmedian(clock_kept)) if not np.all(np.isnan(clock_kept)) else float("nan")
     return TimingResult(
         est,
@@ -330,7 +374,7 @@ def time_pair(
         mhz,
         method,
         l2,
-        (int(repeats[0]), int(repeats[1])),
-        stopped,
+        repeats,
+        rounds.stopped,
         time.perf_counter() - t_begin,
     )
