@@ -30,8 +30,11 @@ from reorder.base.files import write_atomic
 FINALISTS = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OptimizeArgs:
+    """Everything one optimize run is told (keywords only: 23 fields are too many to pass by
+    position without mixing two of them up)."""
+
     cubin: Path
     output: Path
     kernel: str | None

@@ -588,7 +588,20 @@ def test_11_the_winner_loses_the_moves_that_do_not_pay(tmp_path: Path) -> None:
     full, lean = Choice(load_batches=(0, 1), stall_cuts=(0,)), Choice(load_batches=(0,), stall_cuts=(0,))
     built = {c: build_candidate(str(cubin), kernel, False, c) for c in (full, lean)}
     scorer = _ScoresByBytes({built[full].data: 0.90, built[lean].data: 0.85}, other=0.97)
-    args = OptimizeArgs(cubin, tmp_path / "o.cubin", kernel, None, 1, 60.0, 1, None, "warm", "cpu", False, 0)
+    args = OptimizeArgs(
+        cubin=cubin,
+        output=tmp_path / "o.cubin",
+        kernel=kernel,
+        launch=None,
+        budget=1,
+        seconds=60.0,
+        jobs=1,
+        storage=None,
+        l2="warm",
+        device="cpu",
+        noalias=False,
+        seed=0,
+    )
     report = Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
     winner = scorer.score(_written(tmp_path, built[full]))
     choice, kept, final = _prune(args, kernel, (full, built[full], winner), scorer, tmp_path, report)
@@ -612,7 +625,20 @@ def test_11_pruning_stops_at_the_end_of_time(tmp_path: Path) -> None:
     full, lean = Choice(load_batches=(0, 1), stall_cuts=(0,)), Choice(load_batches=(0,), stall_cuts=(0,))
     built = {c: build_candidate(str(cubin), kernel, False, c) for c in (full, lean)}
     scorer = _ScoresByBytes({built[full].data: 0.90, built[lean].data: 0.85}, other=0.97)
-    args = OptimizeArgs(cubin, tmp_path / "o.cubin", kernel, None, 1, 60.0, 1, None, "warm", "cpu", False, 0)
+    args = OptimizeArgs(
+        cubin=cubin,
+        output=tmp_path / "o.cubin",
+        kernel=kernel,
+        launch=None,
+        budget=1,
+        seconds=60.0,
+        jobs=1,
+        storage=None,
+        l2="warm",
+        device="cpu",
+        noalias=False,
+        seed=0,
+    )
     report = Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
     winner = scorer.score(_written(tmp_path, built[full]))
     picked = (full, built[full], winner)
