@@ -579,30 +579,10 @@ def test_11_the_winner_loses_the_moves_that_do_not_pay(tmp_path: Path) -> None:
     """The README's run kept slice_batch#0 although the winner scored better without it;
     backward elimination re-scores the winner without each move and drops the one whose
     removal scores best while that is no worse, then tries again."""
-    from reorder.optimize import OptimizeArgs, _prune
-    from reorder.report.markdown import Report
+    from reorder.optimize import _prune
     from reorder.build.space import Choice, build_candidate
 
-    cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
-    kernel = "saxpy_grid_stride"
-    full, lean = Choice(load_batches=(0, 1), stall_cuts=(0,)), Choice(load_batches=(0,), stall_cuts=(0,))
-    built = {c: build_candidate(str(cubin), kernel, False, c) for c in (full, lean)}
-    scorer = _ScoresByBytes({built[full].data: 0.90, built[lean].data: 0.85}, other=0.97)
-    args = OptimizeArgs(
-        cubin=cubin,
-        output=tmp_path / "o.cubin",
-        kernel=kernel,
-        launch=None,
-        budget=1,
-        seconds=60.0,
-        jobs=1,
-        storage=None,
-        l2="warm",
-        device="cpu",
-        noalias=False,
-        seed=0,
-    )
-    report = Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
+    cubin, kernel, full, built, scorer, args, report = _pruning_case(tmp_path)
     winner = scorer.score(_written(tmp_path, built[full]))
     choice, kept, final = _prune(args, kernel, (full, built[full], winner), scorer, tmp_path, report)
     pruned = [n.split(":")[0] for n in report.notes if n.startswith("pruned ")]
@@ -616,9 +596,21 @@ def test_11_pruning_stops_at_the_end_of_time(tmp_path: Path) -> None:
     """Fuzz seed 4 on the GPU host: `optimize --budget 1 --time 20s` ran past 30 s (10 cases),
     all of it in the backward elimination after the search. Pruning is an improvement, not a
     check: past --time's end it scores nothing more, says so, and the winner so far stands."""
-    from reorder.optimize import OptimizeArgs, _prune
-    from reorder.report.markdown import Report
+    from reorder.optimize import _prune
+
+    cubin, kernel, full, built, scorer, args, report = _pruning_case(tmp_path)
+    winner = scorer.score(_written(tmp_path, built[full]))
+    picked = (full, built[full], winner)
+    assert _prune(args, kernel, picked, scorer, tmp_path, report, deadline=time.monotonic() - 1) == picked
+    assert len(scorer.scored) == 1 and "backward elimination stopped at --time after 0 round(s)" in report.notes
+
+
+def _pruning_case(tmp_path: Path):
+    """saxpy with two load batches and a stall cut (`full`), where one load batch less
+    (`lean`) scores better: the builds, a scorer by bytes, optimize's arguments, a report."""
     from reorder.build.space import Choice, build_candidate
+    from reorder.optimize import OptimizeArgs
+    from reorder.report.markdown import Report
 
     cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     kernel = "saxpy_grid_stride"
@@ -639,11 +631,7 @@ def test_11_pruning_stops_at_the_end_of_time(tmp_path: Path) -> None:
         noalias=False,
         seed=0,
     )
-    report = Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
-    winner = scorer.score(_written(tmp_path, built[full]))
-    picked = (full, built[full], winner)
-    assert _prune(args, kernel, picked, scorer, tmp_path, report, deadline=time.monotonic() - 1) == picked
-    assert len(scorer.scored) == 1 and "backward elimination stopped at --time after 0 round(s)" in report.notes
+    return cubin, kernel, full, built, scorer, args, Report(kernel, "sm_90", str(cubin), "", 1, 0, 0, "", None)
 
 
 def _written(tmp_path: Path, built) -> Path:
