@@ -186,44 +186,37 @@ class Planner:
     def _spec(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
         from benchmarks.fuzz_inputs import spec_mutation
 
-        cubin, base = rng.choice(self.specs)
-        kind, text = spec_mutation(base, rng)
-        path = folder / "spec.toml"
-        path.write_bytes(text)
-        c, s = str(cubin), str(path)
-        runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
-        runs += (
-            [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")]
-            if rng.random() < 0.05
-            else []
-        )
-        runs += (
-            [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)]
-            if rng.random() < 0.005 and self._small_path(cubin)
-            else []
-        )
-        return [Case(index, "spec", kind, base.name, r[0], r) for r in runs]
+        return self._spec_cases(index, rng, folder, "spec", self.specs, spec_mutation, probe=0.05, optimize=0.005)
 
     def _struct(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
         from benchmarks.fuzz_inputs import struct_spec_mutation
 
-        cubin, base = rng.choice(self.structs)
-        kind, text = struct_spec_mutation(base, rng)
+        return self._spec_cases(
+            index, rng, folder, "struct", self.structs, struct_spec_mutation, probe=0.03, optimize=0.01
+        )
+
+    def _spec_cases(
+        self, index: int, rng: random.Random, folder: Path, family: str, bases, mutate, probe: float, optimize: float
+    ) -> list[Case]:
+        """A mutated launch spec (flat or struct) of one base, through check and time always,
+        probe and optimize with the given odds."""
+        cubin, base = rng.choice(bases)
+        kind, text = mutate(base, rng)
         path = folder / "spec.toml"
         path.write_bytes(text)
         c, s = str(cubin), str(path)
         runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
         runs += (
             [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")]
-            if rng.random() < 0.03
+            if rng.random() < probe
             else []
         )
         runs += (
             [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)]
-            if rng.random() < 0.01 and self._small_path(cubin)
+            if rng.random() < optimize and self._small_path(cubin)
             else []
         )
-        return [Case(index, "struct", kind, base.name, r[0], r) for r in runs]
+        return [Case(index, family, kind, base.name, r[0], r) for r in runs]
 
     def _name(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
         """Unmutated cubins, C++ (struct kernels, twice as often) or plain, named every way."""
