@@ -207,3 +207,59 @@ def test_failures_are_counted_by_kind() -> None:
         failures={"outputs differ": 1, "build: move rejected: swap": 2},
     )
     assert "- failed trials by reason: 2 x build: move rejected: swap; 1 x outputs differ" in report.markdown()
+
+
+class _ScriptedGpuScorer(GpuScorer):
+    """A GPU scorer (the finalist path takes GPU-only turns for it) whose scores and re-check
+    verdicts are scripted by the candidate's bytes."""
+
+    def __init__(self, scores: dict[bytes, float], rejected: set[bytes]) -> None:
+        self.scores, self.rejected, self.rechecked = scores, rejected, []
+
+    def score(self, candidate: Path, budget_s=None, target_ci_pct=None):
+        from reorder.search.scoring import Score
+
+        value = self.scores[candidate.read_bytes()]
+        return Score(value, value - 0.01, value + 0.01, True, {"check_detail": "identical on 3 input set(s)"})
+
+    def recheck(self, candidate: Path, launches: tuple, sets: int, first_set: int) -> str:
+        data = candidate.read_bytes()
+        self.rechecked.append(data)
+        if data in self.rejected:
+            raise Rejected("re-check: outputs differ at input set 1000003")
+        return f"identical on {sets} input set(s)"
+
+
+def test_a_finalist_that_fails_the_recheck_is_never_the_winner_the_next_one_is_rechecked(tmp_path) -> None:
+    """The best-timed finalist differs at the re-check: the next best is re-checked and
+    written instead, and the report says why the first was passed over."""
+    from reorder.build.space import Choice, build_candidate
+    from reorder.optimize import OptimizeArgs, _pick_finalist
+    from reorder.report.markdown import Report
+
+    cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
+    kernel = "saxpy_grid_stride"
+    fast, slower = Choice(load_batches=(0, 1), stall_cuts=(0,)), Choice(stall_cuts=(0,))
+    built = {c: build_candidate(str(cubin), kernel, False, c).data for c in (fast, slower)}
+    scorer = _ScriptedGpuScorer({built[fast]: 0.80, built[slower]: 0.90}, rejected={built[fast]})
+    args = OptimizeArgs(
+        cubin=cubin,
+        output=tmp_path / "o.cubin",
+        kernel=kernel,
+        launch=None,
+        budget=2,
+        seconds=60.0,
+        jobs=1,
+        storage=None,
+        l2="warm",
+        device="gpu",
+        noalias=False,
+        seed=0,
+        build_cache=str(tmp_path / "builds"),
+    )
+    report = Report(kernel, "sm_90", str(cubin), "", 2, 0, 0, "", None)
+    choice, kept, final = _pick_finalist(args, kernel, [(fast, 0.80), (slower, 0.90)], scorer, tmp_path, report)
+    assert choice == slower and kept.data == built[slower] and final.value == 0.90
+    assert scorer.rechecked == [built[fast], built[slower]]  # best first, then the next
+    assert "rejected at the re-check" in report.finalists[0]["final"]
+    assert final.detail["recheck"] == "identical on 20 input set(s)"
