@@ -147,7 +147,11 @@ def compare(a: Path, b: Path, out: Path | None) -> int:
 
     left, right = load(a), load(b)
     keys = sorted(set(left) | set(right))
-    differ = [k for k in keys if left.get(k) != right.get(k)]
+
+    def identity(record: dict | None) -> tuple | None:  # what must match: not the stall count beside it
+        return None if record is None else (record["rc"], record["sha256"], record["error"])
+
+    differ = [k for k in keys if identity(left.get(k)) != identity(right.get(k))]
     by_command: dict[str, list[int]] = {}
     for k in keys:
         counts = by_command.setdefault(k[2], [0, 0, 0])
