@@ -161,6 +161,7 @@ def test_noalias_for_listed_parameters_only():
 def test_every_family_has_the_one_move_shape(corpus):
     """reorder.moves.protocol: instances(code, options), name, blocks, apply; the build's
     families are the registry's, and block ranges in the options narrow every family."""
+    from reorder.moves.blocks import block_at
     from reorder.moves.families import FAMILIES
     from reorder.moves.protocol import Move, MoveOptions
 
@@ -171,7 +172,7 @@ def test_every_family_has_the_one_move_shape(corpus):
             everywhere = family.instances(code, MoveOptions(noalias=True))
             assert all(isinstance(m, Move) and m.name == family.name and m.blocks for m in everywhere)
             if everywhere:
-                first = code.instructions[everywhere[0].blocks[0]].offset
+                first = code.instructions[block_at(code.instructions, everywhere[0].blocks[0]).start].offset
                 narrowed = family.instances(code, MoveOptions(noalias=True, ranges=((first, first + 16),)))
                 assert narrowed and len(narrowed) <= len(everywhere)
                 assert not family.instances(code, MoveOptions(noalias=True, ranges=((1 << 40, 1 << 41),)))

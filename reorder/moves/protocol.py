@@ -6,8 +6,9 @@ A move family is a frozen dataclass with
   and the reports name moves by it;
 - `instances(code, options)`: a static method listing the family's legal instances on a
   freshly decoded kernel (`options`: a `MoveOptions`, the same value for every family);
-- `blocks`: the starts of the basic blocks an instance changes (reports, and the pipeline's
-  message when the verifier refuses one);
+- `blocks`: where an instance applies, for reports and the pipeline's message when the
+  verifier refuses one: the starts of the basic blocks it changes (a Swap names the index of
+  its first instruction, which lies in the one block it changes);
 - `apply(code, instructions)`: a `Candidate`, or NotApplicable when an earlier move left
   nothing to do, or LegalityError / EncodingError when it cannot be made.
 
