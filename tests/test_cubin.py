@@ -221,3 +221,38 @@ def test_triton_cubins_read_round_trip_and_match_nvdisasm():
         done = _cli("verify", str(path))
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr
     assert "HGMMA" in unknown
+
+
+def test_an_instruction_pickles_by_its_fields_and_the_receiver_hashes_it_anew(tmp_path) -> None:
+    """Instruction keeps its hash (reorder.sass.model). A pickle must not carry it: strings hash
+    differently in every process, and a stale hash would miss every dict and memo lookup in
+    the build workers. `_fields` must also name every init field, or a pickle drops one."""
+    import dataclasses
+    import pickle
+
+    from reorder.sass.model import Instruction, decode_kernel
+
+    assert [f.name for f in dataclasses.fields(Instruction) if f.init] == [
+        "offset",
+        "word",
+        "opcode",
+        "operands",
+        "guard",
+        "access",
+        "known",
+        "target",
+        "has_relocation",
+        "indirect_targets",
+    ]
+    cubin = read_cubin(CORPUS / "cubin" / "sm_90" / "elementwise.cubin")
+    ins = decode_kernel(cubin, cubin.kernels[0].name).instructions[:8]
+    assert all(len(i._fields()) == 10 for i in ins)
+    data = pickle.dumps(ins)
+    script = (
+        "import pickle, sys; from dataclasses import replace; ins = pickle.loads(sys.stdin.buffer.read()); "
+        "print(all(hash(i) == hash(replace(i)) and i == replace(i) for i in ins))"
+    )
+    env = {"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", script], input=data, capture_output=True, env=env, check=True)
+    assert out.stdout.strip() == b"True"
+    assert pickle.loads(data) == ins and hash(pickle.loads(data)) == hash(ins)
