@@ -26,6 +26,7 @@ from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
 from reorder.build.space import Choice, build_cached, search_space
 from reorder.base.files import write_atomic
+from reorder.base.lifetime import raise_if_terminated
 
 FINALISTS = 3
 
@@ -133,6 +134,7 @@ def optimize(args: OptimizeArgs) -> Report | None:
         study = run_search(
             config, space, scorer, progress=(lambda _: None) if args.search_only else (lambda line: _say(line))
         )
+        raise_if_terminated()  # a SIGTERM whose raise was swallowed ends the run here, not after it
         if args.search_only:
             return None
         _wait(helpers, args.seconds + 300)

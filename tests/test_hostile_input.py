@@ -666,3 +666,33 @@ def test_an_empty_kernel_name_is_refused_not_read_as_every_kernel(capsys) -> Non
             main([*command, "--kernel", " "])
         assert done.value.code == 2
         assert "an empty name names no kernel" in capsys.readouterr().err
+
+
+def test_8_a_sigterm_whose_raise_a_gc_callback_swallowed_still_ends_the_run(monkeypatch) -> None:
+    """CI saw SIGTERM's Terminated raised inside SQLAlchemy's weakref callback: Python printed
+    it and dropped it, and optimize searched on past the test's minute. The handler now also
+    remembers the signal, and the search loop asks at its safe points."""
+    import gc
+    import weakref
+
+    from reorder.base.lifetime import Terminated, raise_if_terminated, terminate_on_sigterm
+
+    class Held:
+        pass
+
+    def callback(_ref) -> None:  # runs Python code, so the signal's handler runs in here
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):
+            time.sleep(0.001)
+
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: dropped.append(info.exc_type))
+    with terminate_on_sigterm():
+        held = Held()
+        ref = weakref.ref(held, callback)
+        del held
+        gc.collect()
+        assert ref() is None and dropped == [Terminated]  # raised in the callback, and dropped
+        with pytest.raises(Terminated):
+            raise_if_terminated()
+    raise_if_terminated()  # outside, the signal is forgotten: nothing to raise

@@ -133,14 +133,22 @@ def _stop_pools() -> None:
         executor.shutdown(wait=True, kill_workers=True)
 
 
+_TERMINATED = threading.Event()  # a SIGTERM arrived inside terminate_on_sigterm
+
+
 @contextlib.contextmanager
 def terminate_on_sigterm() -> Iterator[None]:
-    """While inside, SIGTERM raises Terminated in the main thread (elsewhere: no change)."""
+    """While inside, SIGTERM raises Terminated in the main thread (elsewhere: no change), and
+    is remembered: an exception raised from a signal handler can land in a weakref or GC
+    callback, whose exceptions Python prints and drops (CI saw a SIGTERM land in SQLAlchemy's
+    `_collection_gced`, and optimize searched on), so long loops also ask
+    `raise_if_terminated` at their safe points."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
+        _TERMINATED.set()
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
@@ -148,6 +156,13 @@ def terminate_on_sigterm() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _TERMINATED.clear()
+
+
+def raise_if_terminated() -> None:
+    """Raise Terminated when a SIGTERM arrived and its first raise was swallowed."""
+    if _TERMINATED.is_set():
+        raise Terminated()
 
 
 def watch_parent(parent: int, poll_s: float = POLL_S) -> None:

@@ -269,6 +269,13 @@ def _fix_tail(
         ]
         if not bad:
             return kernel
+        unfixable = [v for v in bad if v.kind == "untracked"]
+        if unfixable:
+            raise LegalityError(
+                f"cannot schedule block at {kernel[start].offset:#x}: {unfixable[0].line()} (the new order "
+                "put the op whose scoreboard covered it first, and no stall makes an untracked result ready)",
+                tuple(unfixable),
+            )
         order = list(kernel)
         if not _bump(order, end - 1, max(v.required - v.provided for v in bad), start):
             break

@@ -249,7 +249,7 @@ def run_search(
     import optuna
     from joblib import delayed
 
-    from reorder.base.lifetime import parallel
+    from reorder.base.lifetime import parallel, raise_if_terminated
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -262,6 +262,7 @@ def run_search(
     deadline = time.monotonic() + config.seconds
     with tempfile.TemporaryDirectory(prefix="reorder-search-") as tmp, _Heartbeat(storage, config.heartbeat_s) as beat:
         while time.monotonic() < deadline:
+            raise_if_terminated()  # a SIGTERM whose raise a GC callback swallowed
             optuna.storages.fail_stale_trials(study)
             n = min(config.jobs, config.budget - finished_trials(study))
             if n <= 0:
