@@ -121,8 +121,11 @@ def _blocks_for_property(corpus):
     return picked[::7]
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+@settings(  # derandomized: the same 40 orders in every CI run (explore locally with a seed of your own)
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_random_topological_orders_schedule_into_verified_code(corpus, data):
