@@ -220,9 +220,8 @@ def _repair(order: list[Instruction], j: int, found: list[Violation], state: Sta
             changed |= _track(order, j, v.producer_offset)
         elif isinstance(v.required, int) and isinstance(v.provided, int) and j > 0:
             distance_short = max(distance_short, v.required - v.provided)
-    if fresh_short or distance_short:
-        grown = _bump(order, j - 1, max(fresh_short, distance_short), 0)
-        changed |= grown or not distance_short  # a scoreboard repair changed the wait mask already
+    if fresh_short or distance_short:  # (a fresh shortfall comes with a wait already added: changed)
+        changed |= _bump(order, j - 1, max(fresh_short, distance_short), 0)
     return changed
 
 
