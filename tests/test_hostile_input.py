@@ -330,35 +330,21 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _optimize_on_cpu(tmp_path: Path, env: dict, *flags: str, stderr=subprocess.DEVNULL) -> subprocess.Popen:
+    """`reorder optimize` of the bundled RMSNorm on the CPU, started as its own process (the
+    kill and SIGTERM tests signal it)."""
+    command = [sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin")]
+    command += ["--device", "cpu", *flags, "--assume-noalias"]
+    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_8_kill_9_takes_the_search_workers_and_the_next_run_cleans_up(tmp_path: Path) -> None:
     """Its loky workers, their resource tracker and (--workers 2) the helper search process
     with its own loky workers: all gone within seconds of the parent's kill -9."""
     scratch = tmp_path / "scratch"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reorder",
-            "optimize",
-            str(CUBIN),
-            "-o",
-            str(tmp_path / "f.cubin"),
-            "--device",
-            "cpu",
-            "--jobs",
-            "2",
-            "--workers",
-            "2",
-            "--budget",
-            "60",
-            "--assume-noalias",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _optimize_on_cpu(tmp_path, env, "--jobs", "2", "--workers", "2", "--budget", "60")
     deadline = time.monotonic() + 120
     workers: set[int] = set()
     while time.monotonic() < deadline and len(workers) < 5:  # helper, 2 + 2 loky workers (and trackers)
@@ -389,9 +375,7 @@ def test_8_kill_9_while_the_helper_search_still_imports_takes_it_too(tmp_path: P
     ask getppid() once its imports were done: a starter killed before then had left it
     reparented, it watched its new parent and searched on alone (CI saw it once)."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(tmp_path / "scratch"))
-    command = [sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin")]
-    command += ["--device", "cpu", "--jobs", "1", "--workers", "2", "--budget", "60", "--assume-noalias"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _optimize_on_cpu(tmp_path, env, "--jobs", "1", "--workers", "2", "--budget", "60")
     deadline = time.monotonic() + 120
     helpers: set[int] = set()
     while time.monotonic() < deadline and proc.poll() is None and not helpers:
@@ -412,27 +396,7 @@ def test_8_kill_9_while_the_helper_search_still_imports_takes_it_too(tmp_path: P
 def test_8_sigterm_unwinds_and_removes_the_run_folder(tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", REORDER_SCRATCH=str(scratch))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reorder",
-            "optimize",
-            str(CUBIN),
-            "-o",
-            str(tmp_path / "f.cubin"),
-            "--device",
-            "cpu",
-            "--jobs",
-            "1",
-            "--budget",
-            "40",
-            "--assume-noalias",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = _optimize_on_cpu(tmp_path, env, "--jobs", "1", "--budget", "40", stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(scratch.glob("run-*/reorder-search-*")):
         time.sleep(0.2)
