@@ -18,7 +18,7 @@ Launches: for every cell (N in {4096, 8192} x rows in {16, 1024}) the spec at th
 at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so the loop
 bound and the masks are exercised), from Triton's metadata (reorder.triton.launch). With
 --suite, the suite's loop kernels (find_index, normalize_weights, embedding_bag sum/mean,
-spmv, rms_norm_f32) get Prefetch 1, 2 and UnrollBatch 2, 4 candidates per movable loop from
+spmv, rms_norm_f32, warp_select k32/k100, cfo_ta_est) get Prefetch 1, 2 and UnrollBatch 2, 4 candidates per movable loop from
 nvcc's PTX as well, under benchmarks/suite.toml's no-alias setting (normalize_weights with
 --assume-noalias, as DESIGN.md's measured batch; find_index with --speculate). Everything lands
 in OUT with OUT/manifest.json (what the GPU script reads) and OUT/summary.md (what was
@@ -46,6 +46,9 @@ SUITE_LOOPS = {
     "embedding_bag_mean": ("embedding_bag.ptx", False, False),
     "spmv_csr_vector": ("spmv_csr.ptx", False, False),
     "rms_norm_f32": ("rmsnorm.ptx", True, False),
+    "warp_select_k32": ("kselect.ptx", False, False),
+    "warp_select_k100": ("kselect.ptx", False, False),
+    "cfo_ta_est": ("cfo_ta_est.ptx", False, False),
 }  # kernel: (source PTX, noalias, speculate)
 
 
