@@ -99,3 +99,44 @@ def test_closed_pool_refuses() -> None:
     pool.close()
     with pytest.raises(RuntimeError):
         pool.run(Job.of(fake_jobs.add, 1, 1))
+
+
+_MAIN_MODULE = '''
+from timing.worker import Job, WorkerPool
+
+
+def twice(x):
+    return 2 * x
+
+
+if __name__ == "__main__":
+    try:
+        job = Job.of(twice, 21, timeout_s=30)
+    except ValueError as exc:
+        print("refused:", exc)
+    else:
+        with WorkerPool(devices=[None], startup_timeout_s=30) as pool:
+            print(job.func, pool.run(job).value)
+'''
+
+
+def test_job_of_a_function_of_a_script_run_with_dash_m(tmp_path) -> None:
+    """A benchmark script run as `python -m benchmarks.x` sends its own module-level jobs: the
+    worker imports them as `benchmarks.x`, not `__main__` (benchmarks.triton_gpu's first GPU
+    run died on this); a plain script file has no importable name and is refused."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "mainjob.py").write_text(_MAIN_MODULE)
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, str(tmp_path)])}
+    as_module = subprocess.run(
+        [sys.executable, "-m", "mainjob"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert as_module.stdout.strip() == "mainjob:twice 42", as_module.stderr
+    as_file = subprocess.run(
+        [sys.executable, "mainjob.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert as_file.stdout.startswith("refused:"), as_file.stderr

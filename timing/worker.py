@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -51,11 +52,20 @@ class Job:
     def of(cls, func: Callable[..., Any] | str, *args: Any, timeout_s: float = 60.0, **kwargs: Any) -> Job:
         """Build a Job from a module-level function (or its 'module:name' path)."""
         if not isinstance(func, str):
-            module = getattr(func, "__module__", None)
-            if not module or module == "__main__" or "<locals>" in func.__qualname__:
+            module = _importable_module(getattr(func, "__module__", None))
+            if not module or "<locals>" in func.__qualname__:
                 raise ValueError(f"{func!r} is not importable by path; define it at module level in a module")
             func = f"{module}:{func.__qualname__}"
         return cls(func, tuple(args), tuple(sorted(kwargs.items())), timeout_s)
+
+
+def _importable_module(module: str | None) -> str | None:
+    """The name a worker can import `module` by: a script run with `python -m pkg.mod` is
+    `__main__` here but `pkg.mod` to a fresh process; a plain script file has no such name."""
+    if module != "__main__":
+        return module
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec.name if spec is not None and spec.name != "__main__" else None
 
 
 @dataclass(frozen=True, slots=True)
