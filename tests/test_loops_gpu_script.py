@@ -95,3 +95,38 @@ def test_picked_narrows_cells_and_kernels_and_names_what_is_missing():
         loops_gpu.picked(manifest, "1:2:3:4", "")
     with pytest.raises(ValueError, match="suite kernels not in the build"):
         loops_gpu.picked(manifest, "", "nope")
+
+
+class _ByPoint:
+    """A scripted GPU: candidate `a` wins at even sweep points, `b` at odd ones, and at the
+    third point neither is faster (the calls come point by point, candidate by candidate)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def check_and_time(self, a, b, spec, more, budget_s, b_shared, time_mismatch=False):
+        point, which = divmod(self.calls, 2)
+        self.calls += 1
+        wins = (point % 2 == 0) == (which == 0) and point != 2
+        ratio = 0.8 if wins else 1.05
+        return {"status": "ok", "check": "identical", "ratio": ratio, "ci_low": ratio - 0.01, "ci_high": ratio + 0.01}
+
+    def sweep_point(self, a, b, spec, budget_s):
+        t = {"ratio": 0.85, "ci_low": 0.84, "ci_high": 0.86}
+        return {"status": "ok", "check": "identical", "timed": {"warm": t, "cold": t}}
+
+
+def test_per_point_ships_each_points_own_winner_or_the_original(tmp_path):
+    import time
+
+    built = [
+        {"kernel": "rms_norm_f32", "move": move, "original": "orig.cubin", "cubin": f"{move}.cubin"}
+        for move in ("a", "b")
+    ]
+    run = loops_gpu.Run(tmp_path, tmp_path, time.monotonic() + 600, 0.1, 0.1, _ByPoint(), {"gpu": "scripted"})
+    loops_gpu.per_point(run, built)
+    warm = [r for r in run.sweep if r["l2"] == "warm"]
+    assert len(warm) >= 4 and len(run.points) == 2 * len(warm)
+    assert [r["move"] for r in warm[:4]] == ["a", "b", "original (no candidate faster)", "b"]
+    assert warm[2]["ratio"] == 1.0 and warm[2]["measured"] is False
+    assert warm[0]["ratio"] == 0.85  # the fresh timing is reported, not the screen that picked it

@@ -101,7 +101,7 @@ def test_closed_pool_refuses() -> None:
         pool.run(Job.of(fake_jobs.add, 1, 1))
 
 
-_MAIN_MODULE = '''
+_MAIN_MODULE = """
 from timing.worker import Job, WorkerPool
 
 
@@ -117,7 +117,7 @@ if __name__ == "__main__":
     else:
         with WorkerPool(devices=[None], startup_timeout_s=30) as pool:
             print(job.func, pool.run(job).value)
-'''
+"""
 
 
 def test_job_of_a_function_of_a_script_run_with_dash_m(tmp_path) -> None:
