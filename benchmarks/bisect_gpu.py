@@ -11,9 +11,13 @@ for the next one. Every variant runs through timing.check in a worker (a fault i
 would have accepted it.
 
     python -m benchmarks.bisect_gpu --stallcut cfo_ta_est,warp_select_k100 --candidates DIR --out OUT
+    python -m benchmarks.bisect_gpu --pair ORIGINAL.cubin:CANDIDATE.cubin:SPEC.json[:KERNEL] [--pair ...] --out OUT
 
 DIR holds KERNEL_stallcut.cubin per kernel (from `benchmarks.gpu_session --prepare`, built
-on the CPU: a stall cut of the larger kernels takes minutes there).
+on the CPU: a stall cut of the larger kernels takes minutes there). A `--pair` names any
+original and its stall-cut candidate (same instructions, same order) with the launch spec to
+check them at (TOML, or JSON as a Triton build's manifest holds it); the kernel is the
+cubin's first unless named.
 """
 
 from __future__ import annotations
@@ -115,14 +119,26 @@ def bisect_stall_cut(checker: _Checker, candidate: tuple, max_culprits: int) -> 
     return culprits
 
 
+def _pair_spec(path: Path):
+    """A launch spec from TOML, or from JSON (a Triton build's manifest entry written out)."""
+    from timing.spec import load_spec, parse_spec
+
+    if path.suffix == ".json":
+        return parse_spec(json.loads(path.read_text()), source=str(path))
+    return load_spec(path)
+
+
 def main() -> int:
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
     from timing.worker import WorkerPool
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--stallcut", required=True, help="comma list of suite kernels")
-    parser.add_argument("--candidates", type=Path, required=True, help="folder of KERNEL_stallcut.cubin")
+    parser.add_argument("--stallcut", default="", help="comma list of suite kernels")
+    parser.add_argument("--candidates", type=Path, help="folder of KERNEL_stallcut.cubin")
+    parser.add_argument(
+        "--pair", action="append", default=[], help="ORIGINAL.cubin:CANDIDATE.cubin:SPEC[:KERNEL] (spec: toml or json)"
+    )
     parser.add_argument("--max-culprits", type=int, default=4)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -132,7 +148,19 @@ def main() -> int:
     rows: list[dict] = []
     culprits: list[dict] = []
     with WorkerPool(devices=[0]) as pool:
-        for kernel in args.stallcut.split(","):
+        for pair in args.pair:
+            t0 = time.time()
+            parts = pair.split(":")
+            original, cand, spec_path = (Path(x) for x in parts[:3])
+            kernel = parts[3] if len(parts) > 3 else read_cubin(original).kernels[0].name
+            checker = _Checker(pool, kernel, work / original.parent.name, rows, original, _pair_spec(spec_path))
+            culprits += bisect_stall_cut(
+                checker, decode_kernel(read_cubin(cand), kernel).instructions, args.max_culprits
+            )
+            print(f"{pair}: {checker.count} checks in {time.time() - t0:.0f}s", flush=True)
+            write_rows(args.out / "bisect.csv", rows)
+            (args.out / "culprits.json").write_text(json.dumps(culprits, indent=1))
+        for kernel in filter(None, args.stallcut.split(",")):
             t0 = time.time()
             checker = _Checker(pool, kernel, work, rows)
             candidate = decode_kernel(read_cubin(args.candidates / f"{kernel}_stallcut.cubin"), kernel).instructions

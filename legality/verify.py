@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from legality import barriers
+from legality import barriers, issue
+from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
 from legality.latency import LatencyTable, latency_class, load_table
 from legality.violation import Violation
@@ -32,6 +33,13 @@ ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to 
 
 
 UNTRACKED = -1  # a variable-latency op issued without a scoreboard
+# The reader class of a variable-latency op issued without a read scoreboard:
+# its queue reads the source registers after issue, so a write to them must keep the table's
+# `war` distance from class MIO, unless a wait on the op's write scoreboard proves it done.
+# (H200 2026-11-30: LDG.E.64 R14,[R34] S04 then IMAD.WIDE R34 4 cycles on, no read
+# scoreboard, loaded from the new R34: Triton's looped RMSNorm gave NaN; the verifier had
+# taken such reads as done at issue.)
+MIO_READ = "MIO"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,7 @@ class Recent:
     opcode: str
     at: int
     guard: str = ""
+    sb: int = UNTRACKED  # a variable-latency reader's write scoreboard: waiting on it proves the read done
 
 
 @dataclass
@@ -101,7 +110,7 @@ class State:
             out = {}
             for res, by_cls in table.items():
                 kept = {
-                    c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard)
+                    c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard, r.sb)
                     for c, r in by_cls.items()
                     if self.clock - r.at < horizon
                 }
@@ -246,10 +255,43 @@ def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violat
     if ins.known:
         _check(s, ins, table, found)
         _check_barrier_distance(s, ins, table.arch, found)
+        _check_issue(s, ins, table.arch, found)
         _record(s, ins, found)
     _record_barrier(s, ins, table.arch)
     _advance(s, ctrl.stall)
     return s
+
+
+def _check_issue(s: State, ins: Instruction, arch: int, found: list[Violation]) -> None:
+    """A fixed-latency op must not issue while its pipe is busy with the previous one
+    (legality.issue); then it holds the pipe."""
+    if (
+        ins.base in BARRIER_OPCODES
+    ):  # the pipes drain at a barrier (ERRBAR S00 then IMAD one cycle after an IMAD: sm_80)
+        for resource in [r for r in s.recent if r.startswith(issue.RESOURCE_PREFIX)]:
+            del s.recent[resource]
+        return
+    pipe = None if ins.is_variable_latency else issue.pipe_of(ins.opcode)
+    if pipe is None:
+        return
+    resource = issue.RESOURCE_PREFIX + pipe
+    for r in s.recent.get(resource, {}).values():
+        need = issue.load_rates(arch).busy_for(r.opcode)
+        if s.age(r) < need:
+            found.append(
+                Violation(
+                    "issue",
+                    resource,
+                    r.offset,
+                    r.opcode,
+                    ins.offset,
+                    ins.opcode,
+                    need,
+                    s.age(r),
+                    "issues while the pipe is still busy with the previous op (ptxas never issues sooner)",
+                )
+            )
+    s.recent[resource] = {"ISSUE": Recent("ISSUE", ins.offset, ins.opcode, s.clock)}
 
 
 def _record_barrier(s: State, ins: Instruction, arch: int) -> None:
@@ -283,6 +325,13 @@ def _check_barrier_distance(s: State, ins: Instruction, arch: int, found: list[V
 def _apply_waits(s: State, mask: int) -> None:
     if not mask:
         return
+    for res in list(s.read_by):
+        by_cls = s.read_by[res]
+        r = by_cls.get(MIO_READ)
+        if r is not None and r.sb >= 0 and mask >> r.sb & 1 and s.age(r) >= FRESH_SCOREBOARD_CYCLES:
+            del by_cls[MIO_READ]
+            if not by_cls:
+                del s.read_by[res]
     for table in (s.writes, s.reads):
         for res in list(table):
             kept = frozenset(
@@ -311,7 +360,11 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
         for r in s.read_by.get(res, {}).values():
             if r.offset != ins.offset and not _exclusive(r.guard, ins.guard):
                 need = _need(table, r, ins, cls, "war")
-                why = "overwrites an operand of a fixed-latency reader too soon"
+                why = (
+                    "overwrites an operand of a reader without a read scoreboard too soon"
+                    if r.cls == MIO_READ
+                    else "overwrites an operand of a fixed-latency reader too soon"
+                )
                 _too_close(s, "war", res, r, ins, need.cycles, found, why)
         for r in s.recent.get(res, {}).values():
             if not _exclusive(r.guard, ins.guard):
@@ -422,6 +475,12 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
             for res in ins.access.reads:
                 if res.startswith("R"):  # uniform operands are read at issue
                     s.reads[res] = s.reads.get(res, frozenset()) | {Pending(ctrl.rbar, ins.offset, ins.opcode, 0)}
+        else:  # no read scoreboard: the queue still reads the registers after issue (see MIO_READ)
+            for res in ins.access.reads:
+                if res.startswith("R"):
+                    s.read_by.setdefault(res, {})[MIO_READ] = Recent(
+                        MIO_READ, ins.offset, ins.opcode, s.clock, ins.guard, sb
+                    )
     else:
         cls = latency_class(ins)
         for res in writes:
@@ -445,7 +504,7 @@ def _forget_guards(s: State, predicate: str) -> None:
         for by_cls in table.values():
             for c, r in by_cls.items():
                 if r.guard.lstrip("@!") == predicate:
-                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.at, "")
+                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.at, "", r.sb)
 
 
 def _advance(s: State, stall: int) -> None:

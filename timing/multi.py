@@ -92,26 +92,39 @@ def time_builds(
     """Time every build on the buffers made from `host` (see the module docstring); a dict
     with the labels, `times` (kept rounds x builds, us per launch), repeats, clock and rounds."""
     from timing import gpu
-    from timing.paired import _capture, _graph_launch_us, _l2_flusher, choose_repeats, clock_keep_mask, open_sm_clock
+    from timing.devicestructs import launch_copies
+    from timing.paired import (
+        CALIBRATION_LAUNCHES,
+        _capture,
+        _graph_launch_us,
+        _l2_flusher,
+        choose_repeats,
+        clock_keep_mask,
+        open_sm_clock,
+    )
 
     if l2 not in ("warm", "cold"):
         raise ValueError(f"l2 must be 'warm' or 'cold', got {l2!r}")
     same_buffers([b.spec for b in builds])
     cp = gpu.cupy_module()
     kernels = [gpu.load_kernel(b.cubin, b.spec) for b in builds]
-    dev = gpu.to_device(dict(host))
-    args = [gpu.launch_args(b.spec, dev) for b in builds]
+    dev = gpu.to_device(dict(host), builds[0].spec)  # one buffer set for all: same addresses
     stream = cp.cuda.Stream(non_blocking=True)
     clock, rng = open_sm_clock(cp), np.random.default_rng(seed)
     n = len(builds)
     if l2 == "warm":
         repeats = [
-            choose_repeats(_graph_launch_us(cp, stream, k, b.spec, a), min_replay_us)
-            for k, b, a in zip(kernels, builds, args)
+            choose_repeats(
+                _graph_launch_us(cp, stream, k, b.spec, launch_copies(cp, b.spec, dev, CALIBRATION_LAUNCHES)),
+                min_replay_us,
+            )
+            for k, b in zip(kernels, builds)
         ]
     else:
         repeats = [1] * n
-    graphs = [_capture(cp, stream, k, b.spec, a, r) for k, b, a, r in zip(kernels, builds, args, repeats)]
+    # each build's own argument copies (zeros counters cleared before every replay, outside the events)
+    copies = [launch_copies(cp, b.spec, dev, r) for b, r in zip(builds, repeats)]
+    graphs = [_capture(cp, stream, k, b.spec, c.args, c.clear) for k, b, c in zip(kernels, builds, copies)]
     flush = _l2_flusher(cp, stream) if l2 == "cold" else None
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(n)]
     times, clocks = np.empty((max_rounds, n)), np.empty(max_rounds)
@@ -120,6 +133,7 @@ def time_builds(
         for k in rng.permutation(n):
             if flush is not None:
                 flush()
+            copies[k].clear(stream)
             events[k][0].record(stream)
             graphs[k].launch(stream)
             events[k][1].record(stream)

@@ -183,6 +183,13 @@ def s2r(arch: int, rd: int, special: str) -> Generated:
     return Generated(patch(t.word, "Rd", rd), "S2R", (reg(rd), special))
 
 
+def nop(arch: int) -> Generated:  # noqa: ARG001 - one encoding on every arch this tool writes
+    """A NOP (its control code is set by the scheduler): a stall pad."""
+    from reorder.probe.grow import NOP_WORD
+
+    return Generated(NOP_WORD, "NOP", ())
+
+
 def clock32(arch: int, rd: int) -> Generated:
     t = template(arch, "CS2R.32")
     return Generated(patch(t.word, "Rd", rd), "CS2R.32", (reg(rd), "SR_CLOCKLO"))

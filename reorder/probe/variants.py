@@ -232,6 +232,17 @@ class Op:
     wbar: int = NO_SCOREBOARD
     rbar: int = NO_SCOREBOARD
     extra_wait: int = 0  # scoreboards to wait on beyond those its own sequence implies
+    min_stall: int = 1  # a pad holds the pipes for at least this many cycles
+
+
+def pad_op(arch: int) -> Op:
+    """A NOP before a probe point's first op: the kernel's own op before it may have left its
+    pipe busy for up to ISSUE_PAD + 1 cycles (legality.issue: IMAD.WIDE, 4), and the probe
+    keeps the kernel's control codes as they are."""
+    return Op(T.nop(arch), min_stall=ISSUE_PAD)
+
+
+ISSUE_PAD = 3
 
 
 def prologue_ops(
@@ -273,19 +284,24 @@ def prologue_ops(
     ops.append(Op(T.imad_wide(arch, a, k, record_bytes, a)))
     if record_bytes == SLIDE_RECORD_BYTES:
         ops.append(Op(T.clock32(arch, e)))
-    return ops
+    return ops + [pad_op(arch)]  # the kernel's first op follows: its pipe may be the last op's
 
 
 def slide_ops(arch: int, s: Scratch) -> list[Op]:
     """Clock after k, then [entry, clock] to this warp's slot."""
     k = s.base + 1
-    return [Op(T.clock32(arch, k), extra_wait=1 << s.sb), Op(T.stg64(arch, s.ur, s.addr, 0, s.base), rbar=s.sb)]
+    return [
+        pad_op(arch),
+        Op(T.clock32(arch, k), extra_wait=1 << s.sb),
+        Op(T.stg64(arch, s.ur, s.addr, 0, s.base), rbar=s.sb),
+    ]
 
 
 def stamp_ops(arch: int, s: Scratch, stamp: int) -> list[Op]:
     """[global timer, clock, SM id] to slot `stamp` of this warp."""
     g, c = s.base, s.base + 4
     return [
+        pad_op(arch),
         Op(T.globaltimer64(arch, g), extra_wait=1 << s.sb),
         Op(T.clock32(arch, c), extra_wait=1 << s.sb),
         Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp, g), rbar=s.sb),
@@ -310,7 +326,7 @@ def schedule_ops(ops: Sequence[Op], arch: int, drained: int = 0) -> list[T.Gener
     """
     table = load_table(arch)
     ins = [_as_instruction(op, i) for i, op in enumerate(ops)]
-    stalls = [1] * len(ops)
+    stalls = [op.min_stall for op in ops]
     waits = [op.extra_wait for op in ops]
     for j, consumer in enumerate(ins):
         for i in range(j):
@@ -325,12 +341,29 @@ def schedule_ops(ops: Sequence[Op], arch: int, drained: int = 0) -> list[T.Gener
             gap = sum(stalls[i:j])
             if gap < cycles:
                 stalls[j - 1] += cycles - gap
+        _keep_issue_rate(ins, stalls, j, arch)
     out = []
     for op, stall, wait in zip(ops, stalls, waits):
         stall = min(stall, 15)
         ctrl = ControlCode(stall=stall, yield_bit=int(stall <= 11), wbar=op.wbar, rbar=op.rbar, wait=wait, reuse=0)
         out.append(op.gen.with_ctrl(ctrl))
     return out
+
+
+def _keep_issue_rate(ins: Sequence[Instruction], stalls: list[int], j: int, arch: int) -> None:
+    """Op j issues no sooner after the previous op of its pipe than that op keeps the pipe
+    busy (legality.issue: the verifier's rule)."""
+    from legality import issue
+
+    pipe = None if ins[j].is_variable_latency else issue.pipe_of(ins[j].opcode)
+    if pipe is None:
+        return
+    for i in range(j - 1, -1, -1):
+        if not ins[i].is_variable_latency and issue.pipe_of(ins[i].opcode) == pipe:
+            gap, need = sum(stalls[i:j]), issue.load_rates(arch).busy_for(ins[i].opcode)
+            if gap < need:
+                stalls[j - 1] += need - gap
+            return
 
 
 def _need(p_op: Op, p: Instruction, c_op: Op, c: Instruction, table) -> tuple[int, int | None] | None:

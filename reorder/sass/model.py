@@ -84,9 +84,13 @@ class Instruction:
 
     @property
     def is_barrier(self) -> bool:
-        """Never moved and nothing moves across it."""
+        """Never moved and nothing moves across it. That includes an op guarded by @!PT, which
+        never runs: ptxas places such ops on purpose (three `@!PT LDS RZ, [RZ]` before each
+        LDGSTS in Triton's pipelined kernels; Triton candidates that moved them gave wrong bytes
+        on an H200, 2026-11-30), for reasons the tool does not model."""
         return (
             not self.known
+            or self.guard == "@!PT"
             or self.base in op.BARRIERS
             or self.has_relocation
             or any(r in op.CLOCK_REGISTERS for r in self.access.reads)
