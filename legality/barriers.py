@@ -55,8 +55,9 @@ class BarrierRules:
         return next((r for r in self.distances if _matches(opcode, r.barrier)), None)
 
     def keeps_neighbours(self, ins: Instruction) -> bool:
-        """A barrier-like instruction with no measured rule: its neighbours stay."""
-        return ins.base in self.neighbour_opcodes and self.distance_for(ins.opcode) is None
+        """A barrier-like instruction with no measured rule, or one the tool cannot read (its
+        operands unknown: HGMMA, WARPGROUP.ARRIVE): its neighbours stay."""
+        return not ins.known or (ins.base in self.neighbour_opcodes and self.distance_for(ins.opcode) is None)
 
 
 def _matches(opcode: str, prefix: str) -> bool:
@@ -128,6 +129,37 @@ def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...
         inside_c, inside_o = 0 <= dc < len(cand), 0 <= do < len(orig)
         if inside_c != inside_o or (inside_c and code_bits(cand[dc]) != code_bits(orig[do])):
             return (cand[dc] if inside_c else bar), "a different neighbour than the compiler placed"
-    if c > 0 and cand[c - 1].ctrl.stall < orig[o - 1].ctrl.stall:
-        return cand[c - 1], f"fewer cycles into the barrier ({cand[c - 1].ctrl.stall} < {orig[o - 1].ctrl.stall})"
+    return _window_changed(cand, c, orig, o)
+
+
+WINDOW_CYCLES = 16  # no fixed latency in the tables reaches further (R2UR -> uniform reader: 15)
+
+
+def _window_changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int):
+    """Every instruction the compiler placed within WINDOW_CYCLES before the barrier stays
+    before it, in its order, with no fewer cycles into it, and nothing else of the kernel moves
+    in between: the barrier may read what they write (an unknown op's operands are not known;
+    a barrier waits on what is in flight). New code (a probe's clock reads) may stand among
+    them: it only adds cycles. On an H200, Triton matmuls whose stalls before HGMMA and DEPBAR
+    were cut (UIADD3.64 UR10 S09 -> S01 before an HGMMA reading it as a descriptor) gave wrong
+    bytes or faulted, 2026-11-30."""
+    kernel_bits = {code_bits(x) for x in orig}
+    k, into_c, into_o = c, 0, 0
+    for m in range(1, o + 1):
+        want = code_bits(orig[o - m])
+        into_o += orig[o - m].ctrl.stall
+        while True:
+            k -= 1
+            if k < 0:
+                return cand[c], "an instruction the compiler placed before it is gone"
+            into_c += cand[k].ctrl.stall
+            bits = code_bits(cand[k])
+            if bits == want:
+                break
+            if bits in kernel_bits and cand[k].base != "NOP":  # a NOP does nothing a barrier could see
+                return cand[k], "a different instruction before it than the compiler placed"
+        if into_c < into_o:
+            return cand[k], f"fewer cycles into the barrier ({into_c} < {into_o} from {m} instruction(s) before)"
+        if into_o >= WINDOW_CYCLES:
+            break
     return None

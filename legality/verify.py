@@ -194,6 +194,9 @@ def _sb_name(sb: int) -> str:
 # leaves 13 and 12 gave wrong results on an H200 (warp_select_k100), and BAR (BAR.RED's
 # predicate: FSETP -> BAR.RED.POPC at 4, 5 and 6 cycles counted wrong on an H200, ptxas leaves
 # 13; benchmarks/results/2026-11-30_barrier).
+# Variable-latency ops read a predicate operand the same way (ref 3.1's MIO readers): LDGSTS's
+# zero-fill predicate 4 cycles after its ISETP copied stale data on an H200 (Triton softmax,
+# 2026-11-30), where ptxas leaves 13 in every LDGSTS of the repository's cubins.
 GUARD_LIKE_READERS = frozenset({"BRA", "EXIT", "BRX", "RET", "VOTE", "VOTEU", "BAR"})
 
 
@@ -203,7 +206,8 @@ def read_kind(resource: str, ins: Instruction) -> str:
         return "raw_u"
     if resource.startswith(("P", "UP")):
         guard = ins.guard.lstrip("@!")
-        return "raw_guard" if resource == guard or ins.base in GUARD_LIKE_READERS else "raw_pred"
+        guard_like = ins.base in GUARD_LIKE_READERS or ins.is_variable_latency
+        return "raw_guard" if resource == guard or guard_like else "raw_pred"
     return "raw"
 
 

@@ -115,3 +115,79 @@ def test_sm80_full_rate_float_ops_are_half_rate_there():
 def test_an_op_guarded_by_not_true_is_a_barrier():
     pad, lds = _code("B------:R-:W-:-:S01  @!PT LDS RZ, [RZ]", "B------:R-:W0:-:S01  LDS R4, [R2]")[:2]
     assert pad.is_barrier and not lds.is_barrier
+
+
+# ---------------------------------------------------------------- 4. predicates read by variable-latency ops
+
+
+def test_ldgsts_reads_its_predicate_operand_like_a_guard():
+    """Triton softmax (LOOP_STAGES 2, 8 warps): ISETP -> LDGSTS's zero-fill predicate at 4
+    cycles gave wrong bytes (bisected on an H200: that one stall alone); ptxas leaves 13."""
+    lines = (
+        "B------:R-:W-:-:S01  ISETP.NE.U32.AND P3, PT, R36, RZ, PT",
+        "B------:R-:W-:Y:S{:02d}  IMAD.MOV.U32 R36, RZ, RZ, R23",
+        "B------:R3:W-:-:S01  LDGSTS.E.BYPASS.128 [R17+0x1000], desc[UR14][R6.64], P3",
+    )
+    assert ("raw_guard", "P3", 13, 4) in _kinds(lines[0], lines[1].format(3), lines[2])
+    assert not [k for k in _kinds(lines[0], lines[1].format(12), lines[2]) if k[1] == "P3"]
+
+
+# ---------------------------------------------------------------- 5. what stands before a barrier or an unknown op
+
+
+def _neighbours(original_lines, candidate_lines):
+    from legality.barriers import neighbour_violations
+
+    return neighbour_violations(_code(*candidate_lines), _code(*original_lines), 90)
+
+
+HGMMA_BEFORE = (
+    "B------:R-:W-:-:S02  UIADD3.64 UR8, UR8, 0x4, URZ",
+    "B------:R-:W-:Y:S09  UIADD3.64 UR10, UR10, 0x100, URZ",
+    "B------:R-:W-:-:S01  WARPGROUP.ARRIVE",
+    "B------:R-:W-:-:S03  HGMMA.64x128x16.F32 R24, gdesc[UR8].tnspB, R24",
+)
+
+
+def test_no_cycle_is_cut_in_front_of_an_op_the_tool_cannot_read():
+    """Triton matmul (num_stages 3, 8 warps): UIADD3.64 UR10 S09 -> S01 before an HGMMA whose
+    descriptor it writes gave wrong bytes; the verifier cannot see HGMMA's operands."""
+    cut = list(HGMMA_BEFORE)
+    cut[1] = cut[1].replace("S09", "S01")
+    assert _neighbours(HGMMA_BEFORE, cut)
+    assert not _neighbours(HGMMA_BEFORE, HGMMA_BEFORE)
+
+
+def test_the_window_before_a_barrier_reaches_past_its_neighbour():
+    original = (
+        "B------:R-:W-:Y:S10  UMOV UR5, URZ",
+        "B------:R-:W-:-:S01  UIADD3 UR15, UR15, 0x1, URZ",
+        "B------:R-:W-:Y:S04  DEPBAR.LE SB0, 0x0",
+    )
+    cut = (original[0].replace("S10", "S01"),) + original[1:]
+    found = _neighbours(original, cut)
+    assert found and "fewer cycles into the barrier" in found[0][2]
+
+
+def test_new_code_before_a_barrier_only_adds_cycles_and_passes():
+    from legality.barriers import neighbour_violations
+
+    original = _code(
+        "B------:R-:W-:-:S02  IADD3 R2, R0, 0x1, RZ",
+        "B------:R-:W-:-:S02  IADD3 R3, R0, 0x2, RZ",
+        "B------:R-:W-:Y:S04  MEMBAR.SC.GPU",
+    )
+    new = [
+        parse_line(line, 100 + k)
+        for k, line in enumerate(("B------:R-:W-:-:S03  NOP", "B------:R-:W-:-:S02  CS2R.32 R40, SR_CLOCKLO"))
+    ]
+    probed = (original[0], *new, *original[1:])
+    assert not neighbour_violations(probed, original, 90)
+    far = _code(
+        "B------:R-:W-:Y:S15  IADD3 R9, R0, 0x9, RZ",
+        "B------:R-:W-:-:S02  IADD3 R2, R0, 0x1, RZ",
+        "B------:R-:W-:-:S02  IADD3 R3, R0, 0x2, RZ",
+        "B------:R-:W-:Y:S04  MEMBAR.SC.GPU",
+    )
+    moved_in = (far[1], far[0].with_ctrl(far[1].ctrl), far[2], *far[3:])  # R9's op moved in: refused
+    assert neighbour_violations(moved_in, far, 90)

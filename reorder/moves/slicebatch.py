@@ -248,6 +248,13 @@ def _overlaps(a: Interval, b: Interval) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
+# R1 holds the stack pointer (`LDC R1, c[0x0][0x28]` opens every kernel): ptxas writes it only
+# for stack arithmetic, never for a value, and neither does a rename (a Triton looped RMSNorm
+# whose slice batch renamed a column index into R1 gave NaN on an H200, 2026-11-30; the
+# verifier found nothing else in it).
+STACK_POINTER = 1
+
+
 def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] | None:
     """def id -> new base number (register or predicate) for every renamable def, or None
     when some value finds no free register at or below `limit`."""
@@ -266,7 +273,11 @@ def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] |
         kind, base, width = df.regs[0][0], int(df.regs[0][1:]), len(df.regs)
         top = limit if kind == "R" else PREDICATES - 1
         align = width if width in (2, 4) else 1
-        candidates = [base] + [b for b in range(0, top - width + 2, align) if b != base]
+        candidates = [base] + [
+            b
+            for b in range(0, top - width + 2, align)
+            if b != base and not (kind == "R" and b <= STACK_POINTER < b + width)
+        ]
         mine = [spans[d][reg] for reg in df.regs]
         pick = next(
             (
