@@ -680,8 +680,33 @@ def verify_kernel(
     if found and original is not None:
         found, inherited = split(ins, found, _compiler_made(original, code.arch))
     if original is not None:
-        found += _neighbour_violations(ins, original, code.arch)
+        found += _neighbour_violations(ins, original, code.arch) + _stack_pointer_writes(ins, original)
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
+
+
+STACK_POINTER = "R1"
+
+
+def _stack_pointer_writes(ins: tuple[Instruction, ...], original: tuple[Instruction, ...]) -> tuple[Violation, ...]:
+    """R1 is the stack pointer: ptxas writes it only for stack arithmetic, so a candidate that
+    writes it where the original did not is refused (a Triton looped RMSNorm whose slice batch
+    renamed a value into R1 gave NaN on an H200, 2026-11-30, and nothing else was found in it)."""
+    theirs = {barriers.code_bits(i) for i in original if STACK_POINTER in i.access.writes}
+    return tuple(
+        Violation(
+            "registers",
+            STACK_POINTER,
+            i.offset,
+            i.opcode,
+            i.offset,
+            i.opcode,
+            "as compiled",
+            "written",
+            "writes R1, the stack pointer, where the original does not",
+        )
+        for i in ins
+        if STACK_POINTER in i.access.writes and barriers.code_bits(i) not in theirs
+    )
 
 
 def _neighbour_violations(

@@ -191,3 +191,12 @@ def test_new_code_before_a_barrier_only_adds_cycles_and_passes():
     )
     moved_in = (far[1], far[0].with_ctrl(far[1].ctrl), far[2], *far[3:])  # R9's op moved in: refused
     assert neighbour_violations(moved_in, far, 90)
+
+
+def test_a_candidate_that_writes_the_stack_pointer_is_refused():
+    from legality.verify import _stack_pointer_writes
+
+    original = _code("B------:R-:W0:-:S08  LDC R1, c[0x0][0x28]", "B------:R-:W-:-:S02  IADD3 R5, R2, 0xc00, R23")
+    renamed = (original[0], parse_line("B------:R-:W-:-:S02  IADD3 R1, R2, 0xc00, R23", 1), original[2])
+    assert not _stack_pointer_writes(original, original)
+    assert [v.resource for v in _stack_pointer_writes(renamed, original)] == ["R1"]
