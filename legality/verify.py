@@ -689,8 +689,9 @@ STACK_POINTER = "R1"
 
 def _stack_pointer_writes(ins: tuple[Instruction, ...], original: tuple[Instruction, ...]) -> tuple[Violation, ...]:
     """R1 is the stack pointer: ptxas writes it only for stack arithmetic, so a candidate that
-    writes it where the original did not is refused (a Triton looped RMSNorm whose slice batch
-    renamed a value into R1 gave NaN on an H200, 2026-11-30, and nothing else was found in it)."""
+    writes it where the original did not is refused. (Suspected on an H200, 2026-11-30, in a
+    slice batch that gave NaN; its rebuild without R1 still gave NaN, so R1 was not that bug:
+    the rule stays as the compiler's own convention.)"""
     theirs = {barriers.code_bits(i) for i in original if STACK_POINTER in i.access.writes}
     return tuple(
         Violation(

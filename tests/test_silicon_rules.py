@@ -12,6 +12,9 @@ verified candidates gave wrong bytes until the verifier knew them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from sass_snippet import parse_line
 
 from legality.issue import load_rates
@@ -200,3 +203,34 @@ def test_a_candidate_that_writes_the_stack_pointer_is_refused():
     renamed = (original[0], parse_line("B------:R-:W-:-:S02  IADD3 R1, R2, 0xc00, R23", 1), original[2])
     assert not _stack_pointer_writes(original, original)
     assert [v.resource for v in _stack_pointer_writes(renamed, original)] == ["R1"]
+
+
+# ---------------------------------------------------------------- 6. what the verifier still misses
+
+
+WRONG = Path(__file__).parent / "data" / "silicon_wrong"
+SLICE_BATCHED = ("rmsnorm_looped_fp16_ls1_w8", "rmsnorm_row_fp32_w8", "rmsnorm_row_fp16_w4")
+
+
+@pytest.mark.parametrize("name", SLICE_BATCHED)
+@pytest.mark.xfail(strict=True, reason="open: slice batches whose renames were wrong on an H200 verify as legal")
+def test_the_verifier_rejects_slice_batches_silicon_found_wrong(name):
+    """Triton candidates (final verifier of 2026-11-30) that gave NaN, wrong bytes or an illegal
+    instruction on an H200 at 512-8192 rows: each a slice batch renaming 51-117 instructions.
+    The verifier checks timing, not the renames' dataflow; until something does, the static
+    Triton path (reorder.triton.rewrite.moves_binary) makes no slice batch."""
+    from legality.verify import verify_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+
+    original = decode_kernel(read_cubin(WRONG / f"{name}.original.cubin"))
+    candidate = decode_kernel(read_cubin(WRONG / f"{name}.candidate.cubin"))
+    assert not verify_kernel(candidate, original=original.instructions).ok
+
+
+@pytest.mark.parametrize("name", SLICE_BATCHED)
+def test_the_static_triton_path_no_longer_makes_them(name):
+    from reorder.triton.rewrite import moves_binary
+
+    made = moves_binary((WRONG / f"{name}.original.cubin").read_bytes(), noalias=True)
+    assert made != (WRONG / f"{name}.candidate.cubin").read_bytes()

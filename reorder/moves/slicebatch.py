@@ -249,9 +249,9 @@ def _overlaps(a: Interval, b: Interval) -> bool:
 
 
 # R1 holds the stack pointer (`LDC R1, c[0x0][0x28]` opens every kernel): ptxas writes it only
-# for stack arithmetic, never for a value, and neither does a rename (a Triton looped RMSNorm
-# whose slice batch renamed a column index into R1 gave NaN on an H200, 2026-11-30; the
-# verifier found nothing else in it).
+# for stack arithmetic, never for a value, and neither does a rename. (A Triton looped RMSNorm
+# whose slice batch renamed a column index into R1 gave NaN on an H200, 2026-11-30; its
+# rebuild without R1 still did: R1 was not the cause, the rule stays because ptxas keeps it.)
 STACK_POINTER = 1
 
 

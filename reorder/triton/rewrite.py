@@ -93,8 +93,14 @@ def _tuned_base(original: bytes, key: str) -> Path:
 
 
 def moves_binary(cubin: bytes, noalias: bool) -> bytes:
-    """SliceBatch/LoadBatch then stall cuts (reorder.build.pipeline), verified against the
-    compiler's own schedule; the original when the static model predicts no gain."""
+    """LoadBatch then stall cuts (reorder.build.pipeline), verified against the compiler's own
+    schedule; the original when the static model predicts no gain.
+
+    No SliceBatch here: nothing this returns is checked on a GPU unless the user calls
+    `verify`, and on an H200 (2026-11-30, benchmarks/results/2026-11-30_h200_session6) three
+    Triton candidates whose slice batches renamed 51-117 instructions computed wrong bytes or
+    raised an illegal instruction while the verifier accepted them (it checks timing, not the
+    renames' dataflow); every candidate without a slice batch was byte-identical (575 checks)."""
     from legality.verify import verify_kernel
     from reorder.analysis.costmodel import kernel_cycles
     from reorder.binary.cubin import parse_cubin
@@ -102,7 +108,7 @@ def moves_binary(cubin: bytes, noalias: bool) -> bytes:
     from reorder.sass.model import decode_kernel
 
     code = decode_kernel(parse_cubin(cubin, "Triton cubin"))
-    batched = batch_loads(code, noalias)
+    batched = batch_loads(code, noalias, slices=False)
     final = cut_stalls(batched.after).after
     verdict = verify_kernel(final, original=code.instructions)
     if not verdict.ok:
