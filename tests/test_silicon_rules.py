@@ -216,9 +216,10 @@ SLICE_BATCHED = ("rmsnorm_looped_fp16_ls1_w8", "rmsnorm_row_fp32_w8", "rmsnorm_r
 @pytest.mark.xfail(strict=True, reason="open: slice batches whose renames were wrong on an H200 verify as legal")
 def test_the_verifier_rejects_slice_batches_silicon_found_wrong(name):
     """Triton candidates (final verifier of 2026-11-30) that gave NaN, wrong bytes or an illegal
-    instruction on an H200 at 512-8192 rows: each a slice batch renaming 51-117 instructions.
-    The verifier checks timing, not the renames' dataflow; until something does, the static
-    Triton path (reorder.triton.rewrite.moves_binary) makes no slice batch."""
+    instruction on an H200 at 512-8192 rows: each a slice batch renaming 51-117 instructions,
+    its renames right block by block (tests/test_equivalence.py). Some timing or hardware state
+    the verifier does not model; until it does, the static Triton path
+    (reorder.triton.rewrite.moves_binary) makes no slice batch."""
     from legality.verify import verify_kernel
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel

@@ -107,13 +107,28 @@ def batch_loads(
     current = code
     options = MoveOptions(noalias=noalias, extra_registers=extra_registers)
     for move in SliceBatch.instances(code, options):
-        step = _kept(current, apply_each(current, [move]))
+        step = _same_values(current, _kept(current, apply_each(current, [move])))
         if not step.applied:
             fallback = [m for m in LoadBatch.instances(current, options) if m.blocks == move.blocks]
             step = _merged(current, [step, _kept(current, apply_each(current, fallback))])
         steps.append(step)
         current = step.after
     return _merged(code, steps)
+
+
+def _same_values(before: KernelCode, step: Outcome) -> Outcome:
+    """`step`, or nothing done when its blocks do not provably compute what they computed
+    (legality.equivalence: renames are checked by symbolic values, which the verifier's timing
+    model cannot see; two slice batches that verified legal were wrong on an H200)."""
+    if not step.applied:
+        return step
+    from legality.equivalence import block_differences
+
+    found = block_differences(before.instructions, step.after.instructions)
+    if not found:
+        return step
+    why = tuple(f"{name}: not kept, {found[0].line()}" for name in step.applied)
+    return Outcome(before.cubin.data, before, before, (), step.skipped, (), 0, step.inapplicable + why)
 
 
 def _kept(before: KernelCode, step: Outcome) -> Outcome:

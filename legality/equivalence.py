@@ -1,0 +1,177 @@
+"""Do a candidate's blocks compute what the original's compute? Symbolic values, block by block.
+
+The verifier checks timing: when a result is ready, when a pipe is free. It cannot see a rename
+that reads the wrong register, and three slice batches of Triton kernels did exactly that on an
+H200 (2026-11-30: NaN, wrong bytes, an illegal instruction), all verified legal. This is the
+other check: every move stays inside its basic block, so each block of the candidate must leave
+the same values, in the same registers, for whatever reads them after the block, and make the
+same stores.
+
+Each block is run symbolically from the same unknown inputs: a register holds an expression
+(the op that wrote it, its guard, the expressions of what it read), so names do not matter, only
+where each value came from. A guarded write keeps the old value under the complementary guard.
+Loads are values of their address (the moves' alias rules decide which loads may pass which
+stores: that is the dependency graph's job, not this one's); stores are compared as a multiset of
+(op, address, value). Control codes are ignored. An instruction the tool does not read (not
+`known`) makes the block unjudgeable: its difference is reported, never assumed equal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from reorder.analysis.cfg import basic_blocks
+from reorder.analysis.webs import guarded_live_out
+from reorder.sass.model import Instruction
+
+_REGISTER = re.compile(r"\b(UR\d+|UP\d+|R\d+|P\d+)\b")
+_CONSTANT = frozenset({"RZ", "PT", "URZ", "UPT"})
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One block whose candidate does not provably compute what the original computes."""
+
+    block: int  # the original block's first instruction offset
+    what: str
+
+    def line(self) -> str:
+        return f"dataflow   block {self.block:#06x}: {self.what}"
+
+
+def _operands(ins: Instruction) -> tuple[str, ...]:
+    """The operands without reuse flags (a move may drop one: it changes no value)."""
+    return tuple(t.replace(".reuse", "") for t in ins.operands)
+
+
+def _dest_tokens(ins: Instruction) -> int:
+    """How many leading operands are written. An operand read too (IADD3 R6, P3, R6) is a
+    source: a name counts once. A constant (PT, RZ) in front of a written register is a
+    discarded output (SHFL.BFLY PT, R3, R3, ...; IADD3 RZ, P0, R11, ...)."""
+    operands = _operands(ins)
+    seen: set[str] = set()
+    count = 0
+    for k, token in enumerate(operands):
+        if token in _CONSTANT:
+            following = operands[k + 1] if k + 1 < len(operands) else ""
+            if following in ins.access.writes and following not in seen:
+                count += 1
+                continue
+            break
+        names = _REGISTER.findall(token)
+        if len(names) != 1 or token.strip("-!|") != names[0] or names[0] not in ins.access.writes or names[0] in seen:
+            break
+        seen.add(names[0])
+        if names[0].startswith("R"):  # a wide result's upper registers are written, not named: not operands
+            n = int(names[0][1:])
+            seen.update(f"R{n + k}" for k in (1, 2, 3) if f"R{n + k}" in ins.access.writes)
+        count += 1
+    return count
+
+
+def _width_regs(name: str, ins: Instruction, named: set[str]) -> list[str]:
+    """`name` and the registers after it the op reads as one wide operand (R10 as a 64-bit addend)."""
+    out = [name]
+    if not name.startswith("R"):
+        return out
+    n = int(name[1:])
+    for k in (1, 2, 3):
+        nxt = f"R{n + k}"
+        if nxt in ins.access.reads and nxt not in named:
+            out.append(nxt)
+        else:
+            break
+    return out
+
+
+def _step(ins: Instruction, regs: dict[str, object], stores: Counter) -> None:
+    def value(name: str) -> object:
+        return name if name in _CONSTANT else regs.get(name, ("in", name))
+
+    dests = _dest_tokens(ins)
+    operands = _operands(ins)
+    named = {n for token in operands for n in _REGISTER.findall(token)}
+    sources = []
+    for token in operands[dests:]:
+        names = _REGISTER.findall(token)
+        shape = _REGISTER.sub("@", token)
+        sources.append((shape, tuple(value(r) for n in names for r in _width_regs(n, ins, named))))
+    guard = ins.guard.lstrip("@")
+    guard_value = (guard.startswith("!"), value(guard.lstrip("!"))) if guard else None
+    if guard_value is not None:  # the op runs only under its guard: what a write under it left is what it reads
+        sources = [(shape, tuple(_under(guard_value, v) for v in values)) for shape, values in sources]
+    op = (ins.opcode, guard_value, tuple(sources))
+    if not ins.access.writes:
+        stores[op] += 1
+        return
+    dest_bases = [t for t in operands[:dests] if t not in _CONSTANT]
+    for name in sorted(ins.access.writes):
+        if name in _CONSTANT:
+            continue
+        slot = _slot(name, dest_bases)
+        new = ("op", op, slot)
+        regs[name] = ("sel", guard_value, new, value(name)) if guard_value else new
+
+
+def _under(guard: tuple, v: object) -> object:
+    """`v` as seen by an op that runs only when `guard` holds: a write under the same guard is
+    what it sees, a write under the opposite guard is not."""
+    while isinstance(v, tuple) and v and v[0] == "sel":
+        _, g, new, old = v
+        if g == guard:
+            v = new
+        elif g == (not guard[0], guard[1]):
+            v = old
+        else:
+            break
+    return v
+
+
+def _slot(name: str, dest_bases: list[str]) -> tuple[int, int]:
+    """Which written register this is, by position: (dest operand, register within it)."""
+    kind = name.rstrip("0123456789")
+    for i, base in enumerate(dest_bases):
+        if base.rstrip("0123456789") == kind and base[len(kind) :].isdigit():
+            offset = int(name[len(kind) :]) - int(base[len(kind) :])
+            if 0 <= offset < 4:
+                return (i, offset)
+    return (-1, 0)  # written implicitly (no operand names it): judged by the op alone
+
+
+def _run(block: tuple[Instruction, ...]) -> tuple[dict[str, object], Counter, list[str]]:
+    regs: dict[str, object] = {}
+    stores: Counter = Counter()
+    unknown = [f"{i.offset:#06x} {i.opcode}" for i in block if not i.known]
+    for ins in block:
+        _step(ins, regs, stores)
+    return regs, stores, unknown
+
+
+def block_differences(original: tuple[Instruction, ...], candidate: tuple[Instruction, ...]) -> list[Difference]:
+    """Blocks of `candidate` (same block boundaries as `original`: moves stay inside blocks)
+    that do not leave the original's values in its live-out registers or make its stores."""
+    o_blocks, c_blocks = basic_blocks(original), basic_blocks(candidate)
+    if [(b.start, b.end) for b in o_blocks] != [(b.start, b.end) for b in c_blocks]:
+        return [Difference(0, "the blocks differ (a move crossed a block boundary)")]
+    live = guarded_live_out(original)
+    found = []
+    for b in o_blocks:
+        o_code = tuple(original[k] for k in b.indices())
+        c_code = tuple(candidate[k] for k in b.indices())
+        if [(i.word, i.text) for i in o_code] == [(i.word, i.text) for i in c_code]:
+            continue
+        o_regs, o_stores, o_unknown = _run(o_code)
+        c_regs, c_stores, _ = _run(c_code)
+        start = original[b.start].offset
+        if o_unknown and [i.text for i in o_code] != [i.text for i in c_code]:
+            found.append(Difference(start, f"not judged: unknown op(s) {', '.join(o_unknown[:3])}"))
+            continue
+        if o_stores != c_stores:
+            found.append(Difference(start, "the stores differ"))
+        for name in sorted(live.get(b.start, frozenset())):
+            if o_regs.get(name, ("in", name)) != c_regs.get(name, ("in", name)):
+                found.append(Difference(start, f"{name} leaves the block with another value"))
+                break
+    return found
