@@ -269,9 +269,8 @@ def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violat
 def _check_issue(s: State, ins: Instruction, arch: int, found: list[Violation]) -> None:
     """A fixed-latency op must not issue while its pipe is busy with the previous one
     (legality.issue); then it holds the pipe."""
-    if (
-        ins.base in BARRIER_OPCODES
-    ):  # the pipes drain at a barrier (ERRBAR S00 then IMAD one cycle after an IMAD: sm_80)
+    # the pipes drain at a barrier (sm_80: ERRBAR at S00, then an IMAD one cycle after an IMAD)
+    if ins.base in BARRIER_OPCODES:
         for resource in [r for r in s.recent if r.startswith(issue.RESOURCE_PREFIX)]:
             del s.recent[resource]
         return
