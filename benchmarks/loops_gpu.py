@@ -331,12 +331,24 @@ def best_per_kernel(suite_rows: list[dict]) -> dict[str, dict]:
     return best
 
 
-def sweep(run: Run, built: list[dict]) -> None:
-    """Each kernel's best candidate at every point of its suite spec's sweep, warm and cold L2."""
+def suite_points(kernel: str) -> list[tuple[int, str, dict]]:
+    """(order, name, point) of every point of the suite spec's sweep ({} named 'spec' when it
+    has none)."""
     import tomllib
 
-    from benchmarks.gpu_session import SUITE, load_suite_spec
+    from benchmarks.gpu_session import SUITE
     from benchmarks.kernels.sweep import sweep_points
+
+    raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
+    return [
+        (order, "_".join(f"{k}{v}" for k, v in point.items()) or "spec", point)
+        for order, point in enumerate(sweep_points(raw) or [{}])
+    ]
+
+
+def sweep(run: Run, built: list[dict]) -> None:
+    """Each kernel's best candidate at every point of its suite spec's sweep, warm and cold L2."""
+    from benchmarks.gpu_session import load_suite_spec
 
     for kernel, best in best_per_kernel(run.suite).items():
         source = next(
@@ -347,9 +359,7 @@ def sweep(run: Run, built: list[dict]) -> None:
             and r["noalias"] == best["noalias"]
             and r["speculate"] == best["speculate"]
         )
-        raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
-        for order, point in enumerate(sweep_points(raw) or [{}]):
-            name = "_".join(f"{k}{v}" for k, v in point.items()) or "spec"
+        for order, name, point in suite_points(kernel):
             row = {"kernel": kernel, "move": best["move"], "point": name, "point_order": order}
             if run.left() < SWEEP_RESERVE_S:
                 run.add("sweep", {**row, "status": "skipped", "reason": "deadline"})
@@ -377,19 +387,14 @@ def per_point(run: Run, built: list[dict]) -> None:
     fastest identical one whose CI lies below 1 is then checked and timed again, fresh, with
     warm and cold L2 (the figure reported, so the pick's luck is not); where none is faster the
     original is kept and the point's speed-up is 1 by construction (rows say `measured` False)."""
-    import tomllib
-
-    from benchmarks.gpu_session import SUITE, load_suite_spec
-    from benchmarks.kernels.sweep import sweep_points
+    from benchmarks.gpu_session import load_suite_spec
 
     for kernel in dict.fromkeys(r["kernel"] for r in built):
         candidates = [r for r in built if r["kernel"] == kernel and r.get("cubin")]
         if not candidates:
             continue
         original = run.build / candidates[0]["original"]
-        raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
-        for order, point in enumerate(sweep_points(raw) or [{}]):
-            name = "_".join(f"{k}{v}" for k, v in point.items()) or "spec"
+        for order, name, point in suite_points(kernel):
             base = {"kernel": kernel, "point": name, "point_order": order}
             if run.left() < SWEEP_RESERVE_S * (len(candidates) + 1):
                 run.add("sweep", {**base, "move": "", "status": "skipped", "reason": "deadline"})

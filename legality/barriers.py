@@ -111,15 +111,17 @@ def neighbour_violations(
             )
         ]
     found = []
+    kernel_bits = frozenset(code_bits(x) for x in original) if mine else frozenset()
     for c, o in zip(mine, theirs):
-        why = _changed(candidate, c, original, o)
+        why = _changed(candidate, c, original, o, kernel_bits)
         if why:
             found.append((candidate[c], why[0], why[1]))
     return found
 
 
-def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int):
-    """(instruction, why) for the first change to barrier cand[c] (orig[o]) or its neighbours."""
+def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int, kernel_bits: frozenset):
+    """(instruction, why) for the first change to barrier cand[c] (orig[o]) or its neighbours
+    (`kernel_bits`: every instruction of the original, without control codes)."""
     bar, was = cand[c], orig[o]
     if code_bits(bar) != code_bits(was):
         return bar, "not the original's barrier"
@@ -129,13 +131,15 @@ def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...
         inside_c, inside_o = 0 <= dc < len(cand), 0 <= do < len(orig)
         if inside_c != inside_o or (inside_c and code_bits(cand[dc]) != code_bits(orig[do])):
             return (cand[dc] if inside_c else bar), "a different neighbour than the compiler placed"
-    return _window_changed(cand, c, orig, o)
+    return _window_changed(cand, c, orig, o, kernel_bits)
 
 
 WINDOW_CYCLES = 16  # no fixed latency in the tables reaches further (R2UR -> uniform reader: 15)
 
 
-def _window_changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int):
+def _window_changed(
+    cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int, kernel_bits: frozenset
+):
     """Every instruction the compiler placed within WINDOW_CYCLES before the barrier stays
     before it, in its order, with no fewer cycles into it, and nothing else of the kernel moves
     in between: the barrier may read what they write (an unknown op's operands are not known;
@@ -143,7 +147,6 @@ def _window_changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instructi
     them: it only adds cycles. On an H200, Triton matmuls whose stalls before HGMMA and DEPBAR
     were cut (UIADD3.64 UR10 S09 -> S01 before an HGMMA reading it as a descriptor) gave wrong
     bytes or faulted, 2026-11-30."""
-    kernel_bits = {code_bits(x) for x in orig}
     k, into_c, into_o = c, 0, 0
     for m in range(1, o + 1):
         want = code_bits(orig[o - m])

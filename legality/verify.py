@@ -22,10 +22,10 @@ from functools import lru_cache
 from legality import barriers, issue
 from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
-from legality.latency import LatencyTable, latency_class, load_table
+from legality.latency import MIO, LatencyTable, latency_class, load_table
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
-from reorder.binary.cubin import RESERVED_REGISTERS
+from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
 from reorder.sass.model import Instruction, KernelCode, highest_register
 
 FRESH_SCOREBOARD_CYCLES = 2
@@ -39,7 +39,7 @@ UNTRACKED = -1  # a variable-latency op issued without a scoreboard
 # (H200 2026-11-30: LDG.E.64 R14,[R34] S04 then IMAD.WIDE R34 4 cycles on, no read
 # scoreboard, loaded from the new R34: Triton's looped RMSNorm gave NaN; the verifier had
 # taken such reads as done at issue.)
-MIO_READ = "MIO"
+MIO_READ = MIO
 
 
 @dataclass(frozen=True, slots=True)
@@ -683,19 +683,17 @@ def verify_kernel(
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
 
 
-STACK_POINTER = "R1"
-
-
 def _stack_pointer_writes(ins: tuple[Instruction, ...], original: tuple[Instruction, ...]) -> tuple[Violation, ...]:
     """R1 is the stack pointer: ptxas writes it only for stack arithmetic, so a candidate that
     writes it where the original did not is refused. (Suspected on an H200, 2026-11-30, in a
     slice batch that gave NaN; its rebuild without R1 still gave NaN, so R1 was not that bug:
     the rule stays as the compiler's own convention.)"""
-    theirs = {barriers.code_bits(i) for i in original if STACK_POINTER in i.access.writes}
+    sp = f"R{STACK_POINTER}"
+    theirs = {barriers.code_bits(i) for i in original if sp in i.access.writes}
     return tuple(
         Violation(
             "registers",
-            STACK_POINTER,
+            sp,
             i.offset,
             i.opcode,
             i.offset,
@@ -705,7 +703,7 @@ def _stack_pointer_writes(ins: tuple[Instruction, ...], original: tuple[Instruct
             "writes R1, the stack pointer, where the original does not",
         )
         for i in ins
-        if STACK_POINTER in i.access.writes and barriers.code_bits(i) not in theirs
+        if sp in i.access.writes and barriers.code_bits(i) not in theirs
     )
 
 

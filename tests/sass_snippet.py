@@ -60,6 +60,11 @@ def parse_line(line: str, k: int) -> Instruction:
     return make_instruction(16 * k, word, {"opcode": opcode, "operands": operands.strip(), "predicate": guard})
 
 
+def listing(*lines: str) -> tuple[Instruction, ...]:
+    """Instructions from lines in the notation above, closed by an EXIT (a block that ends)."""
+    return tuple(parse_line(line, k) for k, line in enumerate([*lines, "B------:R-:W-:Y:S05  EXIT"]))
+
+
 def render(instructions) -> list[str]:
     return [f"{i.ctrl.notation()}  {i.text}" for i in instructions]
 

@@ -6,16 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sass_snippet import parse_line
+from sass_snippet import listing as _code
 
 from legality.equivalence import block_differences
-
-EXIT = "B------:R-:W-:Y:S05  EXIT"
-
-
-def _code(*lines: str):
-    return tuple(parse_line(line, k) for k, line in enumerate([*lines, EXIT]))
-
 
 ORIGINAL = (
     "B------:R-:W-:-:S02  IADD3 R2, R0, 0x1, RZ",

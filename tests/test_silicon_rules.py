@@ -15,14 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sass_snippet import listing as _code
 from sass_snippet import parse_line
 
 from legality.issue import load_rates
 from legality.verify import verify_instructions
-
-
-def _code(*lines: str):
-    return tuple(parse_line(line, k) for k, line in enumerate([*lines, "B------:R-:W-:Y:S05  EXIT"]))
 
 
 def _kinds(*lines: str, arch: int = 90) -> list[tuple[str, str, int, int]]:

@@ -37,6 +37,9 @@ FATBIN_MAGIC = 0xBA55ED50
 # a register at REGCOUNT-2 (REGCOUNT raised to highest + 1 only) raised
 # cudaErrorIllegalInstruction on the H200 (benchmarks/results/2026-11-29_h200_session.md).
 RESERVED_REGISTERS = 2
+# R1 holds the stack pointer: every kernel opens with `LDC R1, c[0x0][0x28]`, and ptxas writes R1
+# only for stack arithmetic, never for a value.
+STACK_POINTER = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,10 +125,7 @@ def _same_values(before: KernelCode, step: Outcome) -> Outcome:
     from legality.equivalence import block_differences
 
     found = block_differences(before.instructions, step.after.instructions)
-    if not found:
-        return step
-    why = tuple(f"{name}: not kept, {found[0].line()}" for name in step.applied)
-    return Outcome(before.cubin.data, before, before, (), step.skipped, (), 0, step.inapplicable + why)
+    return _not_kept(before, step, found[0].line()) if found else step
 
 
 def _kept(before: KernelCode, step: Outcome) -> Outcome:
@@ -136,9 +133,12 @@ def _kept(before: KernelCode, step: Outcome) -> Outcome:
     old, new = kernel_cycles(before.instructions), kernel_cycles(step.after.instructions)
     if new <= old:
         return step
-    why = tuple(
-        f"{name}: not kept, predicted slower by the static model ({old} -> {new} cycles)" for name in step.applied
-    )
+    return _not_kept(before, step, f"predicted slower by the static model ({old} -> {new} cycles)")
+
+
+def _not_kept(before: KernelCode, step: Outcome, reason: str) -> Outcome:
+    """Nothing done: `before` as it was, each of the step's moves noted with `reason`."""
+    why = tuple(f"{name}: not kept, {reason}" for name in step.applied)
     return Outcome(before.cubin.data, before, before, (), step.skipped, (), 0, step.inapplicable + why)
 
 

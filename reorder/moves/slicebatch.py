@@ -26,7 +26,7 @@ import networkx as nx
 from legality.graph import dependency
 from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import Block, movable_blocks
-from reorder.binary.cubin import RESERVED_REGISTERS
+from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
 from reorder.base.errors import LegalityError, NotApplicable
 from reorder.moves.blocks import apply_renames, block_at, declared_parameters, is_hoistable_load
 from reorder.moves.protocol import Candidate, MoveOptions, Noalias
@@ -248,13 +248,6 @@ def _overlaps(a: Interval, b: Interval) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-# R1 holds the stack pointer (`LDC R1, c[0x0][0x28]` opens every kernel): ptxas writes it only
-# for stack arithmetic, never for a value, and neither does a rename. (A Triton looped RMSNorm
-# whose slice batch renamed a column index into R1 gave NaN on an H200, 2026-11-30; its
-# rebuild without R1 still did: R1 was not the cause, the rule stays because ptxas keeps it.)
-STACK_POINTER = 1
-
-
 def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] | None:
     """def id -> new base number (register or predicate) for every renamable def, or None
     when some value finds no free register at or below `limit`."""
@@ -273,6 +266,8 @@ def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] |
         kind, base, width = df.regs[0][0], int(df.regs[0][1:]), len(df.regs)
         top = limit if kind == "R" else PREDICATES - 1
         align = width if width in (2, 4) else 1
+        # never into R1, the stack pointer, as ptxas never does (a suspect in an H200 NaN of
+        # 2026-11-30 that proved not to be its cause; the convention stays)
         candidates = [base] + [
             b
             for b in range(0, top - width + 2, align)
