@@ -22,7 +22,7 @@ from functools import lru_cache
 from legality import barriers, issue
 from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
-from legality.latency import MIO, LatencyTable, latency_class, load_table
+from legality.latency import LatencyTable, latency_class, load_table
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
@@ -33,13 +33,18 @@ ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to 
 
 
 UNTRACKED = -1  # a variable-latency op issued without a scoreboard
-# The reader class of a variable-latency op issued without a read scoreboard:
-# its queue reads the source registers after issue, so a write to them must keep the table's
-# `war` distance from class MIO, unless a wait on the op's write scoreboard proves it done.
-# (H200 2026-11-30: LDG.E.64 R14,[R34] S04 then IMAD.WIDE R34 4 cycles on, no read
-# scoreboard, loaded from the new R34: Triton's looped RMSNorm gave NaN; the verifier had
-# taken such reads as done at issue.)
-MIO_READ = MIO
+# A variable-latency op issued without a read scoreboard still reads its source registers
+# after issue, when its queue gets to it: under load that is any number of cycles on. Its
+# reads stay pending until a wait proves them done: a wait on its own write scoreboard, or on
+# a scoreboard of a later op of the same in-order queue. ptxas never overwrites such a
+# source otherwise (5,718 cases over every compiler-made cubin of the repository,
+# 2026-11-30), except with a BAR.SYNC between and 12 cycles or more (STS data and
+# addresses): that is the one other way allowed. Silicon (H200, 2026-11-30) gave wrong
+# bytes at 6 cycles, the distance the verifier had allowed: LDG.E.64 R14,[R34] then
+# IMAD.WIDE R34 (Triton looped RMSNorm fp16, NaN at every row count), STS [R2],R0,
+# BAR.SYNC, I2FP R0 (row RMSNorm fp32, wrong at 1,024 and 8,192 rows, right at 16).
+FENCED_READ_CYCLES = 12
+FENCING_BARRIERS = ("BAR.SYNC", "BAR.RED")  # they wait: an arrive (BAR.ARV) does not
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,26 @@ class Pending:
     elapsed: int
     queue: str = ""
     guard: str = ""  # the producer's guard: a consumer under the complementary one never sees it
+    unbarred: bool = False  # a read by an op without a read scoreboard (see FENCED_READ_CYCLES)
+    fenced: bool = False  # a BAR.SYNC issued since (an unbarred shared-memory read)
+    # (scoreboard, `elapsed` when set) of later ops of its queue: a wait on one, issued once the
+    # scoreboard is seen (FRESH_SCOREBOARD_CYCLES after), proves this read done
+    cover: tuple[tuple[int, int], ...] = ()
+
+    def waited(self, mask: int) -> bool:
+        """Whether a wait on `mask` proves this access done."""
+        if self.sb >= 0 and mask >> self.sb & 1 and self.elapsed >= FRESH_SCOREBOARD_CYCLES:
+            return True
+        return any(mask >> b & 1 and self.elapsed - at >= FRESH_SCOREBOARD_CYCLES for b, at in self.cover)
+
+    def aged(self, stall: int) -> Pending:
+        """This access `stall` cycles later (ages count up to ELAPSED_CAP, cover ages kept)."""
+        elapsed = min(self.elapsed + stall, ELAPSED_CAP)
+        lost = self.elapsed + stall - elapsed
+        cover = tuple((b, max(at - lost, 0)) for b, at in self.cover) if lost and self.cover else self.cover
+        return Pending(
+            self.sb, self.offset, self.opcode, elapsed, self.queue, self.guard, self.unbarred, self.fenced, cover
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +101,6 @@ class Recent:
     opcode: str
     at: int
     guard: str = ""
-    sb: int = UNTRACKED  # a variable-latency reader's write scoreboard: waiting on it proves the read done
 
 
 @dataclass
@@ -110,7 +134,7 @@ class State:
             out = {}
             for res, by_cls in table.items():
                 kept = {
-                    c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard, r.sb)
+                    c: Recent(r.cls, r.offset, r.opcode, r.at - self.clock, r.guard)
                     for c, r in by_cls.items()
                     if self.clock - r.at < horizon
                 }
@@ -328,18 +352,9 @@ def _check_barrier_distance(s: State, ins: Instruction, arch: int, found: list[V
 def _apply_waits(s: State, mask: int) -> None:
     if not mask:
         return
-    for res in list(s.read_by):
-        by_cls = s.read_by[res]
-        r = by_cls.get(MIO_READ)
-        if r is not None and r.sb >= 0 and mask >> r.sb & 1 and s.age(r) >= FRESH_SCOREBOARD_CYCLES:
-            del by_cls[MIO_READ]
-            if not by_cls:
-                del s.read_by[res]
     for table in (s.writes, s.reads):
         for res in list(table):
-            kept = frozenset(
-                p for p in table[res] if not (p.sb >= 0 and mask >> p.sb & 1 and p.elapsed >= FRESH_SCOREBOARD_CYCLES)
-            )
+            kept = frozenset(p for p in table[res] if not p.waited(mask))
             if kept:
                 table[res] = kept
             else:
@@ -357,21 +372,51 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
     for res in sorted(ins.access.writes):
         _pending_writes(s, ins, res, cls, table, found, "WAW")
         for p in s.reads.get(res, ()):
-            if ins.is_variable_latency and table.unwaited_war_ok(p.opcode, ins.opcode, p.elapsed):
-                continue
-            found.append(_unwaited(res, p, ins, "WAR: overwrites a source not yet read"))
+            if p.unbarred:
+                _overwrite_unbarred(p, res, ins, table, found)
+            elif not (ins.is_variable_latency and table.unwaited_war_ok(p.opcode, ins.opcode, p.elapsed)):
+                found.append(_unwaited(res, p, ins, "WAR: overwrites a source not yet read"))
         for r in s.read_by.get(res, {}).values():
             if r.offset != ins.offset and not _exclusive(r.guard, ins.guard):
                 need = _need(table, r, ins, cls, "war")
-                why = (
-                    "overwrites an operand of a reader without a read scoreboard too soon"
-                    if r.cls == MIO_READ
-                    else "overwrites an operand of a fixed-latency reader too soon"
+                _too_close(
+                    s,
+                    "war",
+                    res,
+                    r,
+                    ins,
+                    need.cycles,
+                    found,
+                    "overwrites an operand of a fixed-latency reader too soon",
                 )
-                _too_close(s, "war", res, r, ins, need.cycles, found, why)
         for r in s.recent.get(res, {}).values():
             if not _exclusive(r.guard, ins.guard):
                 _too_close(s, "waw", res, r, ins, _need(table, r, ins, cls, "waw").cycles, found)
+
+
+def _overwrite_unbarred(p: Pending, res: str, ins: Instruction, table: LatencyTable, found: list[Violation]) -> None:
+    """`ins` writes a source an op without a read scoreboard may not have read yet (no wait
+    proved it): legal only for a later op of the same in-order queue at the table's MIO -> MIO
+    `war` distance, or 12 cycles after the op with a BAR.SYNC between (FENCED_READ_CYCLES)."""
+    if ins.is_variable_latency and queue_of(ins) == p.queue:
+        need = table.lookup("MIO", "MIO", "war").cycles
+        if p.elapsed < need:
+            found.append(_short(res, p, ins, need, "a later op of the queue overwrites a source too soon"))
+    elif p.fenced:
+        if p.elapsed < FENCED_READ_CYCLES:
+            found.append(
+                _short(res, p, ins, FENCED_READ_CYCLES, "overwrites a source of an op fenced by a barrier too soon")
+            )
+    else:
+        found.append(
+            _unwaited(
+                res, p, ins, "WAR: overwrites a source of an op without a read scoreboard before a wait proves it read"
+            )
+        )
+
+
+def _short(res: str, p: Pending, ins: Instruction, need: int, why: str) -> Violation:
+    return Violation("war", res, p.offset, p.opcode, ins.offset, ins.opcode, need, p.elapsed, why)
 
 
 def _pending_writes(
@@ -440,8 +485,10 @@ def _exclusive(a: str, b: str) -> bool:
 # before the read): POPC then FLO.U32 W0 (sm_80 bit_ops), MUFU.RCP then I2F W0 (sm_80
 # softplus_sigmoid), F2F.F64.F32 then I2F.F64.S64 W0 (held-out convert_chain, sm_80 and sm_90),
 # MUFU.RCP then BREV W2 and FCHK then F2I.TRUNC W0 (calibration kernels, sm_90 -O3 and sm_80
-# -O1). Only opcodes seen in such a pattern are in it; any other op is its own queue.
-IN_ORDER_WITH_EACH_OTHER = frozenset({"MUFU", "BREV", "POPC", "FLO", "FCHK", "F2F", "F2I", "I2F"})
+# -O1); FRND then F2I.NTZ over FRND's source 8 cycles on, no wait (held-out box_muller at -O1,
+# every arch: ptxas relies on F2I reading and writing after FRND read). Only opcodes seen in
+# such a pattern are in it; any other op is its own queue.
+IN_ORDER_WITH_EACH_OTHER = frozenset({"MUFU", "BREV", "POPC", "FLO", "FCHK", "F2F", "F2I", "I2F", "FRND"})
 
 
 def queue_of(ins: Instruction) -> str:
@@ -472,18 +519,22 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
         sb = ctrl.wbar if ctrl.wbar != 7 else UNTRACKED
         if sb != UNTRACKED:
             _cover_untracked(s, queue, sb)
+        cover = tuple(sorted(b for b in {ctrl.wbar, ctrl.rbar} if b != 7))
+        if cover:
+            _cover_unbarred_reads(s, queue, cover)
         for res in writes:
             s.writes[res] = s.writes.get(res, frozenset()) | {Pending(sb, ins.offset, ins.opcode, 0, queue, ins.guard)}
         if ctrl.rbar != 7:
             for res in ins.access.reads:
                 if res.startswith("R"):  # uniform operands are read at issue
                     s.reads[res] = s.reads.get(res, frozenset()) | {Pending(ctrl.rbar, ins.offset, ins.opcode, 0)}
-        else:  # no read scoreboard: the queue still reads the registers after issue (see MIO_READ)
+        else:  # no read scoreboard: the queue reads the registers after issue (FENCED_READ_CYCLES)
             for res in ins.access.reads:
                 if res.startswith("R"):
-                    s.read_by.setdefault(res, {})[MIO_READ] = Recent(
-                        MIO_READ, ins.offset, ins.opcode, s.clock, ins.guard, sb
-                    )
+                    read = Pending(sb, ins.offset, ins.opcode, 0, queue, ins.guard, unbarred=True)
+                    s.reads[res] = s.reads.get(res, frozenset()) | {read}
+        if ins.opcode.startswith(FENCING_BARRIERS):
+            _fence_shared_reads(s)
     else:
         cls = latency_class(ins)
         for res in writes:
@@ -491,6 +542,27 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
         for res in ins.access.reads:
             if not res.startswith("SR_"):
                 s.read_by.setdefault(res, {})[cls] = Recent(cls, ins.offset, ins.opcode, s.clock, ins.guard)
+
+
+def _cover_unbarred_reads(s: State, queue: str, scoreboards: tuple[int, ...]) -> None:
+    """A later op of the same in-order queue sets `scoreboards`: a wait on one proves the
+    earlier op's reads done."""
+    for res, pend in s.reads.items():
+        if any(p.unbarred and p.queue == queue for p in pend):
+            s.reads[res] = frozenset(_covered(p, scoreboards) if p.unbarred and p.queue == queue else p for p in pend)
+
+
+def _covered(p: Pending, scoreboards: tuple[int, ...]) -> Pending:
+    kept = tuple((b, at) for b, at in p.cover if b not in scoreboards)
+    return p.with_(cover=kept + tuple((b, p.elapsed) for b in scoreboards))
+
+
+def _fence_shared_reads(s: State) -> None:
+    for res, pend in s.reads.items():
+        if any(p.unbarred and p.queue.endswith(":shared") for p in pend):
+            s.reads[res] = frozenset(
+                p.with_(fenced=True) if p.unbarred and p.queue.endswith(":shared") else p for p in pend
+            )
 
 
 def _cover_untracked(s: State, queue: str, sb: int) -> None:
@@ -507,17 +579,14 @@ def _forget_guards(s: State, predicate: str) -> None:
         for by_cls in table.values():
             for c, r in by_cls.items():
                 if r.guard.lstrip("@!") == predicate:
-                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.at, "", r.sb)
+                    by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.at, "")
 
 
 def _advance(s: State, stall: int) -> None:
     s.clock += stall  # fixed-latency entries age by the clock (Recent.at)
     for table in (s.writes, s.reads):
         for res in table:
-            table[res] = frozenset(
-                Pending(p.sb, p.offset, p.opcode, min(p.elapsed + stall, ELAPSED_CAP), p.queue, p.guard)
-                for p in table[res]
-            )
+            table[res] = frozenset(p.aged(stall) for p in table[res])
 
 
 def _exact_key(state: State) -> tuple:
