@@ -119,18 +119,10 @@ def bisect_stall_cut(checker: _Checker, candidate: tuple, max_culprits: int) -> 
     return culprits
 
 
-def _pair_spec(path: Path):
-    """A launch spec from TOML, or from JSON (a Triton build's manifest entry written out)."""
-    from timing.spec import load_spec, parse_spec
-
-    if path.suffix == ".json":
-        return parse_spec(json.loads(path.read_text()), source=str(path))
-    return load_spec(path)
-
-
 def main() -> int:
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
+    from timing.spec import load_spec
     from timing.worker import WorkerPool
 
     parser = argparse.ArgumentParser()
@@ -153,7 +145,7 @@ def main() -> int:
             parts = pair.split(":")
             original, cand, spec_path = (Path(x) for x in parts[:3])
             kernel = parts[3] if len(parts) > 3 else read_cubin(original).kernels[0].name
-            checker = _Checker(pool, kernel, work / original.parent.name, rows, original, _pair_spec(spec_path))
+            checker = _Checker(pool, kernel, work / original.parent.name, rows, original, load_spec(spec_path))
             culprits += bisect_stall_cut(
                 checker, decode_kernel(read_cubin(cand), kernel).instructions, args.max_culprits
             )

@@ -265,3 +265,24 @@ def test_hook_errors(tmp_path: Path) -> None:
         draw_inputs(spec, 0)
     with pytest.raises(SpecError, match="cannot be imported"):  # refused up front (issue 20 item 5)
         load_spec(write(tmp_path, HOOK_SPEC.format(hook="no_such_module_xyz:f")))
+
+
+def test_a_json_spec_is_the_same_document(tmp_path: Path) -> None:
+    """A Triton build's manifest entry, written out as JSON, launches like its TOML twin."""
+    import json
+
+    doc = {
+        "kernel": {"name": "k", "grid": [4, 1, 1], "block": [64, 1, 1], "shared": 8},
+        "param": [
+            {"name": "x", "kind": "buffer", "dtype": "float32", "shape": [256], "role": "out"},
+            {"name": "n", "kind": "scalar", "dtype": "int32", "value": 256},
+        ],
+    }
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(doc))
+    spec = load_spec(path)
+    assert spec.kernel == "k" and spec.grid == (4, 1, 1) and [p.name for p in spec.params] == ["x", "n"]
+    for text, message in (("[1", "not valid JSON"), ("[1]", "an object"), ('{"kernel": 3}', "kernel")):
+        path.write_text(text)
+        with pytest.raises(SpecError, match=message):
+            load_spec(path)

@@ -106,12 +106,16 @@ def load_spec(path: str | Path) -> LaunchSpec:
     src = str(path)
     if not path.exists():
         raise SpecError(f"{src}: spec file not found")
-    try:
-        raw = tomllib.loads(read_input(path, SpecError).decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise SpecError(f"{src}: not valid TOML: {e}") from None
-    except RecursionError:  # tomllib recurses once per nesting level of arrays and inline tables
-        raise SpecError(f"{src}: not valid TOML: nested too deeply") from None
+    text = read_input(path, SpecError)
+    if path.suffix == ".json":  # the same document as JSON (e.g. a Triton build's manifest entry)
+        raw = _json_document(text, src)
+    else:
+        try:
+            raw = tomllib.loads(text.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise SpecError(f"{src}: not valid TOML: {e}") from None
+        except RecursionError:  # tomllib recurses once per nesting level of arrays and inline tables
+            raise SpecError(f"{src}: not valid TOML: nested too deeply") from None
     spec = parse_spec(raw, source=src)
     if spec.hook is not None:
         try:
@@ -119,6 +123,18 @@ def load_spec(path: str | Path) -> LaunchSpec:
         except SpecError as e:
             raise SpecError(f"{src}: [kernel] {e}") from None
     return spec
+
+
+def _json_document(text: bytes, src: str) -> dict[str, Any]:
+    import json
+
+    try:
+        raw = json.loads(text.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise SpecError(f"{src}: not valid JSON: {str(e)[:120]}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{src}: a spec is an object with [kernel] and [[param]]")
+    return raw
 
 
 def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
