@@ -281,7 +281,7 @@ def test_a_json_spec_is_the_same_document(tmp_path: Path) -> None:
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(doc))
     spec = load_spec(path)
-    assert spec.kernel == "k" and spec.grid == (4, 1, 1) and [p.name for p in spec.params] == ["x", "n"]
+    assert spec.name == "k" and spec.grid == (4, 1, 1) and [p.name for p in spec.params] == ["x", "n"]
     for text, message in (("[1", "not valid JSON"), ("[1]", "an object"), ('{"kernel": 3}', "kernel")):
         path.write_text(text)
         with pytest.raises(SpecError, match=message):

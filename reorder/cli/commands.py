@@ -303,7 +303,12 @@ def _launch_args(p: argparse.ArgumentParser) -> None:
     """Arguments shared by `check` and `time`: the pair, the launch spec, the kernel."""
     p.add_argument("a", metavar="A.cubin", help="reference cubin")
     p.add_argument("b", metavar="B.cubin", help="candidate cubin (may be A itself: an A/A run)")
-    p.add_argument("--launch", required=True, metavar="SPEC.toml", help="launch spec (grid, block, parameters): TOML, or the same document as JSON")
+    p.add_argument(
+        "--launch",
+        required=True,
+        metavar="SPEC.toml",
+        help="launch spec (grid, block, parameters): TOML, or the same document as JSON",
+    )
     p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
 
 
