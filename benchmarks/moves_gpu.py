@@ -23,6 +23,8 @@ import signal
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+
 MAX_SWAPS = 24
 BUILD_LIMIT_S = 90
 
@@ -115,9 +117,15 @@ def prepare(folder: Path, jobs: int = 1) -> None:
     slowest_first = sorted(range(len(tasks)), key=lambda k: -Path(tasks[k][0]["cubin"]).stat().st_size)
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         built = dict(zip(slowest_first, pool.map(_build_one, [tasks[k] for k in slowest_first])))
-    records = [built[k] for k in range(len(tasks))]
+    records = [_relative_spec(built[k]) for k in range(len(tasks))]
     commit = os.environ.get("REORDER_COMMIT") or _commit()
     (folder / "manifest.json").write_text(json.dumps({"commit": commit, "kernels": records}, indent=1))
+
+
+def _relative_spec(record: dict) -> dict:
+    """The record with its spec path relative to the repository (the GPU host's checkout differs)."""
+    spec = Path(record["spec"])
+    return {**record, "spec": str(spec.relative_to(ROOT)) if spec.is_relative_to(ROOT) else str(spec)}
 
 
 def run(folder: Path, out: Path) -> None:
@@ -140,7 +148,7 @@ def run(folder: Path, out: Path) -> None:
                 rows.append({**meta, **fields, "status": "not run"})
                 continue
             orig = folder / f"{e['name']}_orig.cubin"
-            spec = validated_spec(e["spec"], [orig])
+            spec = validated_spec(ROOT / e["spec"], [orig])  # relative: built on another machine
             res = pool.run(
                 Job.of(
                     check_job,

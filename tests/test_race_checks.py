@@ -263,3 +263,14 @@ def test_a_finalist_that_fails_the_recheck_is_never_the_winner_the_next_one_is_r
     assert scorer.rechecked == [built[fast], built[slower]]  # best first, then the next
     assert "rejected at the re-check" in report.finalists[0]["final"]
     assert final.detail["recheck"] == "identical on 20 input set(s)"
+
+
+def test_the_moves_manifest_names_specs_relative_to_the_repository() -> None:
+    """Built on one machine, run on the GPU host, whose checkout lies elsewhere."""
+    from benchmarks.moves_gpu import ROOT as MOVES_ROOT
+    from benchmarks.moves_gpu import _relative_spec
+
+    record = _relative_spec({"kernel": "k", "spec": str(SPEC)})
+    assert record["spec"] == "benchmarks/kernels/specs/rmsnorm_triton_style.toml"
+    assert (MOVES_ROOT / record["spec"]).is_file()
+    assert _relative_spec({"spec": "/elsewhere/k.toml"})["spec"] == "/elsewhere/k.toml"
