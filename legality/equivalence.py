@@ -86,9 +86,30 @@ def _width_regs(name: str, ins: Instruction, named: set[str]) -> list[str]:
     return out
 
 
-def _step(ins: Instruction, regs: dict[str, object], stores: Counter) -> None:
-    def value(name: str) -> object:
-        return name if name in _CONSTANT else regs.get(name, ("in", name))
+class _Values:
+    """Hash-consed symbolic values: each distinct expression is one int, made of ints, so two
+    values compare in one step however deep they are. (As nested tuples, a compensated sum's
+    expressions double at every step: kahan_sum_f64's blocks took minutes inside one tuple
+    comparison, a C call that no SIGTERM interrupts.)"""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.nodes: list[tuple] = []
+
+    def of(self, node: tuple) -> int:
+        found = self.ids.get(node)
+        if found is None:
+            found = self.ids[node] = len(self.nodes)
+            self.nodes.append(node)
+        return found
+
+
+def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Values) -> None:
+    def value(name: str) -> int:
+        if name in _CONSTANT:
+            return values.of(("const", name))
+        found = regs.get(name)
+        return values.of(("in", name)) if found is None else found
 
     dests = _dest_tokens(ins)
     operands = _operands(ins)
@@ -101,7 +122,7 @@ def _step(ins: Instruction, regs: dict[str, object], stores: Counter) -> None:
     guard = ins.guard.lstrip("@")
     guard_value = (guard.startswith("!"), value(guard.lstrip("!"))) if guard else None
     if guard_value is not None:  # the op runs only under its guard: what a write under it left is what it reads
-        sources = [(shape, tuple(_under(guard_value, v) for v in values)) for shape, values in sources]
+        sources = [(shape, tuple(_under(guard_value, v, values) for v in vals)) for shape, vals in sources]
     op = (ins.opcode, guard_value, tuple(sources))
     if not ins.access.writes:
         stores[op] += 1
@@ -111,22 +132,24 @@ def _step(ins: Instruction, regs: dict[str, object], stores: Counter) -> None:
         if name in _CONSTANT:
             continue
         slot = _slot(name, dest_bases)
-        new = ("op", op, slot)
-        regs[name] = ("sel", guard_value, new, value(name)) if guard_value else new
+        new = values.of(("op", op, slot))
+        regs[name] = values.of(("sel", guard_value, new, value(name))) if guard_value else new
 
 
-def _under(guard: tuple, v: object) -> object:
-    """`v` as seen by an op that runs only when `guard` holds: a write under the same guard is
-    what it sees, a write under the opposite guard is not."""
-    while isinstance(v, tuple) and v and v[0] == "sel":
-        _, g, new, old = v
+def _under(guard: tuple, v: int, values: _Values) -> int:
+    """The value a reader under `guard` sees: a write under the same guard is what it sees, a
+    write under the opposite guard is not."""
+    while True:
+        node = values.nodes[v]
+        if node[0] != "sel":
+            return v
+        _, g, new, old = node
         if g == guard:
             v = new
         elif g == (not guard[0], guard[1]):
             v = old
         else:
-            break
-    return v
+            return v
 
 
 def _slot(name: str, dest_bases: list[str]) -> tuple[int, int]:
@@ -140,12 +163,12 @@ def _slot(name: str, dest_bases: list[str]) -> tuple[int, int]:
     return (-1, 0)  # written implicitly (no operand names it): judged by the op alone
 
 
-def _run(block: tuple[Instruction, ...]) -> tuple[dict[str, object], Counter, list[str]]:
-    regs: dict[str, object] = {}
+def _run(block: tuple[Instruction, ...], values: _Values) -> tuple[dict[str, int], Counter, list[str]]:
+    regs: dict[str, int] = {}
     stores: Counter = Counter()
     unknown = [f"{i.offset:#06x} {i.opcode}" for i in block if not i.known]
     for ins in block:
-        _step(ins, regs, stores)
+        _step(ins, regs, stores, values)
     return regs, stores, unknown
 
 
@@ -162,8 +185,9 @@ def block_differences(original: tuple[Instruction, ...], candidate: tuple[Instru
         c_code = tuple(candidate[k] for k in b.indices())
         if [(i.word, i.text) for i in o_code] == [(i.word, i.text) for i in c_code]:
             continue
-        o_regs, o_stores, o_unknown = _run(o_code)
-        c_regs, c_stores, _ = _run(c_code)
+        values = _Values()  # one table for both: equal expressions get one id
+        o_regs, o_stores, o_unknown = _run(o_code, values)
+        c_regs, c_stores, _ = _run(c_code, values)
         start = original[b.start].offset
         if o_unknown and [i.text for i in o_code] != [i.text for i in c_code]:
             found.append(Difference(start, f"not judged: unknown op(s) {', '.join(o_unknown[:3])}"))
@@ -171,7 +195,7 @@ def block_differences(original: tuple[Instruction, ...], candidate: tuple[Instru
         if o_stores != c_stores:
             found.append(Difference(start, "the stores differ"))
         for name in sorted(live.get(b.start, frozenset())):
-            if o_regs.get(name, ("in", name)) != c_regs.get(name, ("in", name)):
+            if o_regs.get(name, values.of(("in", name))) != c_regs.get(name, values.of(("in", name))):
                 found.append(Difference(start, f"{name} leaves the block with another value"))
                 break
     return found

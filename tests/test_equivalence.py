@@ -73,3 +73,32 @@ def test_the_silicon_wrong_slice_batches_compute_the_right_values(name):
     original = decode_kernel(read_cubin(WRONG / f"{name}.original.cubin"))
     candidate = decode_kernel(read_cubin(WRONG / f"{name}.candidate.cubin"))
     assert not block_differences(original.instructions, candidate.instructions)
+
+
+def test_values_that_double_at_every_step_compare_at_once():
+    """A compensated sum reads each value twice per step: as nested tuples the expressions
+    doubled at every step and kahan_sum_f64's batch ran for minutes inside one comparison (a C
+    call no SIGTERM reaches). Hash-consed, 48 doublings compare at once; run in a child so a
+    regression fails here on a timeout instead of hanging the tier."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.path.insert(0, "tests")
+        from sass_snippet import listing
+        from legality.equivalence import block_differences
+        n = 48
+        original = ["B------:R-:W-:-:S04  FADD R2, R2, R2"] * n + ["B------:R-:W-:-:S02  STG.E desc[UR4][R8.64], R2"]
+        renamed = ["B------:R-:W-:-:S04  FADD R3, R2, R2"] + ["B------:R-:W-:-:S04  FADD R3, R3, R3"] * (n - 1)
+        renamed += ["B------:R-:W-:-:S02  STG.E desc[UR4][R8.64], R3"]
+        assert not block_differences(listing(*original), listing(*renamed))
+        wrong = renamed[:-1] + ["B------:R-:W-:-:S02  STG.E desc[UR4][R8.64], R2"]
+        assert block_differences(listing(*original), listing(*wrong))
+        """
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
