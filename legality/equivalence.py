@@ -1,8 +1,9 @@
 """Do a candidate's blocks compute what the original's compute? Symbolic values, block by block.
 
 The verifier checks timing: when a result is ready, when a pipe is free. It cannot see a rename
-that reads the wrong register, and three slice batches of Triton kernels did exactly that on an
-H200 (2026-11-30: NaN, wrong bytes, an illegal instruction), all verified legal. This is the
+that reads the wrong register. (Three slice batches of Triton kernels verified legal and were
+wrong on an H200, 2026-11-30; this check found their renames right, and the cause was a timing
+rule the verifier lacked: legality.verify's reads without a read scoreboard.) This is the
 other check: every move stays inside its basic block, so each block of the candidate must leave
 the same values, in the same registers, for whatever reads them after the block, and make the
 same stores.

@@ -36,15 +36,15 @@ UNTRACKED = -1  # a variable-latency op issued without a scoreboard
 # A variable-latency op issued without a read scoreboard still reads its source registers
 # after issue, when its queue gets to it: under load that is any number of cycles on. Its
 # reads stay pending until a wait proves them done: a wait on its own write scoreboard, or on
-# a scoreboard of a later op of the same in-order queue. ptxas never overwrites such a
-# source otherwise (5,718 cases over every compiler-made cubin of the repository,
-# 2026-11-30), except with a BAR.SYNC between and 12 cycles or more (STS data and
-# addresses): that is the one other way allowed. Silicon (H200, 2026-11-30) gave wrong
-# bytes at 6 cycles, the distance the verifier had allowed: LDG.E.64 R14,[R34] then
-# IMAD.WIDE R34 (Triton looped RMSNorm fp16, NaN at every row count), STS [R2],R0,
-# BAR.SYNC, I2FP R0 (row RMSNorm fp32, wrong at 1,024 and 8,192 rows, right at 16).
-FENCED_READ_CYCLES = 12
-FENCING_BARRIERS = ("BAR.SYNC", "BAR.RED")  # they wait: an arrive (BAR.ARV) does not
+# a scoreboard of a later op of the same in-order queue (for reads, the shared-memory pipe is
+# one queue with SHFL: READ_QUEUES). ptxas never overwrites such a source otherwise (5,718
+# cases over every compiler-made cubin of the repository, 2026-11-30; an STS's data is freed
+# by a wait on a later LDS or SHFL, never by a BAR.SYNC alone). Silicon (H200, 2026-11-30)
+# gave wrong bytes where the verifier had allowed 6 cycles: LDG.E.64 R14,[R34] then
+# IMAD.WIDE R34 (Triton looped RMSNorm fp16, NaN at every row count; right once the
+# IMAD.WIDE waits), and STS [R2],R0, BAR.SYNC, I2FP R0 (row RMSNorm fp32, wrong at 1,024 and
+# 8,192 rows, right at 16; still wrong at 12 cycles, and with every stall 11 or more).
+SHARED_PIPE = "shared-memory pipe"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +65,7 @@ class Pending:
     elapsed: int
     queue: str = ""
     guard: str = ""  # the producer's guard: a consumer under the complementary one never sees it
-    unbarred: bool = False  # a read by an op without a read scoreboard (see FENCED_READ_CYCLES)
-    fenced: bool = False  # a BAR.SYNC issued since (an unbarred shared-memory read)
+    unbarred: bool = False  # a read by an op without a read scoreboard (see SHARED_PIPE)
     # (scoreboard, `elapsed` when set) of later ops of its queue: a wait on one, issued once the
     # scoreboard is seen (FRESH_SCOREBOARD_CYCLES after), proves this read done
     cover: tuple[tuple[int, int], ...] = ()
@@ -82,9 +81,7 @@ class Pending:
         elapsed = min(self.elapsed + stall, ELAPSED_CAP)
         lost = self.elapsed + stall - elapsed
         cover = tuple((b, max(at - lost, 0)) for b, at in self.cover) if lost and self.cover else self.cover
-        return Pending(
-            self.sb, self.offset, self.opcode, elapsed, self.queue, self.guard, self.unbarred, self.fenced, cover
-        )
+        return Pending(self.sb, self.offset, self.opcode, elapsed, self.queue, self.guard, self.unbarred, cover)
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,17 +393,12 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
 
 def _overwrite_unbarred(p: Pending, res: str, ins: Instruction, table: LatencyTable, found: list[Violation]) -> None:
     """`ins` writes a source an op without a read scoreboard may not have read yet (no wait
-    proved it): legal only for a later op of the same in-order queue at the table's MIO -> MIO
-    `war` distance, or 12 cycles after the op with a BAR.SYNC between (FENCED_READ_CYCLES)."""
-    if ins.is_variable_latency and queue_of(ins) == p.queue:
+    proved it): legal only for a later op of the same in-order queue, at the table's MIO -> MIO
+    `war` distance (its write lands after the earlier op's read)."""
+    if ins.is_variable_latency and read_queue(ins) == p.queue:
         need = table.lookup("MIO", "MIO", "war").cycles
         if p.elapsed < need:
             found.append(_short(res, p, ins, need, "a later op of the queue overwrites a source too soon"))
-    elif p.fenced:
-        if p.elapsed < FENCED_READ_CYCLES:
-            found.append(
-                _short(res, p, ins, FENCED_READ_CYCLES, "overwrites a source of an op fenced by a barrier too soon")
-            )
     else:
         found.append(
             _unwaited(
@@ -499,6 +491,14 @@ def queue_of(ins: Instruction) -> str:
     return f"{ins.base}:{space}" if space else ins.base
 
 
+def read_queue(ins: Instruction) -> str:
+    """The in-order queue whose later ops prove this op's register reads done: its completion
+    queue, except that shared-memory ops and SHFL read in one order (ptxas frees an STS's data
+    register after a wait on a later LDS, or on a later SHFL: Triton's LayerNorm)."""
+    queue = queue_of(ins)
+    return SHARED_PIPE if queue.endswith(":shared") or ins.base == "SHFL" else queue
+
+
 def _need(table, recent: Recent, ins: Instruction, cls: str, kind: str):
     return table.lookup_pair(recent.opcode, ins.opcode, recent.cls, cls, kind)
 
@@ -521,20 +521,18 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
             _cover_untracked(s, queue, sb)
         cover = tuple(sorted(b for b in {ctrl.wbar, ctrl.rbar} if b != 7))
         if cover:
-            _cover_unbarred_reads(s, queue, cover)
+            _cover_unbarred_reads(s, read_queue(ins), cover)
         for res in writes:
             s.writes[res] = s.writes.get(res, frozenset()) | {Pending(sb, ins.offset, ins.opcode, 0, queue, ins.guard)}
         if ctrl.rbar != 7:
             for res in ins.access.reads:
                 if res.startswith("R"):  # uniform operands are read at issue
                     s.reads[res] = s.reads.get(res, frozenset()) | {Pending(ctrl.rbar, ins.offset, ins.opcode, 0)}
-        else:  # no read scoreboard: the queue reads the registers after issue (FENCED_READ_CYCLES)
+        else:  # no read scoreboard: the queue reads the registers after issue (SHARED_PIPE)
             for res in ins.access.reads:
                 if res.startswith("R"):
-                    read = Pending(sb, ins.offset, ins.opcode, 0, queue, ins.guard, unbarred=True)
+                    read = Pending(sb, ins.offset, ins.opcode, 0, read_queue(ins), ins.guard, unbarred=True)
                     s.reads[res] = s.reads.get(res, frozenset()) | {read}
-        if ins.opcode.startswith(FENCING_BARRIERS):
-            _fence_shared_reads(s)
     else:
         cls = latency_class(ins)
         for res in writes:
@@ -555,14 +553,6 @@ def _cover_unbarred_reads(s: State, queue: str, scoreboards: tuple[int, ...]) ->
 def _covered(p: Pending, scoreboards: tuple[int, ...]) -> Pending:
     kept = tuple((b, at) for b, at in p.cover if b not in scoreboards)
     return p.with_(cover=kept + tuple((b, p.elapsed) for b in scoreboards))
-
-
-def _fence_shared_reads(s: State) -> None:
-    for res, pend in s.reads.items():
-        if any(p.unbarred and p.queue.endswith(":shared") for p in pend):
-            s.reads[res] = frozenset(
-                p.with_(fenced=True) if p.unbarred and p.queue.endswith(":shared") else p for p in pend
-            )
 
 
 def _cover_untracked(s: State, queue: str, sb: int) -> None:

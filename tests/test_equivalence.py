@@ -66,7 +66,8 @@ WRONG = Path(__file__).parent / "data" / "silicon_wrong"
 @pytest.mark.parametrize("name", ("rmsnorm_looped_fp16_ls1_w8", "rmsnorm_row_fp32_w8", "rmsnorm_row_fp16_w4"))
 def test_the_silicon_wrong_slice_batches_compute_the_right_values(name):
     """The three slice batches the H200 found wrong rename correctly, block by block: what made
-    them wrong is timing or hardware state the verifier does not model, not their dataflow."""
+    them wrong was not their dataflow but a register overwritten before the op reading it had
+    read it (tests/test_silicon_rules.py, rule 1)."""
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
 

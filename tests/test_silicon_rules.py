@@ -3,8 +3,9 @@ verified candidates gave wrong bytes until the verifier knew them.
 
 1. A variable-latency op issued without a read scoreboard still reads its registers after
    issue, any number of cycles on under load: a write to them needs a wait that proves the
-   read done (on the op's own scoreboard or a later op's of its in-order queue), or a
-   BAR.SYNC between and 12 cycles. 6 cycles, the first rule, still gave wrong bytes.
+   read done (on the op's own scoreboard, or a later op's of its in-order queue; the
+   shared-memory pipe and SHFL are one). 6 cycles, the first rule, gave wrong bytes; so did
+   a BAR.SYNC and 12 cycles.
 2. A pipe narrower than a warp is busy for more than one cycle (legality.issue): sm_90's
    integer ALU 2 cycles, IMAD 2, IMAD.WIDE 4; the next op of the pipe waits for it.
 3. An op guarded by @!PT never runs but is there on purpose (ptxas pads each LDGSTS with
@@ -58,19 +59,20 @@ def test_a_wait_on_the_loads_result_or_a_later_load_of_its_queue_makes_the_overw
     assert ("scoreboard", "R3") in [k[:2] for k in _kinds(*fresh)]
 
 
-def test_a_store_keeps_its_data_registers_until_a_barrier_and_12_cycles():
-    """rms_norm_row fp32 (8 warps): STS then I2FP over its data 2 cycles on, wrong at 1024 rows;
-    a slice batch with BAR.SYNC between and 6 cycles, wrong again (call 4). ptxas: 12 or more."""
-    assert ("scoreboard", "R0") in [
-        k[:2] for k in _kinds("B------:R-:W-:-:S02  STS [R3], R0", "B------:R-:W-:-:S02  I2FP.F32.S32 R0, R5")
-    ]
-    fenced = (
-        "B------:R-:W-:-:S01  @P0 STS [R2], R0",
-        "B------:R-:W-:-:S{:02d}  BAR.SYNC.DEFER_BLOCKING 0x0",
-        "B------:R-:W-:Y:S04  I2FP.F32.S32 R0, UR12",
-    )
-    assert ("war", "R0", 12, 6) in _kinds(fenced[0], fenced[1].format(5), fenced[2])
-    assert not [k for k in _kinds(fenced[0], fenced[1].format(11), fenced[2]) if k[1] == "R0"]
+def test_a_stores_registers_are_freed_by_a_wait_on_a_later_shared_pipe_op_not_by_a_barrier():
+    """rms_norm_row fp32 (8 warps): STS [R2], R0, BAR.SYNC, I2FP R0 6 cycles on was wrong at 1,024
+    rows, and still at 12 cycles; with a read scoreboard on the STS that I2FP waits on, identical
+    (H200, call 8). ptxas frees an STS's registers after a wait on a later LDS or SHFL."""
+    store, bar = "B------:R-:W-:-:S01  @P0 STS [R2], R0", "B------:R-:W-:-:S11  BAR.SYNC.DEFER_BLOCKING 0x0"
+    overwrite = "B------:R-:W-:Y:S04  I2FP.F32.S32 R0, UR12"
+    assert ("scoreboard", "R0") in [k[:2] for k in _kinds(store, bar, overwrite)]
+    assert ("scoreboard", "R0") in [k[:2] for k in _kinds(store, "B------:R-:W-:-:S15  NOP", overwrite)]
+    tracked = store.replace("R-:W-", "R5:W-")
+    assert not [k for k in _kinds(tracked, bar, overwrite.replace("B------", "B-----5")) if k[1] == "R0"]
+    for later in ("B------:R-:W1:-:S04  SHFL.BFLY PT, R15, R14, 0x1, 0x1f", "B------:R-:W1:-:S04  LDS R3, [R4]"):
+        assert not [k for k in _kinds(store, later, overwrite.replace("B------", "B-1----")) if k[1] == "R0"], later
+    other_queue = "B------:R-:W1:-:S04  LDG.E R3, desc[UR4][R8.64]"
+    assert ("scoreboard", "R0") in [k[:2] for k in _kinds(store, other_queue, overwrite.replace("B------", "B-1----"))]
 
 
 def test_no_compiler_made_cubin_overwrites_an_unread_source():
@@ -248,27 +250,16 @@ def test_a_candidate_that_writes_the_stack_pointer_is_refused():
 
 WRONG = Path(__file__).parent / "data" / "silicon_wrong"
 SLICE_BATCHED = ("rmsnorm_looped_fp16_ls1_w8", "rmsnorm_row_fp32_w8", "rmsnorm_row_fp16_w4")
-STILL_ACCEPTED = ("rmsnorm_row_fp16_w4",)  # cudaErrorIllegalInstruction at 1,024 rows: cause not found
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            n, marks=pytest.mark.xfail(strict=True, reason="open: an illegal instruction the verifier does not explain")
-        )
-        if n in STILL_ACCEPTED
-        else n
-        for n in SLICE_BATCHED
-    ],
-)
+@pytest.mark.parametrize("name", SLICE_BATCHED)
 def test_the_verifier_rejects_slice_batches_silicon_found_wrong(name):
-    """Triton candidates (final verifier of 2026-11-30) that gave NaN, wrong bytes or an illegal
-    instruction on an H200 at 512-8192 rows: each a slice batch renaming 51-117 instructions,
-    its renames right block by block (tests/test_equivalence.py). Two overwrite a source of an
-    op without a read scoreboard before any wait (rule 1): the NaN and the wrong bytes. The
-    illegal instruction is not explained; the static Triton path
-    (reorder.triton.rewrite.moves_binary) still makes no slice batch."""
+    """Triton candidates that gave NaN, wrong bytes or an illegal instruction on an H200 at 512-8,192
+    rows (2026-11-30), each a slice batch renaming 51-117 instructions whose renames are right block
+    by block (tests/test_equivalence.py). Each overwrites a source of an op without a read scoreboard
+    before a wait proves it read (rule 1): the looped RMSNorm an LDG's address, the two row
+    RMSNorms an STS's data or address. Repaired by that rule alone (a wait, or a read scoreboard
+    and a wait: 3 instructions each), all three were identical at every shape (calls 5 and 8)."""
     from legality.verify import verify_kernel
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel

@@ -99,9 +99,11 @@ def moves_binary(cubin: bytes, noalias: bool) -> bytes:
     No SliceBatch here: nothing this returns is checked on a GPU unless the user calls
     `verify`, and on an H200 (2026-11-30, benchmarks/results/2026-11-30_h200_session6) three
     Triton candidates whose slice batches renamed 51-117 instructions computed wrong bytes or
-    raised an illegal instruction while the verifier accepted them; their renames are right
-    block by block (legality.equivalence), so the cause is timing or state the verifier does
-    not model yet. Every candidate without a slice batch was byte-identical (575 checks)."""
+    raised an illegal instruction while the verifier accepted them. The cause was found a session
+    later (a register overwritten before an op without a read scoreboard had read it; the
+    verifier now requires the wait, and the three, repaired by that alone, were identical), but
+    slice batches have not been checked on silicon in numbers since, so this path, whose output
+    no GPU checks, still leaves them out. Without them: 561 of 561 Triton checks identical."""
     from legality.verify import verify_kernel
     from reorder.analysis.costmodel import kernel_cycles
     from reorder.binary.cubin import parse_cubin
