@@ -155,7 +155,9 @@ def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
     """Registers written once in the loop, by `add x, x, step` on a 32- or 64-bit integer
     (wrapping, so k steps are one add of k * step; not a float add, not `.cc` or `.sat`), in a
     block that runs on every iteration, unguarded, the step an immediate or a register the
-    loop does not write."""
+    loop does not write. nvcc also steps a pointer through a copy, `add t, x, 16` and later
+    `mov x, t` (normalize_weights' unrolled CDF loop): x is then an induction updated at the
+    mov, when t is written once, by that add, which runs before the mov in every iteration."""
     cfg, body, effects = analysis.cfg, analysis.function.body, analysis.effects
     latch = max(loop.blocks)
     inside = [i for b in sorted(loop.blocks) for i in cfg.blocks[b].instructions]
@@ -163,11 +165,9 @@ def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
     for i in inside:
         for reg in effects[i].defs:
             written.setdefault(reg, []).append(i)
-    out = []
-    for reg, writers in sorted(written.items()):
-        if len(writers) != 1:
-            continue
-        i = writers[0]
+
+    def stepping(i: int, reg: str) -> tuple[str, bool] | None:
+        """(step, negated) when statement i is an every-iteration `add ?, reg, step`."""
         ins = body[i].ins
         if (
             ins.base not in _STEPPING
@@ -176,12 +176,48 @@ def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
             or effects[i].kind != "pure"
             or len(ins.operands) != 3
             or not cfg.dominates(cfg.block_of[i], latch)
-            or ins.operands[0] != reg
         ):
-            continue
+            return None
         a, b = ins.operands[1], ins.operands[2]
         step = b if a == reg else (a if b == reg and ins.base == "add" else None)
         if step is None or not (_IMMEDIATE.fullmatch(step) or (step.startswith("%") and step not in written)):
+            return None
+        return step, ins.base == "sub"
+
+    out = []
+    for reg, writers in sorted(written.items()):
+        if len(writers) != 1:
             continue
-        out.append(Induction(reg, i, ins.opcode, step, ins.base == "sub"))
+        i = writers[0]
+        ins = body[i].ins
+        if ins.operands and ins.operands[0] == reg and (found := stepping(i, reg)) is not None:
+            out.append(Induction(reg, i, ins.opcode, found[0], found[1]))
+        elif (copied := _copied_step(analysis, i, reg, written, latch, stepping)) is not None:
+            out.append(copied)
     return tuple(out)
+
+
+def _copied_step(analysis: Analysis, i: int, reg: str, written: dict[str, list[int]], latch: int, stepping):
+    """`mov reg, t` at statement i, t written once in the loop by `add t, reg, step` before it."""
+    from reorder.ptx.shift import precedes
+
+    cfg, body, effects = analysis.cfg, analysis.function.body, analysis.effects
+    ins = body[i].ins
+    if (
+        ins.base != "mov"
+        or ins.guard
+        or effects[i].kind != "pure"
+        or len(ins.operands) != 2
+        or ins.operands[0] != reg
+        or not cfg.dominates(cfg.block_of[i], latch)
+    ):
+        return None
+    temp = ins.operands[1]
+    adds = written.get(temp, [])
+    if len(adds) != 1 or tuple(body[adds[0]].ins.operands[:1]) != (temp,):
+        return None
+    found = stepping(adds[0], reg)
+    same_width = ins.modifiers[-1:] and body[adds[0]].ins.modifiers[-1][1:] == ins.modifiers[-1][1:]
+    if found is None or not same_width or not precedes(analysis, adds[0], i):
+        return None
+    return Induction(reg, i, body[adds[0]].ins.opcode, found[0], found[1])
