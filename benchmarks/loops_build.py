@@ -211,9 +211,15 @@ def build_triton(out: Path) -> dict:
     return {"configs": configs, "cells": all_cells}
 
 
-def build_suite(out: Path) -> list[dict]:
+def build_suite(
+    out: Path,
+    distances: tuple[int, ...] = (1, 2),
+    factors: tuple[int, ...] = (2, 4),
+    only: frozenset[str] = frozenset(),
+) -> list[dict]:
     """Prefetch/UnrollBatch candidates of the suite's loop kernels from nvcc's PTX (the suite's
-    checked-in source PTX), each loop separately, with the suite's noalias setting."""
+    checked-in source PTX), each loop separately, with the suite's noalias setting: Prefetch
+    at each of `distances`, UnrollBatch by each of `factors`; `only` names the kernels (all)."""
     from reorder.base.errors import ReorderError
     from reorder.build.ptxcandidate import read_ptx, write_and_compile
     from reorder.ptx.prefetch import Prefetch, movable_loops
@@ -223,16 +229,16 @@ def build_suite(out: Path) -> list[dict]:
     source_dir = ROOT / "benchmarks/kernels/ptx_candidates/source"
     rows = []
     for kernel, (source, noalias, speculate) in SUITE_LOOPS.items():
+        if only and kernel not in only:
+            continue
         module = read_ptx(source_dir / source)
         original = out / "suite" / f"{Path(source).stem}.original.cubin"
         if not original.is_file():  # the source PTX compiled alone, with the candidates' recipe
             original.write_bytes(compile_ptx(source_dir / source).cubin.read_bytes())
         for label in movable_loops(module.function(kernel), noalias, speculate):
             for move in (
-                Prefetch(kernel, label, 1, noalias, speculate),
-                Prefetch(kernel, label, 2, noalias, speculate),
-                UnrollBatch(kernel, label, 2, noalias, speculate),
-                UnrollBatch(kernel, label, 4, noalias, speculate),
+                *(Prefetch(kernel, label, d, noalias, speculate) for d in distances),
+                *(UnrollBatch(kernel, label, k, noalias, speculate) for k in factors),
             ):
                 name = f"{kernel}_{move.describe().replace(':', '_').replace('@', '_').replace('$', '')}"
                 row = {
@@ -298,6 +304,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=ROOT / "gpu_build/loops")
     p.add_argument("--suite", action="store_true", help="also the suite's loop kernels (nvcc PTX)")
+    p.add_argument("--suite-kernels", default="", help="comma list of suite loop kernels (default: all)")
+    p.add_argument("--prefetch", default="1,2", help="Prefetch distances for the suite kernels (default 1,2)")
+    p.add_argument("--unroll", default="2,4", help="UnrollBatch factors for the suite kernels (default 2,4)")
     args = p.parse_args(argv)
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
     import triton
@@ -313,7 +322,9 @@ def main(argv=None) -> int:
         "commit": provenance.commit(),
         **build_triton(args.out),
     }
-    manifest["suite"] = build_suite(args.out) if args.suite else []
+    numbers = lambda text: tuple(int(x) for x in text.split(",") if x)  # noqa: E731
+    only = frozenset(filter(None, args.suite_kernels.split(",")))
+    manifest["suite"] = build_suite(args.out, numbers(args.prefetch), numbers(args.unroll), only) if args.suite else []
     manifest["seconds"] = time.monotonic() - started
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     (args.out / "summary.md").write_text(summary_md(manifest))

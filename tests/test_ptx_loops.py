@@ -473,6 +473,7 @@ def _run_normalize_weights(module: Module, n: int, tid: int):
         Prefetch("normalize_weights", "$L__BB0_8", 4, True),
         UnrollBatch("normalize_weights", "$L__BB0_8", 2, True),
         UnrollBatch("normalize_weights", "$L__BB0_8", 4, True),
+        UnrollBatch("normalize_weights", "$L__BB0_8", 8, True),
         Prefetch("normalize_weights", "$L__BB0_8", 2, True),
     ],
     ids=lambda m: m.describe(),
@@ -484,5 +485,5 @@ def test_a_pointer_stepped_through_a_copy_is_an_induction(move):
     module = parse_module((SUITE / "particlefilter.ptx").read_text())
     loop = find_loop(Analysis(module.function("normalize_weights")), "$L__BB0_8")
     assert {x.register for x in loop.inductions} >= {"%rd30", "%rd31"}
-    cases = [(n, 0) for n in (1, 2, 4, 5, 6, 8, 9, 13, 22)] + [(9, 3)]
+    cases = [(n, 0) for n in (1, 2, 4, 5, 6, 8, 9, 13, 22, 37, 70)] + [(9, 3)]
     _same_work(module, move.apply(module), _run_normalize_weights, cases)
