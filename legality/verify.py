@@ -37,7 +37,7 @@ UNTRACKED = -1  # a variable-latency op issued without a scoreboard
 # after issue, when its queue gets to it: under load that is any number of cycles on. Its
 # reads stay pending until a wait proves them done: a wait on its own write scoreboard, or on
 # a scoreboard of a later op of the same in-order queue (for reads, the shared-memory pipe is
-# one queue with SHFL: READ_QUEUES). ptxas never overwrites such a source otherwise (5,718
+# one queue with SHFL: read_queue). ptxas never overwrites such a source otherwise (5,718
 # cases over every compiler-made cubin of the repository, 2026-11-30; an STS's data is freed
 # by a wait on a later LDS or SHFL, never by a BAR.SYNC alone). Silicon (H200, 2026-11-30)
 # gave wrong bytes where the verifier had allowed 6 cycles: LDG.E.64 R14,[R34] then
