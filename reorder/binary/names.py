@@ -14,6 +14,7 @@ their substrings match, and the error says how to get one.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -65,8 +66,14 @@ def demangle(symbols: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(plain.get(s, s) for s in symbols)
 
 
+# cu++filt writes template literals as casts, `(bool)0, (int)32`; binutils' c++filt writes
+# `false, 32`. A name is matched in one form whichever demangler the machine has.
+_CAST_LITERAL = re.compile(r"\((?:unsigned |signed )?(?:bool|char|short|int|long|long long)\)(-?\d+)[uUlL]*")
+
+
 def _squash(text: str) -> str:
-    return "".join(text.split())
+    text = re.sub(r"\(bool\)([01])\b", lambda m: "true" if m.group(1) == "1" else "false", text)
+    return "".join(_CAST_LITERAL.sub(r"\1", text).split())
 
 
 def resolve(query: str, symbols: Sequence[str], where: str = "cubin") -> str:
