@@ -151,6 +151,13 @@ def exit_branches(analysis: Analysis, loop: Loop) -> list[tuple[int, bool]]:
     return sorted(set(out))
 
 
+def precedes(analysis: Analysis, a: int, b: int) -> bool:
+    """Statement a runs before statement b in every iteration that runs b (same loop body)."""
+    cfg = analysis.cfg
+    ba, bb = cfg.block_of[a], cfg.block_of[b]
+    return a < b if ba == bb else cfg.dominates(ba, bb)
+
+
 def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
     """Registers written once in the loop, by `add x, x, step` on a 32- or 64-bit integer
     (wrapping, so k steps are one add of k * step; not a float add, not `.cc` or `.sat`), in a
@@ -199,8 +206,6 @@ def inductions(analysis: Analysis, loop: Loop) -> tuple[Induction, ...]:
 
 def _copied_step(analysis: Analysis, i: int, reg: str, written: dict[str, list[int]], latch: int, stepping):
     """`mov reg, t` at statement i, t written once in the loop by `add t, reg, step` before it."""
-    from reorder.ptx.shift import precedes
-
     cfg, body, effects = analysis.cfg, analysis.function.body, analysis.effects
     ins = body[i].ins
     if (

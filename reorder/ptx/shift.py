@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
-from reorder.ptx.counted import CountedLoop, Induction
+from reorder.ptx.counted import CountedLoop, Induction, precedes
 from reorder.ptx.fresh import Fresh
 from reorder.ptx.lexer import Piece
 from reorder.ptx.model import Statement, make_statement
@@ -37,13 +37,6 @@ class Source:
     induction: Induction | None = None
     post: bool = False  # an induction read after its update in the same iteration
     member: int | None = None
-
-
-def precedes(analysis: Analysis, a: int, b: int) -> bool:
-    """Statement a runs before statement b in every iteration that runs b (same loop body)."""
-    cfg = analysis.cfg
-    ba, bb = cfg.block_of[a], cfg.block_of[b]
-    return a < b if ba == bb else cfg.dominates(ba, bb)
 
 
 def source(analysis: Analysis, loop: CountedLoop, use: int, reg: str) -> Source:
