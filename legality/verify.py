@@ -542,12 +542,17 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
                 s.read_by.setdefault(res, {})[cls] = Recent(cls, ins.offset, ins.opcode, s.clock, ins.guard)
 
 
+def _rewrite_pending(table: dict[str, frozenset[Pending]], hit, change) -> None:
+    """Replace each pending access `hit` picks by `change` of it (the others stay)."""
+    for res, pend in table.items():
+        if any(hit(p) for p in pend):
+            table[res] = frozenset(change(p) if hit(p) else p for p in pend)
+
+
 def _cover_unbarred_reads(s: State, queue: str, scoreboards: tuple[int, ...]) -> None:
     """A later op of the same in-order queue sets `scoreboards`: a wait on one proves the
     earlier op's reads done."""
-    for res, pend in s.reads.items():
-        if any(p.unbarred and p.queue == queue for p in pend):
-            s.reads[res] = frozenset(_covered(p, scoreboards) if p.unbarred and p.queue == queue else p for p in pend)
+    _rewrite_pending(s.reads, lambda p: p.unbarred and p.queue == queue, lambda p: _covered(p, scoreboards))
 
 
 def _covered(p: Pending, scoreboards: tuple[int, ...]) -> Pending:
@@ -556,15 +561,11 @@ def _covered(p: Pending, scoreboards: tuple[int, ...]) -> Pending:
 
 
 def _cover_untracked(s: State, queue: str, sb: int) -> None:
-    for res, pend in s.writes.items():
-        if any(p.sb == UNTRACKED and p.queue == queue for p in pend):
-            s.writes[res] = frozenset(p.with_(sb=sb) if p.sb == UNTRACKED and p.queue == queue else p for p in pend)
+    _rewrite_pending(s.writes, lambda p: p.sb == UNTRACKED and p.queue == queue, lambda p: p.with_(sb=sb))
 
 
 def _forget_guards(s: State, predicate: str) -> None:
-    for res, pend in s.writes.items():
-        if any(p.guard.lstrip("@!") == predicate for p in pend):
-            s.writes[res] = frozenset(p.with_(guard="") if p.guard.lstrip("@!") == predicate else p for p in pend)
+    _rewrite_pending(s.writes, lambda p: p.guard.lstrip("@!") == predicate, lambda p: p.with_(guard=""))
     for table in (s.recent, s.read_by):
         for by_cls in table.values():
             for c, r in by_cls.items():

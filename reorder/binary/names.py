@@ -67,8 +67,9 @@ def demangle(symbols: tuple[str, ...]) -> tuple[str, ...]:
 
 
 # cu++filt writes template literals as casts, `(bool)0, (int)32`; binutils' c++filt writes
-# `false, 32`. A name is matched in one form whichever demangler the machine has.
-_CAST_LITERAL = re.compile(r"\((?:unsigned |signed )?(?:bool|char|short|int|long|long long)\)(-?\d+)[uUlL]*")
+# `false, 32`. A name is matched in one form whichever demangler the machine has (a bool
+# literal is read first, as false/true; every other integer cast as its number).
+_CAST_LITERAL = re.compile(r"\((?:unsigned |signed )?(?:char|short|int|long|long long)\)(-?\d+)[uUlL]*")
 
 
 def _squash(text: str) -> str:
