@@ -364,21 +364,23 @@ def sweep(run: Run, built: list[dict]) -> None:
             if run.left() < SWEEP_RESERVE_S:
                 run.add("sweep", {**row, "status": "skipped", "reason": "deadline"})
                 continue
-            try:
-                res = run.device.sweep_point(
-                    run.build / source["original"],
-                    run.build / source["cubin"],
-                    load_suite_spec(kernel, point or None),
-                    run.screen_s,
-                )
-            except Exception as exc:  # noqa: BLE001 - one point's failure is a row
-                res = {"status": "error", "reason": error_line(exc)}
-            timed = res.pop("timed", None)
-            if not timed:
-                run.add("sweep", {**row, **res, "measured": False})
-                continue
-            for l2, t in timed.items():
-                run.add("sweep", {**row, **res, **t, "l2": l2, "measured": not isinstance(run.device, Dry)})
+            spec = load_suite_spec(kernel, point or None)
+            _time_point(run, row, run.build / source["original"], run.build / source["cubin"], spec)
+
+
+def _time_point(run: Run, row: dict, original: Path, cubin: Path, spec) -> None:
+    """Check and time `cubin` against `original` at one sweep point, warm and cold L2: a sweep
+    row per L2 state (one row, not measured, when it could not be timed)."""
+    try:
+        res = run.device.sweep_point(original, cubin, spec, run.screen_s)
+    except Exception as exc:  # noqa: BLE001 - one point's failure is a row
+        res = {"status": "error", "reason": error_line(exc)}
+    timed = res.pop("timed", None)
+    if not timed:
+        run.add("sweep", {**row, **res, "measured": False})
+        return
+    for l2, t in timed.items():
+        run.add("sweep", {**row, **res, **t, "l2": l2, "measured": not isinstance(run.device, Dry)})
 
 
 def per_point(run: Run, built: list[dict]) -> None:
@@ -430,19 +432,7 @@ def per_point(run: Run, built: list[dict]) -> None:
                     )
                 continue
             winner = winners[0][2]
-            try:
-                res = run.device.sweep_point(original, run.build / winner["cubin"], spec, run.screen_s)
-            except Exception as exc:  # noqa: BLE001 - one point's failure is a row
-                res = {"status": "error", "reason": error_line(exc)}
-            timed = res.pop("timed", None)
-            if not timed:
-                run.add("sweep", {**base, "move": winner["move"], **res, "measured": False})
-                continue
-            for l2, t in timed.items():
-                run.add(
-                    "sweep",
-                    {**base, "move": winner["move"], **res, **t, "l2": l2, "measured": not isinstance(run.device, Dry)},
-                )
+            _time_point(run, {**base, "move": winner["move"]}, original, run.build / winner["cubin"], spec)
 
 
 def sweep_lines(rows: list[dict]) -> list[str]:
