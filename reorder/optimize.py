@@ -21,6 +21,7 @@ from reorder.base.files import check_output
 from reorder.build.ptxlevel import PtxLevel, ptx_level
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
 from reorder.sass.model import decode_kernel
+from reorder.sass.readback import read_back
 from reorder.report.sassdiff import sass_diff
 from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
@@ -321,7 +322,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, dead
             choice, built, final = _prune(args, code.kernel.name, picked, scorer, Path(tmp), report, deadline)
         report.best_moves = choice.label()
         report.result = final
-    after = decode_kernel(parse_cubin(built.data, "best"), code.kernel.name)
+    after = read_back(parse_cubin(built.data, "best"), code)
     baseline = _ptx_report(args, choice, folder, report) if choice.ptx else code.instructions
     verdict = verify_kernel(after, original=baseline)
     report.verifier = verdict.verdict()

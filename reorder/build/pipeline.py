@@ -16,7 +16,8 @@ from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import EncodingError, LegalityError, NotApplicable
 from reorder.moves.core import LoadBatch, StallCut
 from reorder.moves.protocol import Move, MoveOptions
-from reorder.sass.model import KernelCode, decode_kernel
+from reorder.sass.model import KernelCode
+from reorder.sass.readback import read_back
 from reorder.moves.slicebatch import SliceBatch
 
 
@@ -55,7 +56,7 @@ class Outcome:
 def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
     """Apply one move, write it, read the bytes back, and verify what was written."""
     cand = move.apply(code, code.instructions)
-    written = decode_kernel(parse_cubin(cand.cubin_bytes(), code.cubin.path), code.kernel.name)
+    written = read_back(parse_cubin(cand.cubin_bytes(), code.cubin.path), code)
     report = verify_kernel(written, original=code.instructions)
     if not report.ok:
         raise LegalityError(f"verifier rejected {move}: {report.violations[0].line()}", report.violations)

@@ -125,6 +125,9 @@ class KernelCode:
     cubin: Cubin
     kernel: Kernel
     instructions: tuple[Instruction, ...]
+    # nvdisasm's JSON record of each instruction (reorder.sass.readback reads a rewritten
+    # kernel's words back through them); not compared
+    records: tuple[dict, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def arch(self) -> int:
@@ -149,6 +152,11 @@ def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
     listing = disassemble(cubin.data).get(kernel.name)
     if listing is None:
         raise InputError(f"{cubin.path}: nvdisasm listed no function {kernel.name!r}")
+    return kernel_from_listing(cubin, kernel, listing)
+
+
+def kernel_from_listing(cubin: Cubin, kernel: Kernel, listing: list[dict]) -> KernelCode:
+    """The kernel's instructions: its words, with one nvdisasm record per word."""
     if len(listing) != kernel.instruction_count:
         raise InputError(
             f"{cubin.path}: nvdisasm gave {len(listing)} instructions for {kernel.name}, .text holds "
@@ -166,7 +174,7 @@ def decode_kernel(cubin: Cubin, name: str | None = None) -> KernelCode:
         instructions = tuple(
             replace(ins, indirect_targets=jumps[ins.offset]) if ins.offset in jumps else ins for ins in instructions
         )
-    return KernelCode(cubin, kernel, instructions)
+    return KernelCode(cubin, kernel, instructions, tuple(listing))
 
 
 def _indirect_targets(kernel) -> dict[int, tuple[int, ...]]:

@@ -17,6 +17,7 @@ from reorder.analysis.costmodel import kernel_cycles
 from reorder.binary.cubin import read_cubin
 from reorder.base.errors import ReorderError
 from reorder.sass.model import decode_kernel
+from reorder.sass.readback import read_back
 
 
 class Rejected(ReorderError):
@@ -51,10 +52,11 @@ class StaticScorer:
 
     def __init__(self, original: Path, kernel: str) -> None:
         self.kernel = kernel
-        self.base = kernel_cycles(decode_kernel(read_cubin(original), kernel).instructions)
+        self.original = decode_kernel(read_cubin(original), kernel)
+        self.base = kernel_cycles(self.original.instructions)
 
     def score(self, candidate: Path) -> Score:
-        cycles = kernel_cycles(decode_kernel(read_cubin(candidate), self.kernel).instructions)
+        cycles = kernel_cycles(read_back(read_cubin(candidate), self.original).instructions)
         ratio = cycles / self.base
         return Score(ratio, ratio, ratio, False, {"predicted_cycles": cycles, "original_cycles": self.base})
 

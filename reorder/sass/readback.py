@@ -1,0 +1,90 @@
+"""Reading back a kernel reorder rewrote, from the listing of the kernel it rewrote.
+
+Every move is checked on the bytes it wrote: the candidate cubin is parsed and decoded
+again, and the verifier judges that decoding. nvdisasm costs about 0.33 CPU-seconds a call
+however small the kernel, and a move changes few words' text: a stall cut changes control
+bits only, a reorder moves words, a rename or a branch fix rewrites a few.
+
+nvdisasm's record of an instruction is a function of its word: the stall, yield, scoreboard
+and wait bits print nothing, the reuse flags print `.reuse` on the operands they keep. The
+exceptions are the control-flow instructions (records with nvdisasm's `other-attributes`),
+whose printed targets are counted from their own address. nvdisasm also refuses some control
+bits: a stall/yield pair outside NVIDIA's usched_info enum (`ControlCode.encoding_problem`),
+a write scoreboard on an op that has none (STS), a wait mask on WARPGROUP.DEPBAR. Over every
+op class of the corpus (240 on sm_90, 211 on sm_80) it accepted every other stall, yield and
+wait mask (2026-11-30). So a written word takes the record of a reference word
+- that differs from it in stall, yield and wait bits only, with the same scoreboards, the
+  stall and yield legal, and the wait mask unchanged if the op is one reorder treats as a
+  barrier (unknown ops included: WARPGROUP.DEPBAR is one);
+- or, for a word whose reuse flags are clear, that differs from it in those and in its reuse
+  flags, with `.reuse` removed from the record;
+- at the same offset only, if the reference word is control flow.
+A word none of these covers (a rename, a moved branch, a new scoreboard) sends the whole
+kernel to nvdisasm, as before. tests/test_readback.py checks both decodings equal over
+written candidates of the corpus, and these rules against nvdisasm on the corpus's words.
+"""
+
+from __future__ import annotations
+
+from reorder.binary.cubin import Cubin
+from reorder.sass.control import CONTROL_SHIFT, ControlCode
+from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_from_listing
+
+TIMING_BITS = ((1 << 17) - 1) << CONTROL_SHIFT  # stall, yield, write and read scoreboards, wait mask
+REUSE_BITS = 7 << (CONTROL_SHIFT + 17)
+
+
+def read_back(cubin: Cubin, reference: KernelCode) -> KernelCode:
+    """`cubin`'s kernel of `reference`'s name, decoded as nvdisasm would decode it."""
+    kernel = cubin.kernel(reference.kernel.name)
+    listing = derived_listing(kernel.text, reference)
+    if listing is None:
+        return decode_kernel(cubin, reference.kernel.name)
+    return kernel_from_listing(cubin, kernel, listing)
+
+
+def derived_listing(text: bytes, reference: KernelCode) -> list[dict] | None:
+    """One nvdisasm record per word of `text`, taken from `reference`'s records; None when a
+    word has no record there that is certainly its own."""
+    if len(reference.records) != len(reference.instructions) or len(text) % 16:
+        return None
+    by_key: dict[int, list[tuple[Instruction, dict]]] = {}
+    by_bare_key: dict[int, list[tuple[Instruction, dict]]] = {}
+    for pair in zip(reference.instructions, reference.records):
+        key = pair[0].word & ~TIMING_BITS
+        by_key.setdefault(key, []).append(pair)
+        by_bare_key.setdefault(key & ~REUSE_BITS, []).append(pair)
+    listing = []
+    for offset in range(0, len(text), 16):
+        word = int.from_bytes(text[offset : offset + 16], "little")
+        ctrl = ControlCode.from_word(word)
+        if ctrl.encoding_problem() is not None:
+            return None
+        key = word & ~TIMING_BITS
+        record = _same_op(offset, ctrl, by_key.get(key, ()))
+        if record is None and not ctrl.reuse:
+            record = _same_op(offset, ctrl, by_bare_key.get(key, ()))
+            record = record and reuse_removed(record)
+        if record is None:
+            return None
+        listing.append(record)
+    return listing
+
+
+def _same_op(offset: int, ctrl: ControlCode, pairs) -> dict | None:
+    """The record of a reference word that nvdisasm reads as it reads a word with `ctrl`."""
+    for ins, record in pairs:
+        c = ins.ctrl
+        if "other-attributes" in record and ins.offset != offset:
+            continue
+        if (c.wbar, c.rbar) != (ctrl.wbar, ctrl.rbar) or (ins.is_barrier and c.wait != ctrl.wait):
+            continue
+        return record
+    return None
+
+
+def reuse_removed(record: dict) -> dict:
+    operands = record.get("operands")
+    if not isinstance(operands, str) or ".reuse" not in operands:
+        return record
+    return {**record, "operands": operands.replace(".reuse", "")}
