@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from reorder.sass import opcodes as op
 
@@ -27,6 +28,7 @@ class Access:
     mem_writes: str | None
 
 
+@lru_cache(maxsize=1 << 17)  # a kernel is decoded many times (each command, each move read back)
 def split_operands(text: str) -> tuple[str, ...]:
     """Split at commas that are not inside brackets."""
     parts, depth, cur = [], 0, []
@@ -135,6 +137,7 @@ def operand_names(opcode: str, operands: tuple[str, ...]) -> tuple[OperandNames,
     return dsts, srcs
 
 
+@lru_cache(maxsize=1 << 17)  # an Access is frozen: one per distinct instruction text is shared
 def access(opcode: str, operands: tuple[str, ...], guard: str) -> Access:
     """Read and write sets of an instruction of a known opcode."""
     base = opcode.split(".")[0]
