@@ -15,8 +15,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from legality.latency import latency_class, load_table
-from legality.verify import read_kind
+from legality.latency import latency_class, load_table, read_kind
 from reorder.sass.model import Instruction
 
 _SPACES_ALIAS = {

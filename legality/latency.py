@@ -134,7 +134,7 @@ class LatencyTable:
     ) -> Entry:
         """An exact opcode pair the compiler itself scheduled at a smaller distance wins over
         the class entry (the compiler's own choice for that very pair); else the class entry.
-        A read is matched with the same operand slot only (`legality.verify.read_slot`)."""
+        A read is matched with the same operand slot only (`read_slot`)."""
         key = f"{kind}#{slot}" if slot is not None and kind.startswith("raw") else kind
         exact = (self.pairs or {}).get((producer_opcode, consumer_opcode, key))
         entry = self.lookup(producer, consumer, kind)
@@ -163,6 +163,65 @@ class LatencyTable:
 
     def max_cycles(self) -> int:
         return max([e.cycles for e in self.entries.values()] + [e.cycles for e in self.defaults.values()] + [15])
+
+
+# Consumers that read a predicate operand the way a guard is read (13 cycles after an ALU
+# write on sm_90, ref 3.1 "MIO/BRU predicate readers"): branches, and VOTE, where ptxas
+# leaves 13 and 12 gave wrong results on an H200 (warp_select_k100), and BAR (BAR.RED's
+# predicate: FSETP -> BAR.RED.POPC at 4, 5 and 6 cycles counted wrong on an H200, ptxas leaves
+# 13; benchmarks/results/2026-11-30_barrier).
+# Variable-latency ops read a predicate operand the same way (ref 3.1's MIO readers): LDGSTS's
+# zero-fill predicate 4 cycles after its ISETP copied stale data on an H200 (Triton softmax,
+# 2026-11-30), where ptxas leaves 13 in every LDGSTS of the repository's cubins.
+GUARD_LIKE_READERS = frozenset({"BRA", "EXIT", "BRX", "RET", "VOTE", "VOTEU", "BAR"})
+
+
+def read_kind(resource: str, ins: Instruction) -> str:
+    """Latency-table kind of reading `resource` in `ins`: raw, raw_u, raw_pred or raw_guard."""
+    if resource.startswith("UR"):
+        return "raw_u"
+    if resource.startswith(("P", "UP")):
+        guard = ins.guard.lstrip("@!")
+        guard_like = ins.base in GUARD_LIKE_READERS or ins.is_variable_latency
+        return "raw_guard" if resource == guard or guard_like else "raw_pred"
+    return "raw"
+
+
+@lru_cache(maxsize=65536)
+def _slots(opcode: str, operands: tuple[str, ...]) -> dict[str, str]:
+    from reorder.sass.operands import operand_names
+
+    out: dict[str, str] = {}
+    for index, names in operand_names(opcode, operands)[1]:
+        for k, name in enumerate(names):
+            out.setdefault(name, f"{index}.{k}" if k else f"{index}")
+    return out
+
+
+def read_slot(resource: str, ins: Instruction) -> str:
+    """Which operand of `ins` reads `resource`: its index among the operands, with the
+    position inside the operand after a dot for a later register of a pair or an address
+    (`desc[UR8][R6.64]` reads UR8, UR9, R6, R7: R7 is '1.3'); 'g' for the guard.
+
+    A consumer can read its operands at different stages (a load's address before a
+    store's data, IMAD.WIDE's addend after its factors), so what ptxas leaves before one
+    operand says nothing about another: the compiler's own distances are keyed by slot.
+    """
+    if ins.guard and resource == ins.guard.lstrip("@!"):
+        return "g"
+    return _slots(ins.opcode, ins.operands).get(resource, "?")
+
+
+def lookup_read(table: LatencyTable, producer_opcode: str, producer_cls: str, consumer: Instruction, resource: str):
+    """The table entry for `consumer` reading `resource` written by a fixed-latency producer."""
+    return table.lookup_pair(
+        producer_opcode,
+        consumer.opcode,
+        producer_cls,
+        latency_class(consumer),
+        read_kind(resource, consumer),
+        read_slot(resource, consumer),
+    )
 
 
 def unknown_pair(producer: str, consumer: str, kind: str) -> Entry:

@@ -8,10 +8,11 @@ scoreboard. A consumer is legal only if (a) the stalls since each fixed-latency 
 cover that pair's latency and (b) every scoreboard holding one of its operands was waited
 on, at least 2 cycles after the producer issued (a fresh scoreboard needs one extra
 cycle). States merge at block entries by taking the worst case, so a schedule is proven
-for every path. The scheduler (reorder.moves.schedule) steps this same state machine in
-repair mode, so a verdict here checks the scheduler's arithmetic and the whole kernel
-around the block it changed, not the latency model both use: that model is checked against
-the compiler's own schedules (legality.inherited) and on silicon (legality/silicon).
+for every path. The scheduler (reorder.moves.schedule) places stalls and waits with its own
+model (reorder.moves.distances) and asks here only for verdicts (`block_violations`), so a
+verdict checks the scheduler's arithmetic and the whole kernel around the block it changed,
+not the latency tables both read: those are checked against the compiler's own schedules
+(legality.inherited) and on silicon (legality/silicon).
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from functools import lru_cache
 from legality import barriers, issue
 from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
-from legality.latency import LatencyTable, latency_class, load_table
+from legality.latency import (  # noqa: F401 - read_kind, read_slot, lookup_read: re-exported for callers
+    GUARD_LIKE_READERS,
+    LatencyTable,
+    latency_class,
+    load_table,
+    lookup_read,
+    read_kind,
+    read_slot,
+)
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
@@ -208,65 +217,6 @@ def _sb_of(sb: int) -> int | None:
 
 def _sb_name(sb: int) -> str:
     return f"wait on SB{sb}" if sb != UNTRACKED else "a scoreboard (producer set none)"
-
-
-# Consumers that read a predicate operand the way a guard is read (13 cycles after an ALU
-# write on sm_90, ref 3.1 "MIO/BRU predicate readers"): branches, and VOTE, where ptxas
-# leaves 13 and 12 gave wrong results on an H200 (warp_select_k100), and BAR (BAR.RED's
-# predicate: FSETP -> BAR.RED.POPC at 4, 5 and 6 cycles counted wrong on an H200, ptxas leaves
-# 13; benchmarks/results/2026-11-30_barrier).
-# Variable-latency ops read a predicate operand the same way (ref 3.1's MIO readers): LDGSTS's
-# zero-fill predicate 4 cycles after its ISETP copied stale data on an H200 (Triton softmax,
-# 2026-11-30), where ptxas leaves 13 in every LDGSTS of the repository's cubins.
-GUARD_LIKE_READERS = frozenset({"BRA", "EXIT", "BRX", "RET", "VOTE", "VOTEU", "BAR"})
-
-
-def read_kind(resource: str, ins: Instruction) -> str:
-    """Latency-table kind of reading `resource` in `ins`: raw, raw_u, raw_pred or raw_guard."""
-    if resource.startswith("UR"):
-        return "raw_u"
-    if resource.startswith(("P", "UP")):
-        guard = ins.guard.lstrip("@!")
-        guard_like = ins.base in GUARD_LIKE_READERS or ins.is_variable_latency
-        return "raw_guard" if resource == guard or guard_like else "raw_pred"
-    return "raw"
-
-
-@lru_cache(maxsize=65536)
-def _slots(opcode: str, operands: tuple[str, ...]) -> dict[str, str]:
-    from reorder.sass.operands import operand_names
-
-    out: dict[str, str] = {}
-    for index, names in operand_names(opcode, operands)[1]:
-        for k, name in enumerate(names):
-            out.setdefault(name, f"{index}.{k}" if k else f"{index}")
-    return out
-
-
-def read_slot(resource: str, ins: Instruction) -> str:
-    """Which operand of `ins` reads `resource`: its index among the operands, with the
-    position inside the operand after a dot for a later register of a pair or an address
-    (`desc[UR8][R6.64]` reads UR8, UR9, R6, R7: R7 is '1.3'); 'g' for the guard.
-
-    A consumer can read its operands at different stages (a load's address before a
-    store's data, IMAD.WIDE's addend after its factors), so what ptxas leaves before one
-    operand says nothing about another: the compiler's own distances are keyed by slot.
-    """
-    if ins.guard and resource == ins.guard.lstrip("@!"):
-        return "g"
-    return _slots(ins.opcode, ins.operands).get(resource, "?")
-
-
-def lookup_read(table: LatencyTable, producer_opcode: str, producer_cls: str, consumer: Instruction, resource: str):
-    """The table entry for `consumer` reading `resource` written by a fixed-latency producer."""
-    return table.lookup_pair(
-        producer_opcode,
-        consumer.opcode,
-        producer_cls,
-        latency_class(consumer),
-        read_kind(resource, consumer),
-        read_slot(resource, consumer),
-    )
 
 
 def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> State:
@@ -689,6 +639,18 @@ def _memo_for(table: LatencyTable, rules) -> dict:
 def block_entry_states(instructions: tuple[Instruction, ...], arch: int) -> dict[int, State]:
     """block start index -> what may be in flight when the block is entered (all paths)."""
     return _walk_with_arch_table(instructions, arch)[0]
+
+
+def block_violations(
+    block: tuple[Instruction, ...], start: int, kernel: tuple[Instruction, ...], arch: int
+) -> tuple[Violation, ...]:
+    """The verdict on `block` put in place of the block at index `start` of `kernel`: every
+    violation inside it, entered in the state `kernel` is in at `start` (all paths), in the
+    order the walk meets them. This is all the scheduler asks of the verifier while it places
+    a block (reorder.moves.schedule); the kernel around the block is judged after."""
+    table = load_table(arch)
+    entry = block_entry_states(kernel, arch)[start]
+    return _through_block(block, entry, table, table.max_cycles(), _memo_for(table, barriers.load_rules(arch)))[1]
 
 
 def verify_instructions(instructions: tuple[Instruction, ...], arch: int, table=None) -> tuple[Violation, ...]:

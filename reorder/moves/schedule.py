@@ -1,20 +1,21 @@
 """Control codes for a new order of a block: the fewest stall cycles the tables allow,
 wait masks that cover every variable-latency dependency, legal yield encodings.
 
-The schedule is built by walking the block with the verifier's state machine in repair
-mode: every instruction starts at one cycle (barriers and variable-latency ops keep the
-compiler's stall, which also covers their own minimum-wait needs); where a consumer
-would issue before its producer's latency has passed, the stall before it grows; where
-it reads a result still on a scoreboard, it waits on that scoreboard (and the stall
-before it grows until a fresh scoreboard has had its extra cycle). A reuse flag keeps an
-operand for the instruction issued next. A stall cut (`keep_reuse`: the words are the
-compiler's, the order is theirs) keeps every flag whose successor is unchanged, so it
-costs no register-bank conflicts; any other new order or renamed block has its flags
-cleared, since a flag may name an operand the new successor no longer reads. After
-the block, the whole kernel is verified again and the block's tail is lengthened while a
-successor block still sees a violation. Callers run `legality.verify` on every result
-(over the whole written kernel); it shares this walk's state machine, so it is a check of
-the result, not a second model of the hardware (reorder/moves/__init__.py).
+Every instruction starts at one cycle (barriers and variable-latency ops keep the
+compiler's stall, which also covers their own minimum-wait needs). The scheduler's own model
+(reorder.moves.distances) then places stalls and waits, first position first, from the latency
+tables and the instructions' read and write sets: where a consumer would issue before its
+producer's latency has passed, the stall before it grows; where it reads a result still on a
+scoreboard, it waits on that scoreboard. The verifier is asked for a verdict on the block so
+placed (legality.verify.block_violations, Violation values, never message text); what it faults
+at the first faulted position is learnt as a need of that position, and the block is planned
+again, until the verdict is clean. A reuse flag keeps an operand for the instruction issued
+next. A stall cut (`keep_reuse`: the words are the compiler's, the order is theirs) keeps every
+flag whose successor is unchanged, so it costs no register-bank conflicts; any other new order
+or renamed block has its flags cleared, since a flag may name an operand the new successor no
+longer reads. After the block, the whole kernel is verified again and the block's tail is
+lengthened while a successor block still sees a violation. Callers run `legality.verify` on
+every result, over the whole written kernel (reorder/moves/__init__.py).
 """
 
 from __future__ import annotations
@@ -22,16 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from legality.barriers import load_rules
-from legality.latency import LatencyTable, load_table
-from legality.verify import (
-    FRESH_SCOREBOARD_CYCLES,
-    State,
-    Violation,
-    block_entry_states,
-    original_violations,
-    step,
-    verify_instructions,
-)
+from legality.latency import load_table
+from legality.verify import Violation, block_violations, original_violations, verify_instructions
+from reorder.moves.distances import FRESH_SCOREBOARD_CYCLES, Need, plan
 from reorder.sass.control import ControlCode
 from reorder.base.errors import LegalityError
 from reorder.sass.model import Instruction
@@ -119,38 +113,39 @@ def _schedule_once(
     keep_stalls: bool,
     keep_reuse: bool,
 ) -> tuple[Instruction, ...]:
-    table = load_table(arch)
     into_barrier = _into_kept_barrier(instructions, new_order, end, arch)
-    order = [
+    base = [
         _initial(instructions[i], keep_stalls or k in into_barrier, keep_reuse and _same_successor(new_order, k, end))
         for k, i in enumerate(new_order)
     ]
-    entry = block_entry_states(instructions, arch)[start]
-    state = entry
-    states, stepped = [entry], []  # states[k]: before position k, having stepped stepped[:k]
-    for j in range(len(order)):
-        short = _fresh_wait_shortfall(state, order[j])
-        if short and j == 0:
-            raise _EntryShortfall(short)
-        if short:
-            _bump(order, j - 1, short, 0)
-            state = _replayed(states, stepped, order, j, table)
-        for _ in range(64):
-            found: list[Violation] = []
-            step(state, order[j], table, found)
-            if not found:
-                break
-            if j == 0 and all(isinstance(v.required, int) and isinstance(v.provided, int) for v in found):
-                raise _EntryShortfall(max(v.required - v.provided for v in found))
-            if not _repair(order, j, found, state):
-                raise LegalityError(f"cannot schedule instruction at {order[j].offset:#x}", tuple(found))
-            state = _replayed(states, stepped, order, j, table)  # stalls or scoreboards before j may have changed
-        state = step(state, order[j], table, [])
-        states.append(state)
-        stepped.append(order[j])
     kernel = list(instructions)
-    kernel[start:end] = order
+    kernel[start:end] = _settled(base, instructions, start, arch)
     return _fix_tail(tuple(kernel), start, end, arch, instructions)
+
+
+def _settled(
+    base: list[Instruction], instructions: tuple[Instruction, ...], start: int, arch: int
+) -> list[Instruction]:
+    """Plan the block (reorder.moves.distances), ask the verifier for its verdict on it, learn
+    what it faults at the first faulted position, plan again; until the verdict is clean. The
+    plan places stalls first position first with every need it knows, so what is learnt late
+    is placed as if it had been known from the start."""
+    table = load_table(arch)
+    position = {ins.offset: k for k, ins in enumerate(base)}
+    learnt: dict[int, tuple[Need, ...]] = {}
+    for _ in range(64 * len(base)):
+        order = list(base)
+        plan(order, table, lambda o, index, cycles: _bump(o, index, cycles, 0), learnt)
+        found = block_violations(tuple(order), start, instructions, arch)
+        if not found:
+            return order
+        j = min(position[v.consumer_offset] for v in found)
+        first = [v for v in found if position[v.consumer_offset] == j]
+        if j == 0 and all(isinstance(v.required, int) and isinstance(v.provided, int) for v in first):
+            raise _EntryShortfall(max(v.required - v.provided for v in first))
+        if not _learn(base, order, j, first, position, learnt):
+            raise LegalityError(f"cannot schedule instruction at {order[j].offset:#x}", tuple(first))
+    raise LegalityError(f"cannot schedule block at {base[0].offset:#x}: the verdicts did not settle")
 
 
 def _into_kept_barrier(
@@ -170,62 +165,55 @@ def _same_successor(new_order: Sequence[int], k: int, end: int) -> bool:
     return following == new_order[k] + 1
 
 
-def _fresh_wait_shortfall(state: State, ins: Instruction) -> int:
-    """Cycles missing before `ins` for each of its waits to see the scoreboards it waits on:
-    a wait issued less than FRESH_SCOREBOARD_CYCLES after a producer does not cover it."""
-    mask = ins.ctrl.wait
-    elapsed = [
-        p.elapsed
-        for table in (state.writes, state.reads)
-        for pend in table.values()
-        for p in pend
-        if p.sb >= 0 and mask >> p.sb & 1
-    ]
-    return max([FRESH_SCOREBOARD_CYCLES - e for e in elapsed if e < FRESH_SCOREBOARD_CYCLES], default=0)
-
-
-def _replayed(
-    states: list[State], stepped: list[Instruction], order: list[Instruction], j: int, table: LatencyTable
-) -> State:
-    """The state before position j of `order`, stepped again only from the first position
-    whose instruction a repair replaced (the states before it are still those of `order`)."""
-    k = next((i for i in range(j) if stepped[i] is not order[i]), j)
-    del states[k + 1 :]
-    del stepped[k:]
-    for i in range(k, j):
-        states.append(step(states[i], order[i], table, []))
-        stepped.append(order[i])
-    return states[j]
-
-
-def _repair(order: list[Instruction], j: int, found: list[Violation], state: State) -> bool:
-    """Fix what the step before `order[j]` found. Every missing distance is counted from the
-    same issue cycle, j's, so the stall before j grows once, by the largest shortfall (adding
-    them up over-stalled: two producers 2 and 3 cycles short cost 5 cycles, not 3)."""
-    ins = order[j]
+def _learn(
+    base: list[Instruction],
+    order: list[Instruction],
+    j: int,
+    found: list[Violation],
+    position: dict[int, int],
+    learnt: dict[int, tuple[Need, ...]],
+) -> bool:
+    """Turn what the verdict faults at position j of the planned `order` into needs of j (or,
+    for an untracked producer or an illegal encoding, into a change of `base`); False when
+    nothing new was learnt. A producer inside the block gives a distance from its position, one
+    before the block a distance from the block's first instruction."""
+    issue_j = sum(ins.ctrl.stall for ins in order[:j])
+    needs = list(learnt.get(j, ()))
     changed = False
-    fresh_short = distance_short = 0
     for v in found:
+        inside = position.get(v.producer_offset)
+        inside = inside if inside is not None and inside < j else None  # else: through the block's entry
         if v.kind == "encoding":
-            order[j] = ins.with_ctrl(_legal(ins.ctrl))
-            changed = True
+            fixed = base[j].with_ctrl(_legal(base[j].ctrl))
+            changed |= fixed != base[j]
+            base[j] = fixed
         elif v.kind == "scoreboard" and v.scoreboard is not None:
-            sb = v.scoreboard
-            order[j] = order[j].with_ctrl(order[j].ctrl.with_(wait=order[j].ctrl.wait | 1 << sb))
-            elapsed = _elapsed(state, v.resource, sb)
-            if elapsed is not None and elapsed < FRESH_SCOREBOARD_CYCLES and j > 0:
-                fresh_short = max(fresh_short, FRESH_SCOREBOARD_CYCLES - elapsed)
-            changed = True
+            short = FRESH_SCOREBOARD_CYCLES - v.elapsed if v.elapsed is not None else 0
+            if inside is not None:
+                need = Need(inside, FRESH_SCOREBOARD_CYCLES, 1 << v.scoreboard)
+            else:
+                need = Need(None, issue_j + max(short, 0), 1 << v.scoreboard)
+            if need not in needs:
+                needs.append(need)
         elif v.kind == "untracked":
-            changed |= _track(order, j, v.producer_offset)
+            k = _track(order, j, v.producer_offset)
+            if k is not None:
+                base[k] = base[k].with_ctrl(base[k].ctrl.with_(wbar=order[k].ctrl.wbar))
+                changed = True
         elif isinstance(v.required, int) and isinstance(v.provided, int) and j > 0:
-            distance_short = max(distance_short, v.required - v.provided)
-    if fresh_short or distance_short:  # (a fresh shortfall comes with a wait already added: changed)
-        changed |= _bump(order, j - 1, max(fresh_short, distance_short), 0)
+            if inside is not None:
+                need = Need(inside, v.required)
+            else:
+                need = Need(None, issue_j + v.required - v.provided)
+            if need not in needs:
+                needs.append(need)
+    if len(needs) > len(learnt.get(j, ())):
+        learnt[j] = tuple(needs)
+        changed = True
     return changed
 
 
-def _track(order: list[Instruction], j: int, producer_offset: int) -> bool:
+def _track(order: list[Instruction], j: int, producer_offset: int) -> int | None:
     """Give a variable-latency producer that had no scoreboard one, so its consumer can wait.
 
     The compiler left it untracked because a later op of the same queue covered it; the
@@ -235,18 +223,10 @@ def _track(order: list[Instruction], j: int, producer_offset: int) -> bool:
     """
     k = next((i for i in range(j) if order[i].offset == producer_offset), None)
     if k is None or order[k].ctrl.wbar != 7:
-        return False
+        return None
     waited = [b for b in range(6) if order[j].ctrl.waits_on(b)]
     order[k] = order[k].with_ctrl(order[k].ctrl.with_(wbar=waited[0] if waited else 5))
-    return True
-
-
-def _elapsed(state: State, resource: str, sb: int) -> int | None:
-    for table in (state.writes, state.reads):
-        for p in table.get(resource, ()):
-            if p.sb == sb:
-                return p.elapsed
-    return None
+    return k
 
 
 def _fix_tail(
