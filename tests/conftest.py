@@ -6,6 +6,7 @@ With nvcc present the corpus is rebuilt from tests/corpus/src into a temporary f
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import sys
@@ -46,12 +47,33 @@ def _load_build():
 
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory) -> Path:
+    """The corpus, built once per test run: pytest-xdist's workers share one folder (under
+    their common base temp), the first to take its lock builds it and fills the listing cache."""
     build = _load_build()
     if not build.nvcc_available():
         return CORPUS / "cubin"
-    out = tmp_path_factory.mktemp("corpus")
-    build.build_corpus(out, ("sm_80", "sm_90"))
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    out = shared / "corpus"
+    with open(shared / "corpus.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "corpus.done").exists():
+            build.build_corpus(out, ("sm_80", "sm_90"))
+            _decode_all(out)
+            (shared / "corpus.done").touch()
     return out
+
+
+def _decode_all(folder: Path) -> None:
+    """Decode every kernel once, so the listing cache (REORDER_CACHE, shared) holds them."""
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+
+    for path in corpus_files(folder):
+        cubin = read_cubin(path)
+        for k in cubin.kernels:
+            decode_kernel(cubin, k.name)
 
 
 def corpus_files(folder: Path) -> list[Path]:

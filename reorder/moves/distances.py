@@ -85,8 +85,8 @@ class _Block:
                     self.loading.setdefault(res, []).append(_Access(j, ins, ins.guard, ctrl.wbar))
             if ctrl.rbar != NO_SCOREBOARD:
                 for res in ins.access.reads:
-                    if res.startswith("R"):  # uniform operands are read at issue
-                        self.reading.setdefault(res, []).append(_Access(j, ins, ins.guard, ctrl.rbar))
+                    if res.startswith("R"):  # uniform operands are read at issue; a read is not excused by guards
+                        self.reading.setdefault(res, []).append(_Access(j, ins, "", ctrl.rbar))
             return
         cls = latency_class(ins)
         for res in ins.access.writes:
@@ -113,10 +113,10 @@ def _needs(block: _Block, ins: Instruction, table: LatencyTable) -> tuple[list[t
     after: list[tuple[int, int]] = []
     waits = 0
 
-    def on_scoreboard(accesses: list[_Access], allowed: Callable[[_Access], bool] = lambda a: False) -> None:
+    def on_scoreboard(accesses: list[_Access]) -> None:
         nonlocal waits
         for a in accesses:
-            if not _exclusive(a.guard, ins.guard) and not allowed(a):
+            if not _exclusive(a.guard, ins.guard):
                 waits |= 1 << a.scoreboard
                 after.append((a.position, FRESH_SCOREBOARD_CYCLES))
 
