@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -45,35 +47,49 @@ def _load_build():
     return module
 
 
-@pytest.fixture(scope="session")
-def corpus_dir(tmp_path_factory) -> Path:
-    """The corpus, built once per test run: pytest-xdist's workers share one folder (under
-    their common base temp), the first to take its lock builds it and fills the listing cache."""
-    build = _load_build()
-    if not build.nvcc_available():
-        return CORPUS / "cubin"
+def built_once(tmp_path_factory, name: str, make) -> list[Path]:
+    """`make(folder)`'s list of files, made once per test run: pytest-xdist's workers share one
+    folder (under their common base temp); the first to take its lock makes it, and decodes
+    every cubin made, so the listing cache (REORDER_CACHE, shared) holds them for the others."""
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent
-    out = shared / "corpus"
-    with open(shared / "corpus.lock", "a") as lock:
+    listed = shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (shared / "corpus.done").exists():
-            build.build_corpus(out, ("sm_80", "sm_90"))
-            _decode_all(out)
-            (shared / "corpus.done").touch()
-    return out
+        if not listed.exists():
+            made = [Path(p) for p in make(shared / name)]
+            _decode_all([p for p in made if p.suffix == ".cubin"])
+            listed.write_text(json.dumps([str(p) for p in made]))
+    return [Path(p) for p in json.loads(listed.read_text())]
 
 
-def _decode_all(folder: Path) -> None:
-    """Decode every kernel once, so the listing cache (REORDER_CACHE, shared) holds them."""
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory) -> Path:
+    """The corpus, built once per test run (built_once)."""
+    build = _load_build()
+    if not build.nvcc_available():
+        return CORPUS / "cubin"
+
+    def make(out: Path) -> list[Path]:
+        build.build_corpus(out, ("sm_80", "sm_90"))
+        return [out, *corpus_files(out)]
+
+    return built_once(tmp_path_factory, "corpus", make)[0]
+
+
+def _decode_all(cubins: list[Path]) -> None:
+    """Decode every kernel of `cubins` once (nvdisasm runs in its own processes, in parallel)."""
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
 
-    for path in corpus_files(folder):
+    def decode(path: Path) -> None:
         cubin = read_cubin(path)
         for k in cubin.kernels:
             decode_kernel(cubin, k.name)
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(decode, cubins))
 
 
 def corpus_files(folder: Path) -> list[Path]:

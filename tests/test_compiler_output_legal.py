@@ -36,6 +36,8 @@ from reorder.binary.cubin import read_cubin
 from reorder.sass.model import decode_kernel
 from reorder.sass.writer import patch_kernel
 
+from conftest import built_once
+
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"
 CHECKED_IN_HELDOUT = sorted((HELDOUT / "cubin").glob("sm_*.cubin"))
@@ -85,7 +87,7 @@ def heldout_cubins(tmp_path_factory) -> list[Path]:
     build = _load_heldout_build()
     if not build.nvcc_available():
         return CHECKED_IN_HELDOUT
-    return build.build(tmp_path_factory.mktemp("heldout"))
+    return built_once(tmp_path_factory, "heldout", build.build)
 
 
 @pytest.fixture(scope="session")

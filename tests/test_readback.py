@@ -55,8 +55,8 @@ def test_timing_bits_print_nothing_and_reuse_flags_print_only_reuse(corpus, arch
 def test_written_candidates_read_back_as_nvdisasm_reads_them(corpus):
     """Stall cuts, swaps and load batches over a sample of the corpus: each written kernel whose
     words the reference covers gets nvdisasm's very records; most are covered."""
-    compared = derived = 0
-    for cubin, code in corpus[::7]:
+    compared = derived = renamed = 0
+    for cubin, code in corpus[::11]:
         if not code.kernel.is_entry:
             continue
         outcomes = [cut_stalls(code), batch_loads(code, False)] + [
@@ -73,7 +73,11 @@ def test_written_candidates_read_back_as_nvdisasm_reads_them(corpus):
                 derived += 1
                 assert listing == truth, (cubin.path, code.kernel.name)
                 assert read_back(written, code).instructions == out.after.instructions
-    assert compared >= 10 and derived >= 0.8 * compared, (compared, derived)
+                known = {ins.word & ~TIMING_BITS for ins in code.instructions}
+                text = written.kernel(code.kernel.name).text
+                words = {int.from_bytes(text[k : k + 16], "little") & ~TIMING_BITS for k in range(0, len(text), 16)}
+                renamed += bool(words - known)  # words only a rename's raw listing vouched for
+    assert compared >= 8 and derived >= 0.8 * compared and renamed, (compared, derived, renamed)
 
 
 def test_a_word_the_reference_does_not_vouch_for_goes_to_nvdisasm(corpus):

@@ -19,8 +19,11 @@ wait mask (2026-11-30). So a written word takes the record of a reference word
 - or, for a word whose reuse flags are clear, that differs from it in those and in its reuse
   flags, with `.reuse` removed from the record;
 - at the same offset only, if the reference word is control flow.
-A word none of these covers (a rename, a moved branch, a new scoreboard) sends the whole
-kernel to nvdisasm, as before. tests/test_readback.py checks both decodings equal over
+A renamed word was read by nvdisasm already, alone (`nvdisasm -b`, reorder.sass.rename): such
+raw records are remembered (`remember`) and vouch for a word by the same rules, except the
+control-flow ones (their addresses were counted from elsewhere). A word none of these covers
+(a moved branch, a new scoreboard, a word never listed) sends the whole kernel to nvdisasm,
+as before. tests/test_readback.py checks both decodings equal over
 written candidates of the corpus, and these rules against nvdisasm on the corpus's words.
 """
 
@@ -28,10 +31,23 @@ from __future__ import annotations
 
 from reorder.binary.cubin import Cubin
 from reorder.sass.control import CONTROL_SHIFT, ControlCode
-from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_from_listing
+from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_from_listing, make_instruction
 
 TIMING_BITS = ((1 << 17) - 1) << CONTROL_SHIFT  # stall, yield, write and read scoreboards, wait mask
 REUSE_BITS = 7 << (CONTROL_SHIFT + 17)
+RAW_HELD = 200_000  # raw records remembered at most (then forgotten all at once)
+_RAW: dict[int, list[tuple[Instruction, dict]]] = {}  # word less its timing bits -> (instruction, record)
+
+
+def remember(words: list[int], records: list[dict]) -> None:
+    """Keep nvdisasm's records of raw words (listed alone, not in a kernel) that are not control flow."""
+    if len(_RAW) > RAW_HELD:
+        _RAW.clear()
+    for word, record in zip(words, records):
+        if isinstance(record, dict) and "other-attributes" not in record:
+            held = _RAW.setdefault(word & ~TIMING_BITS, [])
+            if len(held) < 4 and all(ins.word != word for ins, _ in held):
+                held.append((make_instruction(0, word, record), record))
 
 
 def read_back(cubin: Cubin, reference: KernelCode) -> KernelCode:
@@ -61,7 +77,7 @@ def derived_listing(text: bytes, reference: KernelCode) -> list[dict] | None:
         if ctrl.encoding_problem() is not None:
             return None
         key = word & ~TIMING_BITS
-        record = _same_op(offset, ctrl, by_key.get(key, ()))
+        record = _same_op(offset, ctrl, by_key.get(key, ())) or _same_op(-1, ctrl, _RAW.get(key, ()))
         if record is None and not ctrl.reuse:
             record = _same_op(offset, ctrl, by_bare_key.get(key, ()))
             record = record and reuse_removed(record)

@@ -62,6 +62,7 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
     is moved back into the operands (it is no guard)."""
     from reorder.base.diskcache import cached_json, key_of
     from reorder.sass.operands import split_operands
+    from reorder.sass.readback import remember
 
     blob = b"".join(w.to_bytes(16, "little") for w in words)
     records = cached_json(
@@ -69,6 +70,7 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
         key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
         lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"],
     )
+    remember(words, records)
     out = []
     for r in records:
         guard, operands = r.get("predicate", ""), split_operands(r.get("operands", ""))
