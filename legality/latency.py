@@ -90,6 +90,7 @@ def latency_class(ins: Instruction) -> str:
     return opcode_class(ins.opcode)
 
 
+@lru_cache(maxsize=8192)  # a pure function of the text, asked at every instruction of every walk
 def opcode_class(opcode: str) -> str:
     """The pipe class of an opcode; HFMA2.MMA runs on the fp64-lite pipe on sm_80/sm_90. It
     depends on the opcode alone, so a calibrated pair's classes follow from its key."""
@@ -240,6 +241,17 @@ def _entries_from_toml(doc: dict, source: str) -> list[Entry]:
     return out
 
 
+def read_table(path: Path) -> dict:
+    """A table file's TOML document. The compiler's observed tables are a megabyte of TOML
+    (0.4 s to parse, in every process that verifies: each CLI run, each search or fuzz worker):
+    the parsed document is kept as JSON in the disk cache (reorder.base.diskcache), keyed by
+    the file's bytes, so it is parsed once per content."""
+    from reorder.base.diskcache import cached_json, key_of
+
+    data = path.read_bytes()
+    return cached_json("table", key_of(data), lambda: tomllib.loads(data.decode("utf-8")))
+
+
 def _observed_table(arch: int, family: int) -> Path:
     """The ptxas-observed table of this very arch where one was calibrated (sm_86 and sm_89
     schedule differently from sm_80: ptxas' choices for one say nothing about the other),
@@ -301,7 +313,7 @@ def load_table(arch: int) -> LatencyTable:
     observed = _observed_table(arch, 90 if arch >= 90 else 80)
     if not observed.exists():
         return class_table(arch, [])
-    doc = tomllib.loads(observed.read_text())
+    doc = read_table(observed)
     pairs = {
         (e.producer, e.consumer, e.kind): e for e in _entries_from_toml({"entry": doc.get("pair", [])}, observed.name)
     }

@@ -222,6 +222,12 @@ def _sb_name(sb: int) -> str:
 def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> State:
     """Transfer function of one instruction: check it against the state, then update."""
     s = state.copy()
+    _step_into(s, ins, table, found)
+    return s
+
+
+def _step_into(s: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> None:
+    """`step`, updating `s` itself (a block's walk copies its entry state once)."""
     ctrl = ins.ctrl
     problem = ctrl.encoding_problem()
     if problem:
@@ -234,7 +240,6 @@ def step(state: State, ins: Instruction, table: LatencyTable, found: list[Violat
         _record(s, ins, found)
     _record_barrier(s, ins, table.arch)
     _advance(s, ctrl.stall)
-    return s
 
 
 def _check_issue(s: State, ins: Instruction, arch: int, found: list[Violation]) -> None:
@@ -559,9 +564,9 @@ def _through_block(
     key = (instructions, _exact_key(entry)) if memo is not None else None
     if key is not None and key in memo:
         return memo[key]
-    state, local = entry, []
+    state, local = entry.copy(), []
     for ins in instructions:
-        state = step(state, ins, table, local)
+        _step_into(state, ins, table, local)
     done = (state.normalized(horizon), tuple(local))
     if key is not None:
         if len(memo) >= BLOCK_MEMO_SIZE:
