@@ -4,7 +4,9 @@ builds of a few), and small hand-written kernels around a body."""
 
 from __future__ import annotations
 
-import atexit
+import fcntl
+import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -25,12 +27,26 @@ BUILDS = (
 
 @lru_cache(maxsize=1)
 def nvcc_ptx() -> tuple[Path, ...]:
-    """Every PTX built (name: STEM.TAG.ptx); empty when nvcc is not installed."""
+    """Every PTX built (name: STEM.TAG.ptx); empty when nvcc is not installed. Built once per
+    test run for every pytest-xdist worker: into the listing cache's folder (REORDER_CACHE, one
+    per run and shared by the workers), named by the sources and flags, under a lock."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return ()
-    out = Path(tempfile.mkdtemp(prefix="reorder-ptx-tests-"))
-    atexit.register(shutil.rmtree, out, True)
+    digest = hashlib.sha256(repr((nvcc, BUILDS)).encode())
+    for source in SOURCES:
+        digest.update(source.name.encode() + source.read_bytes())
+    out = Path(os.environ.get("REORDER_CACHE") or tempfile.gettempdir()) / "nvcc-ptx" / digest.hexdigest()[:16]
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / ".done").exists():
+            _build(nvcc, out)
+            (out / ".done").touch()
+    return tuple(sorted(out.glob("*.ptx")))
+
+
+def _build(nvcc: str, out: Path) -> None:
     jobs = [
         (nvcc, "-ptx", *flags, str(source), "-o", str(out / f"{source.stem}.{tag}.ptx"))
         for tag, flags, names in BUILDS
@@ -42,7 +58,6 @@ def nvcc_ptx() -> tuple[Path, ...]:
     failed = [" ".join(cmd) + "\n" + r.stderr for cmd, r in zip(jobs, done) if r.returncode != 0]
     if failed:
         raise RuntimeError("nvcc -ptx failed:\n" + "\n".join(failed))
-    return tuple(sorted(out.glob("*.ptx")))
 
 
 HEADER = """//

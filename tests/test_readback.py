@@ -56,7 +56,7 @@ def test_written_candidates_read_back_as_nvdisasm_reads_them(corpus):
     """Stall cuts, swaps and load batches over a sample of the corpus: each written kernel whose
     words the reference covers gets nvdisasm's very records; most are covered."""
     compared = derived = renamed = 0
-    for cubin, code in corpus[::11]:
+    for cubin, code in corpus[::15]:
         if not code.kernel.is_entry:
             continue
         outcomes = [cut_stalls(code), batch_loads(code, False)] + [
@@ -77,7 +77,7 @@ def test_written_candidates_read_back_as_nvdisasm_reads_them(corpus):
                 text = written.kernel(code.kernel.name).text
                 words = {int.from_bytes(text[k : k + 16], "little") & ~TIMING_BITS for k in range(0, len(text), 16)}
                 renamed += bool(words - known)  # words only a rename's raw listing vouched for
-    assert compared >= 8 and derived >= 0.8 * compared and renamed, (compared, derived, renamed)
+    assert compared >= 6 and derived >= 0.8 * compared and renamed, (compared, derived, renamed)
 
 
 def test_a_word_the_reference_does_not_vouch_for_goes_to_nvdisasm(corpus):
