@@ -40,7 +40,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from legality.latency import Entry, LatencyTable, latency_class, load_table
-from legality.verify import Report, Violation, lookup_read, read_slot, verify_kernel
+from legality.latency import lookup_read, read_slot
+from legality.verify import Report, Violation, verify_kernel
 from reorder.sass.model import Instruction, KernelCode
 
 Key = tuple[str, str, str]  # producer opcode, consumer opcode, kind (raw#slot, war, waw, war_sb)

@@ -243,7 +243,7 @@ def _entries_from_toml(doc: dict, source: str) -> list[Entry]:
 
 def read_table(path: Path) -> dict:
     """A table file's TOML document. The compiler's observed tables are a megabyte of TOML
-    (0.4 s to parse, in every process that verifies: each CLI run, each search or fuzz worker):
+    (0.2 s to parse, in every process that verifies: each CLI run, each search or fuzz worker):
     the parsed document is kept as JSON in the disk cache (reorder.base.diskcache), keyed by
     the file's bytes, so it is parsed once per content."""
     from reorder.base.diskcache import cached_json, key_of

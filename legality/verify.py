@@ -23,15 +23,7 @@ from functools import lru_cache
 from legality import barriers, issue
 from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
-from legality.latency import (  # noqa: F401 - read_kind, read_slot, lookup_read: re-exported for callers
-    GUARD_LIKE_READERS,
-    LatencyTable,
-    latency_class,
-    load_table,
-    lookup_read,
-    read_kind,
-    read_slot,
-)
+from legality.latency import LatencyTable, latency_class, load_table, lookup_read
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER

@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 from legality.evidence import verify_as_compiled
-from legality.latency import latency_class, load_table
+from legality.latency import latency_class, load_table, lookup_read
 from legality.mutate import over_stalls, scoreboard_mutants, stall_cuts
-from legality.verify import lookup_read, verify_instructions, verify_kernel
+from legality.verify import verify_instructions, verify_kernel
 from reorder.cli import main as cli
 from reorder.binary.cubin import read_cubin
 from reorder.sass.model import decode_kernel

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 from legality.latency import TABLE_DIR, load_table
-from legality.verify import read_slot
+from legality.latency import read_slot
 from reorder.binary.cubin import read_cubin
 from reorder.sass.model import decode_kernel
 
