@@ -6,10 +6,11 @@ For every pair inside the block it knows the table's distance for:
 - a fixed-latency read, then a write (WAR);
 - a write with a scoreboard (a load, MUFU, S2R, ...), then a read or a write: a wait on that
   scoreboard, issued at least FRESH_SCOREBOARD_CYCLES after it;
-- a read with a read scoreboard, then a fixed-latency write: a wait on it, the same way.
-Two instructions under complementary guards (@P0, @!P0, P0 not written between) never both run.
-and the issue rate of a narrow pipe (legality.issue) and the distance from a barrier to a
-memory access (legality.barriers). What it does not model is left to the verdict
+- a read with a read scoreboard, then a fixed-latency write: a wait on it, the same way;
+- two ops of one narrow pipe (the issue rates, legality.issue);
+- a barrier, then a memory access (legality.barriers).
+Two instructions under complementary guards (@P0, @!P0, P0 not written between) never both
+run, so they need no distance. What it does not model is left to the verdict
 (legality.verify.block_violations), which the scheduler asks next, and learnt from it as a
 `Need` of the position it faults: what was in flight when the block was entered, ops issued
 without a scoreboard (covered by a later op of their queue), reads of ops without a read
@@ -28,7 +29,7 @@ from legality.latency import LatencyTable, latency_class, lookup_read
 from reorder.sass.model import Instruction
 from reorder.sass.opcodes import BARRIERS
 
-FRESH_SCOREBOARD_CYCLES = 2  # a scoreboard is seen by a wait one cycle after it is set (ref 4.2)
+FRESH_SCOREBOARD_CYCLES = 2  # a wait issued sooner after the op that set a scoreboard does not see it
 NO_SCOREBOARD = 7
 
 
