@@ -29,11 +29,13 @@ BUILDS = (
 def nvcc_ptx() -> tuple[Path, ...]:
     """Every PTX built (name: STEM.TAG.ptx); empty when nvcc is not installed. Built once per
     test run for every pytest-xdist worker: into the listing cache's folder (REORDER_CACHE, one
-    per run and shared by the workers), named by the sources and flags, under a lock."""
+    per run and shared by the workers), named by nvcc, its version, the flags and the sources,
+    under a lock."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return ()
-    digest = hashlib.sha256(repr((nvcc, BUILDS)).encode())
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+    digest = hashlib.sha256(repr((nvcc, version, BUILDS)).encode())
     for source in SOURCES:
         digest.update(source.name.encode() + source.read_bytes())
     out = Path(os.environ.get("REORDER_CACHE") or tempfile.gettempdir()) / "nvcc-ptx" / digest.hexdigest()[:16]
