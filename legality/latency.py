@@ -45,6 +45,10 @@ else:  # pragma: no cover
 
 TABLE_DIR = Path(__file__).parent / "tables"
 
+# A wait issued less than this many cycles after the op that set a scoreboard does not see it
+# (the verifier requires it, the scheduler plans for it).
+FRESH_SCOREBOARD_CYCLES = 2
+
 # Latency classes (pipes) of fixed-latency instructions.
 FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
     "FXU",

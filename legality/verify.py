@@ -23,13 +23,13 @@ from functools import lru_cache
 from legality import barriers, issue
 from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
-from legality.latency import LatencyTable, latency_class, load_table, lookup_read
+from legality.latency import FRESH_SCOREBOARD_CYCLES, LatencyTable, latency_class, load_table, lookup_read
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
 from reorder.sass.model import Instruction, KernelCode, highest_register
+from reorder.sass.operands import exclusive_guards
 
-FRESH_SCOREBOARD_CYCLES = 2
 ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to this (states then compare equal)
 
 
@@ -310,7 +310,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
     for res in sorted(ins.access.reads):
         _pending_writes(s, ins, res, cls, table, found, "RAW")
         for r in s.recent.get(res, {}).values():
-            if not _exclusive(r.guard, ins.guard):
+            if not exclusive_guards(r.guard, ins.guard):
                 need = lookup_read(table, r.opcode, r.cls, ins, res)
                 _too_close(s, need.kind.split("#")[0], res, r, ins, need.cycles, found)
     for res in sorted(ins.access.writes):
@@ -321,7 +321,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
             elif not (ins.is_variable_latency and table.unwaited_war_ok(p.opcode, ins.opcode, p.elapsed)):
                 found.append(_unwaited(res, p, ins, "WAR: overwrites a source not yet read"))
         for r in s.read_by.get(res, {}).values():
-            if r.offset != ins.offset and not _exclusive(r.guard, ins.guard):
+            if r.offset != ins.offset and not exclusive_guards(r.guard, ins.guard):
                 need = _need(table, r, ins, cls, "war")
                 _too_close(
                     s,
@@ -334,7 +334,7 @@ def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violatio
                     "overwrites an operand of a fixed-latency reader too soon",
                 )
         for r in s.recent.get(res, {}).values():
-            if not _exclusive(r.guard, ins.guard):
+            if not exclusive_guards(r.guard, ins.guard):
                 _too_close(s, "waw", res, r, ins, _need(table, r, ins, cls, "waw").cycles, found)
 
 
@@ -365,7 +365,7 @@ def _pending_writes(
     flight: legal only after a wait on its scoreboard, or (no scoreboard) after the queue's
     untracked distance."""
     for p in s.writes.get(res, ()):
-        if _exclusive(p.guard, ins.guard):
+        if exclusive_guards(p.guard, ins.guard):
             continue
         if p.sb != UNTRACKED:
             found.append(_unwaited(res, p, ins, f"{hazard} on a variable-latency result"))
@@ -411,12 +411,6 @@ def _too_close(
     """A fixed-latency pair closer than the table's `cycles`."""
     if s.age(r) < cycles:
         found.append(Violation(kind, res, r.offset, r.opcode, ins.offset, ins.opcode, cycles, s.age(r), why))
-
-
-def _exclusive(a: str, b: str) -> bool:
-    """True for @P0 / @!P0: at most one of the two executes (the predicate is unchanged
-    in between, because writing it clears the guards recorded against it)."""
-    return bool(a) and bool(b) and a.lstrip("@!") == b.lstrip("@!") and a.startswith("@!") != b.startswith("@!")
 
 
 # Variable-latency ops that complete in issue order with each other: ptxas issues one of them

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 from legality.barriers import load_rules, touches_memory
 from legality.issue import load_rates, pipe_of
-from legality.latency import LatencyTable, latency_class, lookup_read
+from legality.latency import FRESH_SCOREBOARD_CYCLES, LatencyTable, latency_class, lookup_read
 from reorder.sass.model import Instruction
+from reorder.sass.operands import exclusive_guards
 from reorder.sass.opcodes import BARRIERS
 
-FRESH_SCOREBOARD_CYCLES = 2  # a wait issued sooner after the op that set a scoreboard does not see it
 NO_SCOREBOARD = 7
 
 
@@ -43,11 +43,6 @@ class _Access:
     scoreboard: int = NO_SCOREBOARD
 
 
-def _exclusive(a: str, b: str) -> bool:
-    """@P0 and @!P0: at most one of the two runs."""
-    return bool(a) and bool(b) and a.lstrip("@!") == b.lstrip("@!") and a.startswith("@!") != b.startswith("@!")
-
-
 class _Block:
     """What is in flight inside the block so far, as positions of the new order."""
 
@@ -59,6 +54,8 @@ class _Block:
 
     def waited(self, mask: int, issue: list[int], j: int) -> None:
         """A wait on `mask` at position j ends every access whose scoreboard it sees."""
+        if not mask:
+            return
         for table in (self.loading, self.reading):
             for res in list(table):
                 kept = [
@@ -117,25 +114,25 @@ def _needs(block: _Block, ins: Instruction, table: LatencyTable) -> tuple[list[t
     def on_scoreboard(accesses: list[_Access]) -> None:
         nonlocal waits
         for a in accesses:
-            if not _exclusive(a.guard, ins.guard):
+            if not exclusive_guards(a.guard, ins.guard):
                 waits |= 1 << a.scoreboard
                 after.append((a.position, FRESH_SCOREBOARD_CYCLES))
 
     for res in ins.access.reads:
         on_scoreboard(block.loading.get(res, []))
         w = block.written.get(res)
-        if w is not None and not _exclusive(w.guard, ins.guard):
+        if w is not None and not exclusive_guards(w.guard, ins.guard):
             after.append((w.position, lookup_read(table, w.ins.opcode, latency_class(w.ins), ins, res).cycles))
     for res in ins.access.writes:
         on_scoreboard(block.loading.get(res, []))
         if not ins.is_variable_latency:  # a later op of a queue may overwrite an earlier one's source: the verdict
             on_scoreboard(block.reading.get(res, []))
         for r in block.read_by.get(res, {}).values():
-            if r.ins.offset != ins.offset and not _exclusive(r.guard, ins.guard):
+            if r.ins.offset != ins.offset and not exclusive_guards(r.guard, ins.guard):
                 need = table.lookup_pair(r.ins.opcode, ins.opcode, latency_class(r.ins), cls, "war").cycles
                 after.append((r.position, need))
         w = block.written.get(res)
-        if w is not None and not _exclusive(w.guard, ins.guard):
+        if w is not None and not exclusive_guards(w.guard, ins.guard):
             after.append(
                 (w.position, table.lookup_pair(w.ins.opcode, ins.opcode, latency_class(w.ins), cls, "waw").cycles)
             )
@@ -201,7 +198,7 @@ def plan(
 
 def _issue_needs(ins: Instruction, pipes: dict[str, int], order: list[Instruction], rates) -> list[tuple[int, int]]:
     """An op may not issue while its pipe is still busy with the previous one (legality.issue)."""
-    pipe = None if ins.is_variable_latency else pipe_of(ins.opcode)
+    pipe = _pipe(ins)
     if pipe is None or ins.base in BARRIERS or pipe not in pipes:
         return []
     return [(pipes[pipe], rates.busy_for(order[pipes[pipe]].opcode))]
@@ -211,9 +208,14 @@ def _issue_record(ins: Instruction, j: int, pipes: dict[str, int]) -> None:
     if ins.base in BARRIERS:
         pipes.clear()  # the pipes drain at a barrier
         return
-    pipe = None if ins.is_variable_latency else pipe_of(ins.opcode)
+    pipe = _pipe(ins)
     if pipe is not None:
         pipes[pipe] = j
+
+
+def _pipe(ins: Instruction) -> str | None:
+    """The narrow pipe a fixed-latency op issues to (legality.issue), or None."""
+    return None if ins.is_variable_latency else pipe_of(ins.opcode)
 
 
 def _fresh_wait_shortfall(block: _Block, ins: Instruction, issue: list[int], j: int) -> int:

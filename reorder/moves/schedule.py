@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from legality.barriers import load_rules
-from legality.latency import load_table
+from legality.latency import FRESH_SCOREBOARD_CYCLES, load_table
 from legality.verify import Violation, block_violations, original_violations, verify_instructions
-from reorder.moves.distances import FRESH_SCOREBOARD_CYCLES, Need, plan
+from reorder.moves.distances import Need, plan
 from reorder.sass.control import ControlCode
 from reorder.base.errors import LegalityError
 from reorder.sass.model import Instruction

@@ -30,9 +30,8 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from legality.latency import latency_class, load_table
-from legality.latency import lookup_read
-from legality.verify import FRESH_SCOREBOARD_CYCLES, verify_kernel
+from legality.latency import FRESH_SCOREBOARD_CYCLES, latency_class, load_table, lookup_read
+from legality.verify import verify_kernel
 from reorder.probe import templates as T
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.sass.control import NO_SCOREBOARD, ControlCode

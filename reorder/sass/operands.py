@@ -28,6 +28,12 @@ class Access:
     mem_writes: str | None
 
 
+def exclusive_guards(a: str, b: str) -> bool:
+    """True for @P0 / @!P0: at most one of the two instructions runs, provided the predicate is
+    not written between them (the verifier and the scheduler forget a guard when it is)."""
+    return bool(a) and bool(b) and a.lstrip("@!") == b.lstrip("@!") and a.startswith("@!") != b.startswith("@!")
+
+
 @lru_cache(maxsize=1 << 17)  # a kernel is decoded many times (each command, each move read back)
 def split_operands(text: str) -> tuple[str, ...]:
     """Split at commas that are not inside brackets."""

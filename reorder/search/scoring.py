@@ -51,7 +51,6 @@ class StaticScorer:
     measured = False
 
     def __init__(self, original: Path, kernel: str) -> None:
-        self.kernel = kernel
         self.original = decode_kernel(read_cubin(original), kernel)
         self.base = kernel_cycles(self.original.instructions)
 
