@@ -6,7 +6,6 @@ With nvcc present the corpus is rebuilt from tests/corpus/src into a temporary f
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import os
@@ -16,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from once import once
 
 # Compiled PTX and nvdisasm listings are cached on disk (reorder.base.diskcache): the tests keep
 # theirs apart from the user's, shared by every test (and CLI subprocess) of one session.
@@ -54,14 +55,13 @@ def built_once(tmp_path_factory, name: str, make) -> list[Path]:
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent
-    listed = shared / f"{name}.json"
-    with open(shared / f"{name}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not listed.exists():
-            made = [Path(p) for p in make(shared / name)]
-            _decode_all([p for p in made if p.suffix == ".cubin"])
-            listed.write_text(json.dumps([str(p) for p in made]))
-    return [Path(p) for p in json.loads(listed.read_text())]
+
+    def made() -> str:
+        paths = [Path(p) for p in make(shared / name)]
+        _decode_all([p for p in paths if p.suffix == ".cubin"])
+        return json.dumps([str(p) for p in paths])
+
+    return [Path(p) for p in json.loads(once(shared / f"{name}.json", made))]
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ builds of a few), and small hand-written kernels around a body."""
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -13,6 +12,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+
+from once import once
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "tests/corpus/src").glob("*.cu")) + sorted((ROOT / "benchmarks/kernels").glob("*.cu"))
@@ -39,16 +40,12 @@ def nvcc_ptx() -> tuple[Path, ...]:
     for source in SOURCES:
         digest.update(source.name.encode() + source.read_bytes())
     out = Path(os.environ.get("REORDER_CACHE") or tempfile.gettempdir()) / "nvcc-ptx" / digest.hexdigest()[:16]
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / ".done").exists():
-            _build(nvcc, out)
-            (out / ".done").touch()
+    once(out / ".done", lambda: _build(nvcc, out))
     return tuple(sorted(out.glob("*.ptx")))
 
 
-def _build(nvcc: str, out: Path) -> None:
+def _build(nvcc: str, out: Path) -> str:
+    """nvcc -ptx of every build into `out`; the marker's text (none)."""
     jobs = [
         (nvcc, "-ptx", *flags, str(source), "-o", str(out / f"{source.stem}.{tag}.ptx"))
         for tag, flags, names in BUILDS
@@ -60,6 +57,7 @@ def _build(nvcc: str, out: Path) -> None:
     failed = [" ".join(cmd) + "\n" + r.stderr for cmd, r in zip(jobs, done) if r.returncode != 0]
     if failed:
         raise RuntimeError("nvcc -ptx failed:\n" + "\n".join(failed))
+    return ""
 
 
 HEADER = """//
