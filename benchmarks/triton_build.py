@@ -18,7 +18,10 @@ reorder's candidates for it:
 - `ptx-loop-<choice>`, `ptx-reuse-on`: the registered PTX move kinds beyond the hoists
   (reorder.ptx.registry; KIND_CHOICES): Prefetch at distance 1 or 2 or UnrollBatch by 2 on
   every loop Triton left unpipelined, and ReuseLoad, compiled and verified the same way;
-- `ptx-<mode>+sass`: the SASS pipeline on the first PTX candidate's cubin (both levels).
+- `ptx-wgmma-on`: the loop-exit wgmma wait moved and the register waits made exact
+  (reorder.ptx.wgmma), so ptxas stops serializing the tensor-core ops;
+- `ptx-<mode>+sass`: the SASS pipeline on the first PTX candidate's cubin and on
+  `ptx-wgmma-on`'s (both levels).
 
 `stage-check` records that Triton's unmodified PTX through that same cubin stage gives the
 original byte for byte.
@@ -58,7 +61,8 @@ PTX_MODES = ("barrier", "top", "store", "branch")
 # registered PTX move kinds (reorder.ptx.registry) beyond the hoist plans, and the alternatives
 # built for them: every instance of the kind takes the same one (the loop moves pipeline a
 # `tl.range` loop Triton left unpipelined, next to Triton's own LOOP_STAGES configs)
-KIND_CHOICES = {"loop": ("prefetch1", "prefetch2", "unroll2"), "reuse": ("on",)}
+KIND_CHOICES = {"loop": ("prefetch1", "prefetch2", "unroll2"), "reuse": ("on",), "wgmma": ("on",)}
+WGMMA_CANDIDATE = "ptx-wgmma-on"  # also gets the SASS pipeline on top (`_both`), as the first PTX candidate does
 
 
 def label_of(config: dict) -> str:
@@ -238,8 +242,9 @@ def _candidates(call: Any, config: dict, folder: Path) -> list[dict]:
     except Exception as exc:  # noqa: BLE001
         rows.append({"name": "sass", "status": "failed", "reason": error_line(exc)})
     rows += ptx_candidates(call.kernel.asm["ptx"], call.name, config, folder)
-    first_ptx = next((r for r in rows if r["name"].startswith("ptx-") and r["status"] == "ok"), None)
-    return rows + ([_both(first_ptx, folder)] if first_ptx else [])
+    ok = [r for r in rows if r["name"].startswith("ptx-") and r["status"] == "ok"]
+    both = [r for k, r in enumerate(ok) if k == 0 or r["name"] == WGMMA_CANDIDATE]
+    return rows + [_both(r, folder) for r in both]
 
 
 def _keep_for_hook(original: bytes, moved: bytes | None, out: Path) -> None:

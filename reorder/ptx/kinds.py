@@ -5,6 +5,8 @@
 - 'reuse' (stage 40): one on/off decision per load whose address was loaded earlier on
   every path with nothing in between that may write it (reorder.ptx.reuse); it comes last,
   since peeling and hoisting are what put such pairs side by side.
+- 'wgmma' (stage 50, reorder.ptx.wgmmakind): one on/off decision per loop-exit wgmma wait
+  whose move lets ptxas keep the loop's tensor-core ops asynchronous (reorder.ptx.wgmma).
 - 'hoist' (stage 30): one decision per *load group*, the hoistable loads of one block,
   whose alternatives are where the group goes: 'near' (each load to its nearest legal
   destination), 'store' (above a store), 'barrier' (above a CTA barrier), 'top' (as far as
@@ -157,4 +159,5 @@ REUSE = register(
     )
 )
 
-import reorder.ptx.loopkinds  # noqa: F401  (registers 'loop': Prefetch and UnrollBatch)
+import reorder.ptx.loopkinds  # (registers 'loop': Prefetch and UnrollBatch)
+import reorder.ptx.wgmmakind  # noqa: F401  (registers 'wgmma': WgmmaAsync)

@@ -46,6 +46,7 @@ STAGES = {
     "loop moves": 20,  # prefetch, unroll-and-batch (issue 16)
     "hoist": 30,  # loads up across stores, barriers, branches, out of loops
     "reuse": 40,  # loads that take an earlier load's value
+    "async": 50,  # waits only (reorder.ptx.wgmma): nothing moves, so it sees every other move's result
 }
 
 
