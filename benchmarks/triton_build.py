@@ -87,19 +87,9 @@ def sass_candidate(cubin: bytes) -> tuple[bytes | None, str]:
 def triton_cubin_stage(ptx: str, config_kwargs: dict) -> bytes:
     """Compile `ptx` exactly as Triton's cubin stage would for this config: the backend's
     make_cubin with the options the JIT parsed (same ptxas, flags and ptx_options)."""
-    from triton.compiler import make_backend
+    from reorder.triton.compile import cubin_stage
 
-    from reorder.triton.compile import target
-
-    backend = make_backend(target(90))
-    options = backend.parse_options(
-        {
-            k: v
-            for k, v in config_kwargs.items()
-            if k in ("num_warps", "num_stages", "num_ctas", "ptx_options", "maxnreg")
-        }
-    )
-    return backend.make_cubin(ptx, {}, options, backend.target.arch)
+    return cubin_stage(ptx, config_kwargs, 90)
 
 
 def _plan_moves(module, kernel: str, mode: str):
@@ -232,8 +222,11 @@ def build_config(family_name: str, index: int, out: str) -> dict:
 def _candidates(call: Any, config: dict, folder: Path) -> list[dict]:
     rows = [_stage_check(call, config)]
     try:
+        _keep_for_hook(call, config, folder.parents[1])
+    except Exception as exc:  # noqa: BLE001 - the README step then computes it on the GPU host
+        rows.append({"name": "hook-cache", "status": "failed", "reason": error_line(exc)})
+    try:
         data, note = sass_candidate(call.cubin)
-        _keep_for_hook(call.cubin, data, folder.parents[1])
         if data is None:
             rows.append({"name": "sass", "status": "none", "reason": note})
         else:
@@ -247,16 +240,20 @@ def _candidates(call: Any, config: dict, folder: Path) -> list[dict]:
     return rows + [_both(r, folder) for r in both]
 
 
-def _keep_for_hook(original: bytes, moved: bytes | None, out: Path) -> None:
-    """The answer the stages hook gives a config marked `--reorder=noalias` (the same
-    static pipeline), stored where it looks (OUT/reorder_cache, REORDER_CACHE on the GPU):
-    the README example then compiles there without searching."""
+def _keep_for_hook(call: Any, config: dict, out: Path) -> None:
+    """The answer the stages hook gives a config marked `--reorder=noalias` (the same static
+    path: the wgmma PTX step when it applies, then the SASS moves on its cubin), stored where
+    the hook looks (OUT/reorder_cache, REORDER_CACHE on the GPU): the README example then
+    compiles there without searching."""
     from reorder.triton.request import Request
-    from reorder.triton.rewrite import static_path
+    from reorder.triton.rewrite import async_wgmma, static_path
 
-    path = static_path(original, Request(noalias=True), out / "reorder_cache")
+    made = async_wgmma(call.kernel.asm["ptx"], lambda text: triton_cubin_stage(text, config))
+    base = made[0] if made is not None else call.cubin
+    moved, _ = sass_candidate(base)
+    path = static_path(base, Request(noalias=True), out / "reorder_cache")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(moved if moved is not None else original)
+    path.write_bytes(moved if moved is not None else base)
 
 
 def _both(ptx_row: dict, folder: Path) -> dict:

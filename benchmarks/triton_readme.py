@@ -1,8 +1,9 @@
 """The README's Triton example, run as written and timed (the last step of benchmarks.triton_gpu).
 
-`example()` is the README's ten lines: an `@triton.autotune` RMSNorm whose configs gain
-reorder as an axis with one call (`rt.with_reorder`: each config plus a twin whose cubin
-the stages hook replaces by reorder's static SASS moves). `measure()` runs it beside the
+`example()` is the README's lines: an `@triton.autotune` fused feed-forward
+(benchmarks/triton_kernels/ffn.py, 512 x 512 x 4096 fp16, num_warps x num_stages) whose
+configs gain reorder as an axis with one call (`rt.with_reorder`: each config plus a twin
+whose binary the stages hook makes: the wgmma PTX step, then the static SASS moves). `measure()` runs it beside the
 same autotuner without the twins and times both winners with `triton.testing.do_bench`, the
 autotuner's own timer (L2 flushed before each launch), in alternating rounds; then
 `rt.verify` byte-checks the chosen build against the unoptimized one on fresh inputs.
@@ -18,26 +19,35 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-ROWS, COLS = 1024, 4096
+M, N, K = 512, 512, 4096
+TILE = {"BM": 64, "BN": 64, "BK": 64}
 
 
-def example() -> tuple[Any, tuple, dict, list]:
-    """The README's lines: (the autotuned kernel, its arguments, its keywords, rt.verify's answer)."""
+def configs() -> list:
+    import triton
+
+    return [triton.Config(TILE, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3, 4)]
+
+
+def example() -> tuple[Any, tuple, tuple, list]:
+    """The README's lines: (the autotuned kernel, its arguments, its grid, rt.verify's answer)."""
     import torch
     import triton
 
     import reorder.triton as rt
-    from benchmarks.triton_kernels.rmsnorm import rmsnorm_row
+    from benchmarks.triton_kernels.ffn import ffn_swiglu
 
     rt.install()  # reorder: one more stage of Triton's compiler
-    configs = [triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)]
-    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n_cols"])(rmsnorm_row)
-    x = torch.randn(ROWS, COLS, device="cuda", dtype=torch.float16)
-    w, y = torch.randn(COLS, device="cuda", dtype=torch.float16), torch.empty_like(x)
-    kernel[(ROWS,)](x, w, y, COLS, COLS, COLS, 1e-5, BLOCK=4096)  # tunes over 4 configs x {Triton, reorder}
-    checked = rt.verify(kernel, x, w, y, COLS, COLS, COLS, 1e-5, grid=(ROWS,), BLOCK=4096, outputs=["y_ptr"])
+    configs = [triton.Config(TILE, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3, 4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["M", "N", "K"])(ffn_swiglu)
+    half = {"device": "cuda", "dtype": torch.float16}
+    x, g = torch.randn(M, K, **half), torch.randn(K, **half)
+    w1, w3, out = torch.randn(K, N, **half) * K**-0.5, torch.randn(K, N, **half) * K**-0.5, torch.empty(M, N, **half)
+    args, grid = (x, g, w1, w3, out, M, N, K, K, N, N, 1e-5), ((M // 64) * (N // 64),)
+    kernel[grid](*args)  # tunes over 6 configs x {Triton, reorder}
+    checked = rt.verify(kernel, *args, grid=grid, outputs=["out_ptr"])
     print(kernel.best_config, checked)  # the chosen build, byte-checked
-    return kernel, (x, w, y, COLS, COLS, COLS, 1e-5), {"BLOCK": 4096}, checked
+    return kernel, args, grid, checked
 
 
 def measure(rounds: int = 5) -> dict:
@@ -45,18 +55,18 @@ def measure(rounds: int = 5) -> dict:
     medians over alternating rounds), with what the autotuner chose and the byte check."""
     import triton
 
-    from benchmarks.triton_kernels.rmsnorm import rmsnorm_row
+    from benchmarks.triton_kernels.ffn import ffn_swiglu
 
-    kernel, args, kwargs, checked = example()
-    plain = triton.autotune([triton.Config({}, num_warps=w) for w in (2, 4, 8, 16)], key=["n_cols"])(rmsnorm_row)
-    plain[(ROWS,)](*args, **kwargs)
+    kernel, args, grid, checked = example()
+    plain = triton.autotune(configs(), key=["M", "N", "K"])(ffn_swiglu)
+    plain[grid](*args)
     times: dict[str, list[float]] = {"plain": [], "reorder": []}
     for _ in range(rounds):
         for name, k in (("plain", plain), ("reorder", kernel)):
-            times[name].append(triton.testing.do_bench(lambda k=k: k[(ROWS,)](*args, **kwargs), return_mode="median"))
+            times[name].append(triton.testing.do_bench(lambda k=k: k[grid](*args), return_mode="median"))
     plain_ms, reorder_ms = statistics.median(times["plain"]), statistics.median(times["reorder"])
     return {
-        "shape": f"{ROWS}x{COLS}",
+        "shape": f"{M}x{N}x{K}",
         "plain_best": str(plain.best_config),
         "reorder_best": str(kernel.best_config),
         "plain_us": 1000 * plain_ms,

@@ -232,3 +232,34 @@ def test_without_the_hook_a_marked_config_fails_loudly_in_ptxas(triton_env):
     hook_module.uninstall()
     with pytest.raises(PTXASError):
         _rmsnorm_call(ptx_options="--reorder=search:1")
+
+
+@needs_triton
+def test_a_marked_feed_forward_gets_the_wgmma_step_then_the_sass_moves(triton_env, monkeypatch, tmp_path):
+    """The hook's `moves` path on the kernel ptxas serializes (eight HGMMAs, each followed by
+    a wait of 0): the PTX step leaves one wait of 0, on the loop's way out; the note says so;
+    rt.verify's static judgment (against that step's own compile) calls it legal."""
+    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.triton.compile import compile_call
+    from reorder.triton.tune import _static_verdict
+
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    case = family("ffn_swiglu_fp16").case((512, 512, 512))
+
+    def call(**options):
+        args = stand_in_args(case)
+        return compile_call(case.kernel, *args, arch=90, **case.constexprs, num_warps=4, num_stages=3, **options)
+
+    def zero_waits(cubin: bytes) -> int:
+        code = decode_kernel(parse_cubin(cubin))
+        return sum("WARPGROUP.DEPBAR.LE gsb0, 0x0" in i.text for i in code.instructions)
+
+    plain = call()
+    hook_module.install(say=None)
+    marked = call(ptx_options="--reorder=moves,noalias")
+    assert zero_waits(plain.cubin) == 8 and zero_waits(marked.cubin) == 1
+    assert marked.kernel.metadata.reorder.startswith("wgmma waits made exact in 1 loop(s)")
+    legal, verdict = _static_verdict(plain, marked.cubin)
+    assert legal, verdict

@@ -113,6 +113,20 @@ def compile_call(kernel: Any, *args: Any, arch: int | None = None, **kwargs: Any
     return Call(compiled, values, dict(kwargs))
 
 
+CUBIN_OPTIONS = ("num_warps", "num_stages", "num_ctas", "ptx_options", "maxnreg")  # what the cubin stage reads
+
+
+def cubin_stage(ptx: str, options: Mapping[str, Any], arch: int) -> bytes:
+    """`ptx` through Triton's own cubin stage (the backend's make_cubin) with a call's options:
+    the same ptxas, flags and PTX options the JIT's compile used (a reorder marker in
+    ptx_options must be stripped first: ptxas would refuse it)."""
+    from triton.compiler import make_backend
+
+    backend = make_backend(target(arch))
+    parsed = backend.parse_options({k: v for k, v in options.items() if k in CUBIN_OPTIONS})
+    return backend.make_cubin(ptx, {}, parsed, backend.target.arch)
+
+
 def config_kwargs(config: Any) -> dict[str, Any]:
     """A triton.Config (or a plain dict) as call keywords."""
     if isinstance(config, Mapping):

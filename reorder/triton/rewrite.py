@@ -121,6 +121,39 @@ def moves_binary(cubin: bytes, noalias: bool) -> bytes:
     return final.cubin.data
 
 
+def async_wgmma(ptx: str, compile_cubin: Callable[[str], bytes]) -> tuple[bytes, str] | None:
+    """reorder.ptx.wgmma on Triton's PTX (every kernel, every loop-exit wait it can move),
+    compiled by the config's own cubin stage and verified as a compiler's cubin is: (the
+    cubin, a note), or None when nothing moves (every Triton kernel whose wgmma ptxas does
+    not serialize, and every kernel without wgmma).
+
+    Safe without a GPU in the same sense as the SASS moves: nothing is reordered, the waits
+    only get stronger where PTX's register rules need it, and the tensor-core ops and their
+    order are unchanged; on the H200 the feed-forward's candidates were byte-identical
+    (benchmarks/results, README)."""
+    from legality.verify import verify_kernel
+    from reorder.binary.cubin import parse_cubin
+    from reorder.ptx.model import parse_module
+    from reorder.ptx.wgmma import WgmmaAsync
+    from reorder.sass.model import decode_kernel
+
+    module = parse_module(ptx)
+    moved, loops = module, 0
+    for kernel in module.kernels:
+        for move in WgmmaAsync.instances(moved, kernel.name):
+            moved, loops = move.apply(moved), loops + 1
+    if loops == 0:
+        return None
+    cubin = compile_cubin(moved.text)
+    code = decode_kernel(parse_cubin(cubin, "Triton cubin"))
+    verdict = verify_kernel(code, original=code.instructions)
+    if not verdict.ok:
+        raise LegalityError(
+            f"verifier rejected the wgmma move's cubin: {verdict.violations[0].line()}", verdict.violations
+        )
+    return cubin, f"wgmma waits made exact in {loops} loop(s), so ptxas keeps the tensor-core ops asynchronous"
+
+
 def search_binary(cubin: bytes, budget: int, noalias: bool) -> bytes:
     """`reorder optimize` on the static model, in a scratch folder; its chatter is swallowed
     (a compile is not the place for it) and the written output returned."""
