@@ -16,7 +16,7 @@ reorder's candidates for it:
   with the config's options: the same ptxas, flags and PTX options as the original) and
   verified as a compiler's cubin is (reorder.build.ptxcandidate.verdict); identical cubins once;
 - `ptx-loop-<choice>`, `ptx-reuse-on`: the registered PTX move kinds beyond the hoists
-  (reorder.ptx.registry; KIND_CHOICES): Prefetch at distance 1 or 2 or UnrollBatch by 2 on
+  (reorder.ptx.registry; KIND_CHOICES): Prefetch at distance 1 to 4 or UnrollBatch by 2 or 4 on
   every loop Triton left unpipelined, and ReuseLoad, compiled and verified the same way;
 - `ptx-wgmma-on`: the loop-exit wgmma wait moved and the register waits made exact
   (reorder.ptx.wgmma), so ptxas stops serializing the tensor-core ops;
@@ -61,7 +61,11 @@ PTX_MODES = ("barrier", "top", "store", "branch")
 # registered PTX move kinds (reorder.ptx.registry) beyond the hoist plans, and the alternatives
 # built for them: every instance of the kind takes the same one (the loop moves pipeline a
 # `tl.range` loop Triton left unpipelined, next to Triton's own LOOP_STAGES configs)
-KIND_CHOICES = {"loop": ("prefetch1", "prefetch2", "unroll2"), "reuse": ("on",), "wgmma": ("on",)}
+KIND_CHOICES = {
+    "loop": ("prefetch1", "prefetch2", "prefetch3", "prefetch4", "unroll2", "unroll4"),
+    "reuse": ("on",),
+    "wgmma": ("on",),
+}
 WGMMA_CANDIDATE = "ptx-wgmma-on"  # also gets the SASS pipeline on top (`_both`), as the first PTX candidate does
 
 
