@@ -62,3 +62,44 @@ def test_two_num_warps_builds_are_checked_and_timed_in_the_same_rounds(tmp_path)
     for l2 in ("warm", "cold"):
         timed = time_builds(builds, draw_inputs(builds[0].spec, 0), l2=l2, budget_s=0.3)
         assert timed["times"].shape[1] == 2 and timed["rounds"] >= 10 and (timed["times"] > 0).all()
+
+
+@pytest.mark.parametrize("shape", [(128, 512, 64), (512, 512, 1024)])
+def test_the_hooks_feed_forward_twin_is_byte_identical(shape, tmp_path, monkeypatch):
+    """The `moves` path on the kernel ptxas serializes: the wgmma PTX step, then the SASS
+    moves; rt.verify rebuilds the twin and the plain build and byte-checks them on fresh
+    inputs (K = 64: the loop runs once, the exit right after the first iteration)."""
+    import torch
+    import triton
+
+    import reorder.triton as rt
+    from benchmarks.triton_kernels.ffn import ffn_swiglu
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    m, n, k = shape
+    runtime = triton.knobs.runtime
+    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)  # restored after
+    rt.install(say=None)
+    config = triton.Config({"BM": 64, "BN": 64, "BK": 64}, num_warps=4, num_stages=3)
+    marked = rt.with_reorder([config], rt.Request(noalias=True))[1]  # the config's twin
+    half = {"device": "cuda", "dtype": torch.float16}
+    args = (
+        torch.randn(m, k, **half),
+        torch.randn(k, **half),
+        torch.randn(k, n, **half) * k**-0.5,
+        torch.randn(k, n, **half) * k**-0.5,
+        torch.empty(m, n, **half),
+        m,
+        n,
+        k,
+        k,
+        n,
+        n,
+        1e-5,
+    )
+    kernel = triton.autotune([marked], key=["M", "N", "K"])(ffn_swiglu)
+    grid = ((m // 64) * (n // 64),)
+    kernel[grid](*args)
+    (checked,) = rt.verify(kernel, *args, grid=grid, outputs=["out_ptr"])
+    assert not checked.same_binary and checked.legal and checked.check == "identical", checked
