@@ -7,8 +7,10 @@ Triton calls it as `ptxas [-lineinfo] -v [--regAllocOptLevel=2] [ptx_options]
 
 1. strips a reorder marker from the arguments (reorder.triton.request) and runs the real
    ptxas with the rest, unchanged: its output, messages and exit code are Triton's to see;
-2. if ptxas succeeded, rewrites the cubin at `-o` (reorder.triton.rewrite) and writes it
-   back atomically; on any failure the real ptxas' cubin stays and one line says why.
+2. if ptxas succeeded, rewrites the cubin at `-o` and writes it back atomically: for `moves`,
+   first the `wgmma` PTX step (reorder.triton.rewrite.async_wgmma on the input PTX, compiled
+   by the real ptxas with the same arguments), then the SASS rewrite (reorder.triton.rewrite)
+   on that cubin; on any failure the real ptxas' cubin stays and one line says why.
 
 Which configs are rewritten: `REORDER_PTXAS=all` (the default) every one, with the marker's
 request or else `moves`; `marked` only those carrying a marker (reorder as an autotune axis);
@@ -31,6 +33,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -115,6 +118,37 @@ def rewrite_output(path: Path, request: Request) -> None:
         write_atomic(path, result.data)
 
 
+def ptx_input(argv: Sequence[str]) -> Path | None:
+    """The PTX file ptxas is given (the argument ending in `.ptx`), None when absent."""
+    for arg in argv:
+        if arg.endswith(".ptx") and not arg.startswith("-") and Path(arg).is_file():
+            return Path(arg)
+    return None
+
+
+def wgmma_first(real: Path, argv: Sequence[str], ptx: Path, out: Path) -> None:
+    """The `wgmma` PTX step: the moved PTX compiled by the real ptxas with the same arguments
+    (input and output swapped for scratch files), written over `out` when it applies."""
+    from reorder.base.files import write_atomic
+    from reorder.triton.rewrite import async_wgmma
+
+    def compile_cubin(text: str) -> bytes:
+        with tempfile.TemporaryDirectory(prefix="reorder-ptxas-") as tmp:
+            moved, cubin = Path(tmp) / ptx.name, Path(tmp) / "moved.cubin"
+            moved.write_text(text)
+            args = [str(moved) if a == str(ptx) else a for a in argv]
+            args = [str(cubin) if a == str(out) else a for a in args]
+            done = subprocess.run([str(real), *args], capture_output=True, text=True, check=False, timeout=600)
+            if done.returncode != 0:
+                raise ReorderError(f"ptxas refused the moved PTX: {done.stderr.strip()[:200]}")
+            return cubin.read_bytes()
+
+    made = async_wgmma(ptx.read_text(), compile_cubin)
+    if made is not None:
+        write_atomic(out, made[0])
+        _say(made[1])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -134,6 +168,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = chosen(request, how)
     out = output_path(rest)
     if wanted is not None and out is not None and out.is_file():
+        ptx = ptx_input(rest)
+        if wanted.mode == "moves" and ptx is not None:
+            try:
+                wgmma_first(real, rest, ptx, out)
+            except Exception as exc:  # noqa: BLE001 - ptxas' cubin is already there and must stay usable
+                _say(f"wgmma PTX step skipped ({type(exc).__name__}: {exc})")
         try:
             rewrite_output(out, wanted)
         except Exception as exc:  # noqa: BLE001 - ptxas' cubin is already there and must stay usable
