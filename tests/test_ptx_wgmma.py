@@ -148,7 +148,7 @@ def test_a_wgmma_outside_a_loop_is_refused():
     body = STEP.format(a="%r24,%r25,%r26,%r27") + "\twgmma.wait_group.sync.aligned 1;\n"
     module = parse_module(_loop_ptx(body, before=before))
     wait = module.function("k").body[exit_waits(module.function("k"))[0]].ident
-    with pytest.raises(NotApplicable, match="outside a loop"):
+    with pytest.raises(NotApplicable, match="outside a straight loop"):
         WgmmaAsync("k", wait).made(module)
 
 

@@ -33,11 +33,12 @@ Nothing is reordered and no wait gets weaker: a wait count only goes down, and t
 wait runs on exactly the paths where it can retire something. Shared-memory operands keep
 the waits their producer gave them (Triton's multi-buffering contract, the one every
 Triton GEMM that ptxas does not serialize runs on). The move refuses (NotApplicable) a
-wgmma outside a loop of one block, a loop entered with a wgmma pending, a rule broken
-where no wait can be lowered to fix it, and a loop exit that does not reach a wait of 0
-within its first block. The tensor-core ops and their order are unchanged, so the outputs
-are the same bytes; the GPU checks that, and ptxas's info line says whether it still
-serializes.
+wgmma outside a straight loop (one body run block after block on every iteration: labels
+such as Triton's debug marks cut it into blocks without branching), a loop entered with a
+wgmma pending, a rule broken where no wait can be lowered to fix it, and a loop exit that
+does not reach a wait of 0 within a few blocks of one successor each. The tensor-core ops
+and their order are unchanged, so the outputs are the same bytes; the GPU checks that, and
+ptxas's info line says whether it still serializes.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ def loop_breaks(function: Function) -> list[Break]:
         exits = [e for e in cfg.graph.successors(chain[-1]) if e not in loop.blocks]
         breaks += _simulate(function, order, [_exit_path(cfg, e) for e in exits], mmas, effects)
     if set(mmas) - in_loops:
-        raise NotApplicable(f"{function.name}: a wgmma outside a loop of one block")
+        raise NotApplicable(f"{function.name}: a wgmma outside a straight loop")
     return breaks
 
 
