@@ -191,3 +191,11 @@ def test_ptxas_keeps_the_moved_loop_asynchronous(ffn, tmp_path):
     assert hgmma == moved_hgmma == 8
     assert original_zero == 8 and moved_zero == 1
     assert verdict(cubin, KERNEL).ok
+
+
+def test_a_wait_without_a_count_is_judged_not_guessed():
+    body = STEP.format(a="%r20,%r21,%r22,%r23") + "\twgmma.wait_group.sync.aligned %r3;\n"
+    module = parse_module(_loop_ptx(body))
+    assert WgmmaAsync.instances(module, "k") == []
+    with pytest.raises(NotApplicable, match="without a count"):
+        loop_breaks(module.function("k"))

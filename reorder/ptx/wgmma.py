@@ -87,10 +87,14 @@ def _opcode(s: Statement) -> str:
 
 
 def wait_count(s: Statement) -> int | None:
-    """N of `wgmma.wait_group N`, None for any other statement."""
+    """N of `wgmma.wait_group N`, None for any other statement; NotApplicable for a wait whose
+    count is not a number (not PTX ptxas takes: nothing is judged around it)."""
     if not _opcode(s).startswith(WAIT):
         return None
-    return int(s.ins.operands[0], 0)
+    try:
+        return int(s.ins.operands[0], 0)
+    except (IndexError, ValueError):
+        raise NotApplicable(f"line {s.ident}: a wgmma wait without a count: {s.code[:60]!r}") from None
 
 
 def _with_count(s: Statement, count: int) -> Statement:
@@ -383,8 +387,12 @@ class WgmmaAsync:
     def instances(module: Module, kernel: str) -> list[WgmmaAsync]:
         """One per exit wait that can be moved with every loop's register rules kept."""
         function = module.function(kernel)
+        try:
+            waits = exit_waits(function)
+        except NotApplicable:
+            return []
         out = []
-        for i in exit_waits(function):
+        for i in waits:
             move = WgmmaAsync(kernel, function.body[i].ident)
             try:
                 move.apply(module)
