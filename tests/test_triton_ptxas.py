@@ -215,3 +215,13 @@ def test_the_stand_in_runs_the_wgmma_step_on_the_feed_forward(tmp_path, monkeypa
         triton.knobs.runtime.add_stages_inspection_hook = previous
     code = decode_kernel(parse_cubin(marked))
     assert sum("WARPGROUP.DEPBAR.LE gsb0, 0x0" in i.text for i in code.instructions) == 1
+
+
+def test_the_wgmma_step_swaps_input_and_output_as_paths(tmp_path):
+    from reorder.triton.ptxas import _swapped
+
+    ptx, out = Path("k.ptx"), Path("k.ptx.o")
+    moved, cubin = tmp_path / "k.ptx", tmp_path / "moved.cubin"
+    args = ["-lineinfo", "-v", "--gpu-name=sm_90a", "./k.ptx", "-o", "./k.ptx.o", "--output-file=k.ptx.o"]
+    swapped = [_swapped(a, ptx, moved, out, cubin) for a in args]
+    assert swapped == ["-lineinfo", "-v", "--gpu-name=sm_90a", str(moved), "-o", str(cubin), f"--output-file={cubin}"]

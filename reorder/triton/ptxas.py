@@ -126,6 +126,16 @@ def ptx_input(argv: Sequence[str]) -> Path | None:
     return None
 
 
+def _swapped(arg: str, ptx: Path, moved: Path, out: Path, cubin: Path) -> str:
+    """One ptxas argument with the input PTX and the output cubin replaced by scratch files
+    (compared as paths: `./k.ptx` and `k.ptx` are one file)."""
+    if arg.startswith("--output-file="):
+        return f"--output-file={cubin}" if Path(arg.split("=", 1)[1]) == out else arg
+    if arg.startswith("-"):
+        return arg
+    return str(moved) if Path(arg) == ptx else str(cubin) if Path(arg) == out else arg
+
+
 def wgmma_first(real: Path, argv: Sequence[str], ptx: Path, out: Path) -> None:
     """The `wgmma` PTX step: the moved PTX compiled by the real ptxas with the same arguments
     (input and output swapped for scratch files), written over `out` when it applies."""
@@ -136,8 +146,7 @@ def wgmma_first(real: Path, argv: Sequence[str], ptx: Path, out: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="reorder-ptxas-") as tmp:
             moved, cubin = Path(tmp) / ptx.name, Path(tmp) / "moved.cubin"
             moved.write_text(text)
-            args = [str(moved) if a == str(ptx) else a for a in argv]
-            args = [str(cubin) if a == str(out) else a for a in args]
+            args = [_swapped(a, ptx, moved, out, cubin) for a in argv]
             done = subprocess.run([str(real), *args], capture_output=True, text=True, check=False, timeout=600)
             if done.returncode != 0:
                 raise ReorderError(f"ptxas refused the moved PTX: {done.stderr.strip()[:200]}")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reorder.base.diskcache import cache_root, key_of
-from reorder.base.errors import LegalityError, ReorderError
+from reorder.base.errors import LegalityError, NotApplicable, ReorderError
 from reorder.triton import digest
 from reorder.triton.request import Request
 from reorder.base.files import write_atomic
@@ -141,7 +141,10 @@ def async_wgmma(ptx: str, compile_cubin: Callable[[str], bytes]) -> tuple[bytes,
     moved, loops = module, 0
     for kernel in module.kernels:
         for move in WgmmaAsync.instances(moved, kernel.name):
-            moved, loops = move.apply(moved), loops + 1
+            try:
+                moved, loops = move.apply(moved), loops + 1
+            except NotApplicable:  # an earlier move of this kernel changed what this one judged
+                continue
     if loops == 0:
         return None
     cubin = compile_cubin(moved.text)

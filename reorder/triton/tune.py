@@ -211,18 +211,20 @@ def _configs_to_verify(kernel: Any) -> tuple[list[Mapping[str, Any]], bool]:
     return (marked or [{}]), False
 
 
-def _static_verdict(plain: Call, candidate: bytes) -> tuple[bool, str]:
-    """The candidate judged against what it was made from: the plain cubin, or, when the
-    hook's wgmma PTX step applies, that step's own compile (the same PTX move, the same
-    cubin stage), since the SASS moves ran on that cubin and it is a compiler's cubin."""
+def _static_verdict(plain: Call, candidate: bytes, request: Request | None) -> tuple[bool, str]:
+    """The candidate judged against what it was made from: the plain cubin, or, for the
+    hook's `moves` path when its wgmma PTX step applies, that step's own compile (the same
+    PTX move, the same cubin stage): the SASS moves ran on that cubin, a compiler's cubin."""
     from legality.verify import verify_kernel
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
     from reorder.triton.rewrite import async_wgmma
 
-    arch = plain.kernel.metadata.target.arch
-    made = async_wgmma(plain.kernel.asm["ptx"], lambda text: cubin_stage(text, _unmarked(plain.options), arch))
-    reference = made[0] if made is not None else plain.cubin
+    reference = plain.cubin
+    if request is not None and request.mode == "moves":
+        arch = plain.kernel.metadata.target.arch
+        made = async_wgmma(plain.kernel.asm["ptx"], lambda text: cubin_stage(text, _unmarked(plain.options), arch))
+        reference = made[0] if made is not None else plain.cubin
     before = decode_kernel(parse_cubin(reference, "unoptimized build"))
     after = decode_kernel(parse_cubin(candidate, "reorder's build"))
     verdict = verify_kernel(after, original=before.instructions)
@@ -285,7 +287,7 @@ def verify(
         if with_reorder_call.cubin == plain.cubin:
             out.append(Verified(label, plain.name, True, True, "same binary", "identical", "reorder kept the cubin"))
             continue
-        legal, verdict = _static_verdict(plain, with_reorder_call.cubin)
+        legal, verdict = _static_verdict(plain, with_reorder_call.cubin, split_options(marked.get("ptx_options"))[0])
         check, detail = (
             _gpu_check(plain, with_reorder_call, grid, outputs, inits, sets)
             if legal
