@@ -16,10 +16,10 @@ from functools import cached_property
 import networkx as nx
 
 from reorder.base.errors import InputError
+from reorder.ptx.effects import BRANCHES
 from reorder.ptx.model import Function
 
 EXIT = -1
-_ENDS_BLOCK = frozenset({"bra", "brx", "ret", "exit", "trap"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +169,7 @@ def _blocks(function: Function) -> tuple[Block, ...]:
                 cuts.append(i)
                 ended = False
             has_instruction = True
-            ended = s.ins.base in _ENDS_BLOCK
+            ended = s.ins.base in BRANCHES
     bounds = list(zip(cuts, cuts[1:] + [len(function.body)]))
     return tuple(
         Block(
@@ -200,7 +200,7 @@ def _edges(function: Function, blocks: tuple[Block, ...]) -> nx.DiGraph:
         after = b.index + 1 if b.index + 1 < len(blocks) else EXIT
         last = b.terminator
         ins = function.body[last].ins if last is not None else None
-        if ins is None or ins.base not in _ENDS_BLOCK:
+        if ins is None or ins.base not in BRANCHES:
             graph.add_edge(b.index, after, cond=None)
             continue
         targets = _targets(function, ins, where)

@@ -125,6 +125,11 @@ def make_statement(piece: Piece, ident: str) -> Statement:
     return Statement(kind, piece.text, piece.code, piece.alone, ident)
 
 
+def new_instruction(code: str, ident: str) -> Statement:
+    """An instruction statement a pass writes: `code` on a line of its own, tab-indented."""
+    return make_statement(Piece("instruction", f"\t{code}\n", code, True), ident)
+
+
 def parse_module(text: str) -> Module:
     """Parse PTX text; `parse_module(t).text == t`."""
     items: list[Piece | Function] = []

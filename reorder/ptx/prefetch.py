@@ -36,8 +36,8 @@ from reorder.ptx.expand import Layout, expand
 from reorder.ptx.fresh import Fresh
 from reorder.ptx.loopload import destinations, loop_loads
 from reorder.ptx.memory import Noalias
-from reorder.ptx.model import Function, Module, Statement
-from reorder.ptx.shift import Site, new_instruction, renamed_code
+from reorder.ptx.model import Function, Module, Statement, new_instruction
+from reorder.ptx.shift import Site, renamed_code
 
 DISTANCES = (1, 2, 3, 4)
 _MOV_TYPE = {".f16": ".b16", ".bf16": ".b16", ".f16x2": ".b32", ".bf16x2": ".b32"}  # mov has no such types

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.legality import MEMORY_EDGES, Planner
-from reorder.ptx.lexer import Piece
-from reorder.ptx.model import Function, Module, make_statement
+from reorder.ptx.model import Function, Module, new_instruction
 from reorder.ptx.registers import function_declarations
 
 CACHE_HINTS = re.compile(r"^(ca|cg|cs|lu|cv|nc|L1::\w+|L2::\w+)$")
@@ -208,5 +207,5 @@ def reuse(function: Function, earlier: int, load: int) -> Function:
         if kind is None or declared.type_of(src) != kind:
             raise NotApplicable(f"{function.name}: line {body[load].ident}: {dst} and {src} differ in declared type")
         code = f"{guard}mov{MOV_TYPE.get(kind, kind)} \t{dst}, {src};"
-        movs.append(make_statement(Piece("instruction", f"\t{code}\n", code, True), f"{body[load].ident}r{k}"))
+        movs.append(new_instruction(code, f"{body[load].ident}r{k}"))
     return function.with_body(body[:load] + tuple(movs) + body[load + 1 :])

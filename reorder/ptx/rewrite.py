@@ -16,7 +16,7 @@ from reorder.ptx.analysis import Analysis
 from reorder.ptx.instruction import with_guard
 from reorder.ptx.legality import Plan
 from reorder.ptx.lexer import Piece
-from reorder.ptx.model import Function, Statement, make_statement
+from reorder.ptx.model import Function, Statement, make_statement, new_instruction
 from reorder.ptx.registers import depth_of, function_declarations
 
 PREDICATE_STEM = "%hp"  # predicates a move declares for the guards it builds
@@ -91,7 +91,7 @@ def _copy(load: Statement, kind: str, reg: str, fresh: str) -> Statement:
     """`mov.TYPE reg, fresh;` at the load's old place, under the load's own guard."""
     guard = f"@{load.ins.guard} " if load.ins.guard else ""
     code = f"{guard}mov{_MOV_TYPE.get(kind, kind)} \t{reg}, {fresh};"
-    return make_statement(Piece("instruction", f"\t{code}\n", code, True), f"{load.ident}c{reg}")
+    return new_instruction(code, f"{load.ident}c{reg}")
 
 
 def _literals(plan: Plan, analysis: Analysis) -> list[tuple[str, bool]]:
@@ -143,12 +143,8 @@ def _guard(plan: Plan, analysis: Analysis, names: list[str]) -> tuple[list[State
         temp = next(temps)
         out.append(f"{op}.pred \t{temp}, {current}, {reg};")
         current = temp
-    statements = [_new_instruction(code, f"{ident}g{k}") for k, code in enumerate(out)]
+    statements = [new_instruction(code, f"{ident}g{k}") for k, code in enumerate(out)]
     return statements, ("!" + current if negative else current)
-
-
-def _new_instruction(code: str, ident: str) -> Statement:
-    return make_statement(Piece("instruction", f"\t{code}\n", code, True), ident)
 
 
 def _guarded(load: Statement, guard: str | None) -> Statement:

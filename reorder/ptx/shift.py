@@ -22,8 +22,7 @@ from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.counted import CountedLoop, Induction, precedes
 from reorder.ptx.fresh import Fresh
-from reorder.ptx.lexer import Piece
-from reorder.ptx.model import Statement, make_statement
+from reorder.ptx.model import Statement, new_instruction
 
 TOKEN = re.compile(r"(?<![\w$%.])[%A-Za-z_$][\w$]*")
 _CLONABLE = frozenset({"pure", "param"})
@@ -169,10 +168,6 @@ def renamed_code(ins, dests: dict[str, str], sources: dict[str, str], guard: str
 
 def _rename(text: str, names: dict[str, str]) -> str:
     return TOKEN.sub(lambda m: names.get(m.group(0), m.group(0)), text)
-
-
-def new_instruction(code: str, ident: str) -> Statement:
-    return make_statement(Piece("instruction", f"\t{code}\n", code, True), ident)
 
 
 def bound_predicate(analysis: Analysis, loop: CountedLoop, branch: int) -> bool:

@@ -48,9 +48,8 @@ from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
 from reorder.ptx.cfg import EXIT, Cfg
-from reorder.ptx.effects import function_effects
-from reorder.ptx.lexer import Piece
-from reorder.ptx.model import Function, Module, Statement, make_statement
+from reorder.ptx.effects import BRANCHES, function_effects
+from reorder.ptx.model import Function, Module, Statement, new_instruction
 from reorder.ptx.registers import resolver
 
 MMA = "wgmma.mma_async"
@@ -169,7 +168,7 @@ def _leading_wait(function: Function, block) -> int | None:
         s = function.body[i]
         if wait_count(s) == 0:
             return i
-        if _opcode(s).startswith("wgmma") or s.ins.base in ("bra", "brx", "ret", "exit", "trap"):
+        if _opcode(s).startswith("wgmma") or s.ins.base in BRANCHES:
             return None
     return None
 
@@ -180,7 +179,7 @@ def _edge_is_block_end(function: Function, cfg: Cfg, p: int) -> bool:
         return False
     last = cfg.blocks[p].terminator
     ins = function.body[last].ins if last is not None else None
-    return ins is None or ins.base not in ("bra", "brx", "ret", "exit", "trap") or (ins.base == "bra" and not ins.guard)
+    return ins is None or ins.base not in BRANCHES or (ins.base == "bra" and not ins.guard)
 
 
 def sink_exit_wait(function: Function, wait: int) -> Function:
@@ -196,8 +195,7 @@ def sink_exit_wait(function: Function, wait: int) -> Function:
         last = cfg.blocks[p].terminator
         ends_in_branch = last is not None and function.body[last].ins.base == "bra"
         at = last if ends_in_branch else cfg.blocks[p].end
-        code = original.code
-        inserts[at] = make_statement(Piece("instruction", f"\t{code}\n", code, True), f"{original.ident}e{p}")
+        inserts[at] = new_instruction(original.code, f"{original.ident}e{p}")
     body = []
     for i, s in enumerate(function.body):
         if i in inserts:
