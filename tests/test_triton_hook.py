@@ -102,7 +102,7 @@ def _knobs(previous=None):
 def fake_rewrite(monkeypatch):
     calls = []
 
-    def rewrite(cubin, request, say=None):
+    def rewrite(cubin, request, say=None, **ptx_step):
         calls.append(request)
         return Rewritten(cubin + b"+reorder", True, f"rewritten for {request.token()}")
 

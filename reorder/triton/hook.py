@@ -8,11 +8,11 @@ backend's `add_stages(stages, options, language, capability)`, as
 
 1. rebuilds the cubin stage with the marker stripped from the options (ptxas never sees it),
 2. lets the previously installed hook, if any, wrap the stages as it would have,
-3. wraps the cubin stage: for `moves`, the PTX first goes through reorder's wgmma move
-   (reorder.triton.rewrite.async_wgmma: where ptxas would serialize a loop's tensor-core
-   ops, the waits that let it keep them asynchronous; compiled by this same stage), then
-   the cubin goes through reorder.triton.rewrite, which returns the compiler's cubin
-   whenever anything fails (one line on stderr says what happened).
+3. wraps the cubin stage: ptxas' cubin goes through reorder.triton.rewrite.rewrite_or_keep,
+   with the PTX and this stage to compile it again (for `moves`, the wgmma PTX step comes
+   first: where ptxas would serialize a loop's tensor-core ops, the waits that let it keep
+   them asynchronous), which returns the compiler's cubin whenever anything fails (one
+   line on stderr says what happened).
 
 Unmarked configs are left to the previous hook and compile as before.
 
@@ -35,7 +35,7 @@ from typing import Any
 from reorder.base.diskcache import key_of
 from reorder.triton.request import Request, split_options
 from reorder.triton.digest import code_digest
-from reorder.triton.rewrite import async_wgmma, rewrite_or_keep
+from reorder.triton.rewrite import rewrite_or_keep
 
 Say = Callable[[str], None]
 
@@ -117,24 +117,6 @@ def make_hook(previous: Callable[..., Any] | None, say: Say | None = _stderr) ->
     return hook
 
 
-def _ptx_first(
-    src: Any, cubin: bytes, metadata: dict, make_cubin: Callable[[Any, dict], bytes], request: Request
-) -> tuple[bytes, str]:
-    """For `moves`: the PTX step before the SASS moves (reorder.triton.rewrite.async_wgmma,
-    compiled by this config's cubin stage), and a note; the compiler's cubin when it does not
-    apply or fails (said in the note)."""
-    if request.mode != "moves" or not isinstance(src, str):
-        return cubin, ""
-    try:
-        made = async_wgmma(src, lambda text: make_cubin(text, metadata))
-    except Exception as exc:  # noqa: BLE001 - a failed PTX step must never fail the compile
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return cubin, f"PTX step failed ({first}), SASS moves on the compiler's cubin; "
-    if made is None:
-        return cubin, ""
-    return made[0], f"{made[1]}; then "
-
-
 def _rewriting(make_cubin: Callable[[Any, dict], bytes], request: Request, say: Say | None):
     """A cubin stage: ptxas' cubin, then reorder's binary for `request` (the note lands in
     the kernel's metadata as `reorder`, so `kernel.metadata.reorder` says what was done)."""
@@ -142,10 +124,15 @@ def _rewriting(make_cubin: Callable[[Any, dict], bytes], request: Request, say: 
     def stage(src: Any, metadata: dict) -> bytes:
         cubin = make_cubin(src, metadata)
         name = metadata.get("name", "kernel") if isinstance(metadata, dict) else "kernel"
-        base, first = _ptx_first(src, cubin, metadata, make_cubin, request)
-        result = rewrite_or_keep(base, request, say=(lambda line: say(f"{line} [{name}]")) if say else None)
+        result = rewrite_or_keep(
+            cubin,
+            request,
+            say=(lambda line: say(f"{line} [{name}]")) if say else None,
+            ptx=src if isinstance(src, str) else None,
+            compile_cubin=lambda text: make_cubin(text, metadata),
+        )
         if isinstance(metadata, dict):
-            metadata["reorder"] = first + result.note
+            metadata["reorder"] = result.note
         return result.data
 
     return stage

@@ -7,10 +7,10 @@ Triton calls it as `ptxas [-lineinfo] -v [--regAllocOptLevel=2] [ptx_options]
 
 1. strips a reorder marker from the arguments (reorder.triton.request) and runs the real
    ptxas with the rest, unchanged: its output, messages and exit code are Triton's to see;
-2. if ptxas succeeded, rewrites the cubin at `-o` and writes it back atomically: for `moves`,
-   first the `wgmma` PTX step (reorder.triton.rewrite.async_wgmma on the input PTX, compiled
-   by the real ptxas with the same arguments), then the SASS rewrite (reorder.triton.rewrite)
-   on that cubin; on any failure the real ptxas' cubin stays and one line says why.
+2. if ptxas succeeded, rewrites the cubin at `-o` (reorder.triton.rewrite, given the input
+   PTX and the real ptxas with the same arguments, so that `moves` takes the `wgmma` PTX step
+   first) and writes it back atomically; on any failure the real ptxas' cubin stays and one
+   line says why.
 
 Which configs are rewritten: `REORDER_PTXAS=all` (the default) every one, with the marker's
 request or else `moves`; `marked` only those carrying a marker (reorder as an autotune axis);
@@ -107,14 +107,23 @@ def chosen(request: Request | None, how: str) -> Request | None:
     return request or Request()
 
 
-def rewrite_output(path: Path, request: Request) -> None:
-    """Replace ptxas' cubin at `path` by reorder's binary (atomically); kept on any failure."""
-    from reorder.triton.rewrite import rewrite_or_keep
+def rewrite_output(path: Path, request: Request, real: Path, argv: Sequence[str]) -> None:
+    """Replace ptxas' cubin at `path` by reorder's binary (atomically); kept on any failure.
+    The input PTX and the real ptxas with the same arguments let a `moves` request take the
+    wgmma PTX step first (reorder.triton.rewrite.rewrite_or_keep)."""
     from reorder.base.files import write_atomic
+    from reorder.triton.rewrite import rewrite_or_keep
 
     cubin = path.read_bytes()
-    result = rewrite_or_keep(cubin, request, say=_say)
-    if result.changed:
+    ptx = ptx_input(argv)
+    result = rewrite_or_keep(
+        cubin,
+        request,
+        say=_say,
+        ptx=ptx.read_text() if ptx is not None else None,
+        compile_cubin=(lambda text: compile_moved(real, argv, ptx, path, text)) if ptx is not None else None,
+    )
+    if result.data != cubin:
         write_atomic(path, result.data)
 
 
@@ -136,26 +145,17 @@ def _swapped(arg: str, ptx: Path, moved: Path, out: Path, cubin: Path) -> str:
     return str(moved) if Path(arg) == ptx else str(cubin) if Path(arg) == out else arg
 
 
-def wgmma_first(real: Path, argv: Sequence[str], ptx: Path, out: Path) -> None:
-    """The `wgmma` PTX step: the moved PTX compiled by the real ptxas with the same arguments
-    (input and output swapped for scratch files), written over `out` when it applies."""
-    from reorder.base.files import write_atomic
-    from reorder.triton.rewrite import async_wgmma
-
-    def compile_cubin(text: str) -> bytes:
-        with tempfile.TemporaryDirectory(prefix="reorder-ptxas-") as tmp:
-            moved, cubin = Path(tmp) / ptx.name, Path(tmp) / "moved.cubin"
-            moved.write_text(text)
-            args = [_swapped(a, ptx, moved, out, cubin) for a in argv]
-            done = subprocess.run([str(real), *args], capture_output=True, text=True, check=False, timeout=600)
-            if done.returncode != 0:
-                raise ReorderError(f"ptxas refused the moved PTX: {done.stderr.strip()[:200]}")
-            return cubin.read_bytes()
-
-    made = async_wgmma(ptx.read_text(), compile_cubin)
-    if made is not None:
-        write_atomic(out, made[0])
-        _say(made[1])
+def compile_moved(real: Path, argv: Sequence[str], ptx: Path, out: Path, text: str) -> bytes:
+    """`text` (the moved PTX) compiled by the real ptxas with the same arguments, input and
+    output swapped for scratch files."""
+    with tempfile.TemporaryDirectory(prefix="reorder-ptxas-") as tmp:
+        moved, cubin = Path(tmp) / ptx.name, Path(tmp) / "moved.cubin"
+        moved.write_text(text)
+        args = [_swapped(a, ptx, moved, out, cubin) for a in argv]
+        done = subprocess.run([str(real), *args], capture_output=True, text=True, check=False, timeout=600)
+        if done.returncode != 0:
+            raise ReorderError(f"ptxas refused the moved PTX: {done.stderr.strip()[:200]}")
+        return cubin.read_bytes()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,14 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = chosen(request, how)
     out = output_path(rest)
     if wanted is not None and out is not None and out.is_file():
-        ptx = ptx_input(rest)
-        if wanted.mode == "moves" and ptx is not None:
-            try:
-                wgmma_first(real, rest, ptx, out)
-            except Exception as exc:  # noqa: BLE001 - ptxas' cubin is already there and must stay usable
-                _say(f"wgmma PTX step skipped ({type(exc).__name__}: {exc})")
         try:
-            rewrite_output(out, wanted)
+            rewrite_output(out, wanted, real, rest)
         except Exception as exc:  # noqa: BLE001 - ptxas' cubin is already there and must stay usable
             _say(f"the real ptxas' cubin is kept ({type(exc).__name__}: {exc})")
     return 0

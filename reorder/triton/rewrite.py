@@ -222,15 +222,49 @@ def rewrite(cubin: bytes, request: Request) -> Rewritten:
     )
 
 
-def rewrite_or_keep(cubin: bytes, request: Request, say: Callable[[str], None] | None = None) -> Rewritten:
+def rewrite_or_keep(
+    cubin: bytes,
+    request: Request,
+    say: Callable[[str], None] | None = None,
+    ptx: str | None = None,
+    compile_cubin: Callable[[str], bytes] | None = None,
+) -> Rewritten:
     """`rewrite`, or the compiler's cubin with the reason when anything at all fails: a
-    compile that asked for reorder must still produce a working kernel."""
+    compile that asked for reorder must still produce a working kernel.
+
+    Given the PTX ptxas compiled and a way to compile it again (`compile_cubin`: the same
+    ptxas, flags and options; the stages hook and the ptxas stand-in both have one), a
+    `moves` request first takes the wgmma PTX step (`async_wgmma`) and rewrites that step's
+    cubin; a step that fails leaves the compiler's cubin to the SASS moves, and the note
+    says so."""
+    base, first = _ptx_step(cubin, request, ptx, compile_cubin)
     try:
-        result = rewrite(cubin, request)
+        result = rewrite(base, request)
     except Exception as exc:  # noqa: BLE001 - a failed rewrite must never fail the compile
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         kind = "" if isinstance(exc, ReorderError) else f"{type(exc).__name__}: "
-        result = Rewritten(cubin, False, f"reorder failed ({kind}{first}): the compiler's cubin is kept")
+        result = Rewritten(base, False, f"reorder failed ({kind}{_first_line(exc)}): the compiler's cubin is kept")
+    result = Rewritten(result.data, result.data != cubin, first + result.note)
     if say is not None and os.environ.get("REORDER_QUIET") != "1":
         say(f"reorder: {result.note}")
     return result
+
+
+def _ptx_step(
+    cubin: bytes, request: Request, ptx: str | None, compile_cubin: Callable[[str], bytes] | None
+) -> tuple[bytes, str]:
+    """The cubin the SASS rewrite starts from, and the start of the note."""
+    if request.mode != "moves" or not isinstance(ptx, str) or compile_cubin is None:
+        return cubin, ""
+    try:
+        made = async_wgmma(ptx, compile_cubin)
+    except Exception as exc:  # noqa: BLE001 - a failed PTX step must never fail the compile
+        return (
+            cubin,
+            f"PTX step failed ({_first_line(exc) or type(exc).__name__}), SASS moves on the compiler's cubin; ",
+        )
+    return (cubin, "") if made is None else (made[0], f"{made[1]}; then ")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
