@@ -134,13 +134,13 @@ def test_the_stand_in_refuses_to_call_itself(monkeypatch, tmp_path):
 # ---------------------------------------------------------------- Triton through the stand-in
 
 
-@pytest.mark.skipif(not HAVE_TRITON, reason="triton is not installed")
-def test_triton_compiles_through_the_stand_in_without_the_hook(tmp_path, monkeypatch):
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    """Triton without the hook, with the stand-in written as a script; yields a function that
+    points Triton at it (TRITON_PTXAS_PATH and the Blackwell twin)."""
+    pytest.importorskip("triton")
     import triton
 
-    from legality.verify import verify_kernel
-    from reorder.binary.cubin import parse_cubin
-    from reorder.sass.model import decode_kernel
     from reorder.triton import hook
 
     wrapper = tmp_path / "reorder-ptxas"
@@ -151,68 +151,62 @@ def test_triton_compiles_through_the_stand_in_without_the_hook(tmp_path, monkeyp
     monkeypatch.delenv("REORDER_REAL_PTXAS", raising=False)
     previous = triton.knobs.runtime.add_stages_inspection_hook
     hook.uninstall()
-    try:
-        from benchmarks.triton_kernels import family, stand_in_args
-        from reorder.triton.compile import compile_call
 
-        case = family("softmax_fp16").case((512, 32000))
-
-        def build(**extra):
-            return compile_call(
-                case.kernel, *stand_in_args(case), arch=90, **case.constexprs, num_warps=4, LOOP_STAGES=2, **extra
-            ).cubin
-
-        plain = build()
+    def use() -> None:
         for name in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
             monkeypatch.setenv(name, str(wrapper))
-        monkeypatch.setenv("REORDER_PTXAS", "marked")
-        assert build() == plain  # unmarked, mode 'marked': a pass-through
-        marked = build(ptx_options="--reorder")
-    finally:
-        triton.knobs.runtime.add_stages_inspection_hook = previous
+
+    yield use
+    triton.knobs.runtime.add_stages_inspection_hook = previous
+
+
+@pytest.mark.skipif(not HAVE_TRITON, reason="triton is not installed")
+def test_triton_compiles_through_the_stand_in_without_the_hook(stand_in, monkeypatch):
+    from benchmarks.triton_kernels import family, stand_in_args
+    from legality.verify import verify_kernel
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.triton.compile import compile_call
+
+    case = family("softmax_fp16").case((512, 32000))
+
+    def build(**extra):
+        return compile_call(
+            case.kernel, *stand_in_args(case), arch=90, **case.constexprs, num_warps=4, LOOP_STAGES=2, **extra
+        ).cubin
+
+    plain = build()
+    stand_in()
+    monkeypatch.setenv("REORDER_PTXAS", "marked")
+    assert build() == plain  # unmarked, mode 'marked': a pass-through
+    marked = build(ptx_options="--reorder")
     assert marked != plain
     before = decode_kernel(parse_cubin(plain))
     assert verify_kernel(decode_kernel(parse_cubin(marked)), original=before.instructions).ok
 
 
 @pytest.mark.skipif(not HAVE_TRITON, reason="triton is not installed")
-def test_the_stand_in_runs_the_wgmma_step_on_the_feed_forward(tmp_path, monkeypatch):
+def test_the_stand_in_runs_the_wgmma_step_on_the_feed_forward(stand_in, tmp_path, monkeypatch):
     """Through the stand-in (no hook), a marked feed-forward config gets the `wgmma` PTX step:
     its K loop's eight waits of 0 after each HGMMA become one, after the loop."""
-    import triton
-
+    from benchmarks.triton_kernels import family, stand_in_args
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
-    from reorder.triton import hook
+    from reorder.triton.compile import compile_call
 
-    wrapper = tmp_path / "reorder-ptxas"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m reorder.triton.ptxas "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    monkeypatch.delenv("REORDER_REAL_PTXAS", raising=False)
-    previous = triton.knobs.runtime.add_stages_inspection_hook
-    hook.uninstall()
-    try:
-        from benchmarks.triton_kernels import family, stand_in_args
-        from reorder.triton.compile import compile_call
-
-        case = family("ffn_swiglu_fp16").case((512, 512, 512))
-        for name in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
-            monkeypatch.setenv(name, str(wrapper))
-        monkeypatch.setenv("REORDER_PTXAS", "marked")
-        marked = compile_call(
-            case.kernel,
-            *stand_in_args(case),
-            arch=90,
-            **case.constexprs,
-            num_warps=4,
-            num_stages=3,
-            ptx_options="--reorder=moves,noalias",
-        ).cubin
-    finally:
-        triton.knobs.runtime.add_stages_inspection_hook = previous
+    case = family("ffn_swiglu_fp16").case((512, 512, 512))
+    stand_in()
+    monkeypatch.setenv("REORDER_PTXAS", "marked")
+    marked = compile_call(
+        case.kernel,
+        *stand_in_args(case),
+        arch=90,
+        **case.constexprs,
+        num_warps=4,
+        num_stages=3,
+        ptx_options="--reorder=moves,noalias",
+    ).cubin
     code = decode_kernel(parse_cubin(marked))
     assert sum("WARPGROUP.DEPBAR.LE gsb0, 0x0" in i.text for i in code.instructions) == 1
 
