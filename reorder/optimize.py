@@ -98,17 +98,17 @@ def optimize(args: OptimizeArgs) -> Report | None:
     kernel = code.kernel.name
     if args.ptx is not None:
         args = replace(args, ptx_level=ptx_level(args.ptx, kernel, args.noalias, code.arch))
-    space = replace(search_space(code, args.noalias), ptx=args.ptx_level)
-    if not args.search_only:
-        _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
-    on_gpu = _choose_device(args)
     if args.check_launches and args.launch is None:
         raise InputError("--check-launch needs --launch (the launch trials are timed at)")
-    if args.launch is not None and not on_gpu:  # a wrong spec is refused now, not on the GPU later
+    if args.launch is not None:  # a wrong spec is refused before anything is said or searched
         from timing.cli_support import validated_spec
 
         for path in (args.launch, *args.check_launches):
             validated_spec(path, [args.cubin], kernel)
+    space = replace(search_space(code, args.noalias), ptx=args.ptx_level)
+    if not args.search_only:
+        _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
+    on_gpu = _choose_device(args)
     folder = args.output.with_name(args.output.stem + ".reorder")
     folder.mkdir(parents=True, exist_ok=True)
     storage = args.storage or _default_storage(folder, args.workers)

@@ -153,7 +153,7 @@ def _bad(raw: dict, match: str) -> None:
 def test_bad_struct_specs_are_one_line_each():
     raw = _raw("cfo_ta_descr")
     raw["type"][0]["fields"][0]["type"] = "pointer"
-    _bad(raw, r"type 'TensorDescr4' field 'addr': unknown dtype 'pointer'")
+    _bad(raw, r"type 'TensorDescr4' field 'addr': unknown field type 'pointer'")
     raw = _raw("cfo_ta_descr")
     del raw["param"][0]["value"]["nUeGrps"]
     _bad(raw, r"missing \['nUeGrps'\]")

@@ -91,7 +91,7 @@ BAD_CASES = {
     "negative shared": (mutate("shared = 0", "shared = -1"), "'shared'"),
     "unknown kernel key": (mutate("seed = 1234", "seed = 1234\ngird = 3"), "unknown key"),
     "bad dtype": (mutate('dtype = "float32"', 'dtype = "float33"'), "unknown dtype"),
-    "complex dtype": (mutate('dtype = "float32"', 'dtype = "complex64"'), "not a plain numeric"),
+    "complex dtype": (mutate('dtype = "float32"', 'dtype = "complex64"'), "the ones CuPy draws"),
     "bad role": (mutate('role = "in"', 'role = "input"'), "role must be one of"),
     "bad kind": (mutate('kind = "scalar"', 'kind = "scaler"'), "kind must be one of"),
     "bad dist": (mutate('dist = "normal"', 'dist = "gauss"'), "dist must be one of"),

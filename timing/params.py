@@ -13,7 +13,7 @@ from typing import Any, Union
 import numpy as np
 
 from reorder.base.errors import SpecError
-from timing.layout import FieldValue, StructType, StructValue
+from timing.layout import POINTER, PRIMITIVES, FieldValue, StructType, StructValue
 
 POINTER_BYTES = 8
 MAX_THREADS_PER_BLOCK = 1024
@@ -201,13 +201,21 @@ def check_shape(v: Any, where: str) -> tuple[int, ...]:
     return tuple(v)
 
 
+# The dtypes a buffer, scalar or struct field may have: what CuPy can allocate and draw into and
+# the struct packer can write (numpy also knows float128, complex and datetime types; CuPy has no
+# float128, and none of the others is a plain number).
+DTYPES: tuple[str, ...] = tuple(name for name in PRIMITIVES if name != POINTER)
+
+
 def check_dtype(name: str, where: str) -> str:
+    """The numpy name of a dtype the spec may use (aliases such as 'f4' or 'double' allowed)."""
     try:
         dt = np.dtype(name)
-    except TypeError:
-        raise SpecError(f"{where}: unknown dtype {name!r}") from None
-    if dt.kind not in "biuf" or dt.byteorder == ">":
-        raise SpecError(f"{where}: dtype {name!r} is not a plain numeric type (bool, int, uint, float)")
+    except (TypeError, ValueError):
+        dt = None
+    if dt is None or dt.byteorder == ">" or dt.name not in DTYPES:
+        what = "unknown dtype" if dt is None else "dtype"
+        raise SpecError(f"{where}: {what} {name!r}: a spec's dtypes are the ones CuPy draws: {', '.join(DTYPES)}")
     return dt.name
 
 

@@ -48,8 +48,9 @@ shape exactly (no silent casts). Seeding is described in timing.inputs.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,27 +59,27 @@ from timing import structs
 from timing.inputs import load_hook
 from timing.layout import StructType, size_align
 from timing.params import (
-    Extra,
-    BufferParam,
+    _BUFFER_KEYS,
+    _HOOK_RE,
+    _KERNEL_KEYS,
+    _SCALAR_KEYS,
     DISTS,
-    Init,
     KINDS,
-    LaunchSpec,
     MAX_BLOCK_DIMS,
     MAX_BUFFER_BYTES,
     MAX_DYNAMIC_SHARED,
     MAX_GRID_DIMS,
     MAX_THREADS_PER_BLOCK,
     POINTER_BYTES,
-    Param,
     ROLES,
+    TOP_LEVEL_KEYS,
+    BufferParam,
+    Extra,
+    Init,
+    LaunchSpec,
+    Param,
     ScalarParam,
     StructParam,
-    TOP_LEVEL_KEYS,
-    _BUFFER_KEYS,
-    _HOOK_RE,
-    _KERNEL_KEYS,
-    _SCALAR_KEYS,
     check_dims,
     check_dtype,
     check_fits,
@@ -96,6 +97,10 @@ except ModuleNotFoundError:  # pragma: no cover - 3.10
 
 # ---------------------------------------------------------------- loading
 
+# The largest spec read: the project's largest is 5.3 KB (cfo_ta_descr, struct values and all);
+# tomllib reads about 1.5 MB a second here, so a 50 MB file took 87 s before it was refused.
+MAX_SPEC_BYTES = 2**20
+
 
 def load_spec(path: str | Path) -> LaunchSpec:
     """Read and validate a spec file; every problem is one SpecError line. A hook must
@@ -106,7 +111,7 @@ def load_spec(path: str | Path) -> LaunchSpec:
     src = str(path)
     if not path.exists():
         raise SpecError(f"{src}: spec file not found")
-    text = read_input(path, SpecError)
+    text = read_input(path, SpecError, limit=MAX_SPEC_BYTES)
     if path.suffix == ".json":  # the same document as JSON (e.g. a Triton build's manifest entry)
         raw = _json_document(text, src)
     else:

@@ -41,6 +41,7 @@ from typing import Any
 from reorder.base.errors import SpecError
 from timing.layout import POINTER, PRIMITIVES, Field, FieldValue, Pointer, StructType, pointers_in, size_align
 from timing.params import (
+    DTYPES,
     BufferParam,
     LaunchSpec,
     StructBuffer,
@@ -88,8 +89,15 @@ def _field(raw: dict[str, Any], where: str, type_names: list[Any]) -> Field:
     if not name.isidentifier():
         raise SpecError(f"{where}: a field name must be an identifier")
     ty = required(raw, "type", str, where)
-    if ty not in type_names:
-        ty = POINTER if ty == POINTER else check_dtype(ty, where)
+    if ty not in type_names and ty != POINTER:
+        try:
+            ty = check_dtype(ty, where)
+        except SpecError:
+            declared = ", ".join(sorted(n for n in type_names if isinstance(n, str))) or "none declared"
+            raise SpecError(
+                f"{where}: unknown field type {ty!r}: a field is a dtype CuPy draws ({', '.join(DTYPES)}), "
+                f"'{POINTER}', or a [[type]] ({declared})"
+            ) from None
     count = raw.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT:
         raise SpecError(f"{where}: 'count' must be an integer in [1, {MAX_COUNT}], got {count!r}")

@@ -13,9 +13,11 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reorder.binary.cubincheck import check_kernel_limits, check_section_table, check_symbols_and_relocations
 from reorder.base.errors import InputError, ReorderError
 from reorder.base.files import read_input
+from reorder.binary.cubincheck import check_kernel_limits, check_relocations
+from reorder.binary.elf import SHT_NOBITS, Section, Symbol, read_sections, read_symbols
+from reorder.binary.elfcheck import check_section_table, check_sections, check_symbols
 from reorder.binary.names import resolve
 from reorder.binary.nvinfo import (
     ATTR_KPARAM_INFO,
@@ -25,11 +27,10 @@ from reorder.binary.nvinfo import (
     decode_kparam,
     parse_nv_info,
 )
+from reorder.binary.nvinfocheck import check_global_records, check_kernel_records
 
 EM_CUDA = 190
-SHT_NOBITS = 8
 SHT_CUDA_INFO = 0x70000000
-STO_CUDA_ENTRY = 0x10
 SUPPORTED_ARCHS: frozenset[int] = frozenset({75, 80, 86, 87, 89, 90})
 FATBIN_MAGIC = 0xBA55ED50
 # REGCOUNT is always the highest general register used + 1 + 2: true of every kernel of
@@ -40,21 +41,6 @@ RESERVED_REGISTERS = 2
 # R1 holds the stack pointer: every kernel opens with `LDC R1, c[0x0][0x28]`, and ptxas writes R1
 # only for stack arithmetic, never for a value.
 STACK_POINTER = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """A section header, with the byte offset of that header in the file (for patching)."""
-
-    index: int
-    name: str
-    type: int
-    flags: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    header_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +136,7 @@ def parse_cubin(data: bytes, where: str = "cubin") -> Cubin:
         return _parse(ELFFile, data, where)
     except ReorderError:
         raise
-    except Exception as exc:  # untrusted bytes: whatever pyelftools trips over is an input problem
+    except Exception as exc:  # noqa: BLE001 - untrusted bytes: whatever pyelftools trips over is an input problem
         raise InputError(f"{where}: malformed ELF ({type(exc).__name__}: {exc})") from None
 
 
@@ -172,7 +158,12 @@ def arch_from_flags(e_flags: int, abi_version: int) -> int:
 
 def _parse(ELFFile, data: bytes, where: str) -> Cubin:  # ELFFile: the class, imported by the caller
     check_section_table(data, where)
-    elf = ELFFile(io.BytesIO(data))
+    sections = read_sections(data, where)
+    check_sections(data, sections, where)
+    symbols = read_symbols(data, sections, where)
+    check_symbols(sections, symbols, where)
+    check_relocations(data, sections, symbols, where)
+    elf = ELFFile(io.BytesIO(data))  # the tables it follows are checked: now it reads the header
     header = elf.header
     if header["e_machine"] not in ("EM_CUDA", EM_CUDA):
         raise InputError(f"{where}: a host ELF ({header['e_machine']}), not a CUDA cubin")
@@ -183,11 +174,9 @@ def _parse(ELFFile, data: bytes, where: str) -> Cubin:  # ELFFile: the class, im
     if arch not in SUPPORTED_ARCHS:
         supported = ", ".join(f"sm_{a}" for a in sorted(SUPPORTED_ARCHS))
         raise InputError(f"{where}: unsupported arch sm_{arch} (supported: {supported})")
-    sections = _sections(elf, data, where)
-    check_symbols_and_relocations(data, sections, where)
     global_info = next((s for s in sections if s.name == ".nv.info"), None)
     global_attrs = parse_nv_info(_bytes(data, global_info), f"{where} .nv.info") if global_info else ()
-    symbols = _symbols(elf)
+    check_global_records(global_attrs, symbols, f"{where} .nv.info")
     kernels = tuple(
         _kernel(data, s, sections, symbols, global_attrs, where) for s in sections if s.name.startswith(".text.")
     )
@@ -211,71 +200,28 @@ def _parse(ELFFile, data: bytes, where: str) -> Cubin:  # ELFFile: the class, im
     )
 
 
-def _sections(elf, data: bytes, where: str) -> tuple[Section, ...]:
-    shoff, shentsize = elf.header["e_shoff"], elf.header["e_shentsize"]
-    out = []
-    for i, s in enumerate(elf.iter_sections()):
-        sec = Section(
-            index=i,
-            name=s.name,
-            type=_type_id(s["sh_type"]),
-            flags=s["sh_flags"],
-            offset=s["sh_offset"],
-            size=s["sh_size"],
-            link=s["sh_link"],
-            info=s["sh_info"],
-            header_offset=shoff + i * shentsize,
-        )
-        if sec.type != SHT_NOBITS and sec.offset + sec.size > len(data):
-            raise InputError(f"{where}: section {sec.name or i} runs past the end of the file (truncated?)")
-        out.append(sec)
-    return tuple(out)
-
-
-def _type_id(sh_type) -> int:
-    """pyelftools names the standard types and leaves CUDA's own as ints."""
-    from elftools.elf.enums import ENUM_SH_TYPE_BASE
-
-    return sh_type if isinstance(sh_type, int) else ENUM_SH_TYPE_BASE[sh_type]
-
-
-def _symbols(elf) -> dict[int, tuple[str, int, int]]:
-    """symbol index -> (name, raw st_other, st_shndx); raw st_other because pyelftools
-    drops bit 4 (STO_CUDA_ENTRY), which marks a kernel entry."""
-    symtab = elf.get_section_by_name(".symtab")
-    if symtab is None:
-        return {}
-    raw = symtab.data()
-    out = {}
-    for i, sym in enumerate(symtab.iter_symbols()):
-        other = raw[i * 24 + 5] if i * 24 + 6 <= len(raw) else 0
-        shndx = sym["st_shndx"] if isinstance(sym["st_shndx"], int) else -1
-        out[i] = (sym.name, other, shndx)
-    return out
-
-
 def _bytes(data: bytes, section: Section | None) -> bytes:
     if section is None or section.type == SHT_NOBITS:
         return b""
     return data[section.offset : section.offset + section.size]
 
 
-def _kernel(data, text: Section, sections, symbols, global_attrs, where) -> Kernel:
+def _kernel(data, text: Section, sections, symbols: tuple[Symbol, ...], global_attrs, where) -> Kernel:
     name = text.name[len(".text.") :]
     sym_index = text.info & 0xFFFFFF
     by_name = {s.name: s for s in sections}
     info = by_name.get(f".nv.info.{name}")
-    attrs = parse_nv_info(_bytes(data, info), f"{where} .nv.info.{name}") if info else ()
+    attrs = ()
+    if info:
+        attrs = parse_nv_info(_bytes(data, info), f"{where} .nv.info.{name}")
+        check_kernel_records(attrs, text.size, f"{where} .nv.info.{name}")
     params = tuple(sorted((decode_kparam(a) for a in attrs if a.attr == ATTR_KPARAM_INFO), key=lambda p: p.ordinal))
     regcount = next((a.words()[1] for a in global_attrs if a.attr == ATTR_REGCOUNT and a.words()[0] == sym_index), 0)
     shared = by_name.get(f".nv.shared.{name}")
-    if text.size % 16:
-        raise InputError(f"{where}: .text.{name} size {text.size} is not a multiple of 16")
-    _, other, _ = symbols.get(sym_index, ("", 0, 0))
     return Kernel(
         name=name,
         symbol_index=sym_index,
-        is_entry=bool(other & STO_CUDA_ENTRY),
+        is_entry=symbols[sym_index].is_entry,
         text_section=text.index,
         text_offset=text.offset,
         text=_bytes(data, text),

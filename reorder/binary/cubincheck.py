@@ -1,25 +1,24 @@
-"""Plausibility of a cubin's tables, checked before anything (pyelftools, nvdisasm) trusts them.
+"""What a cubin's kernels claim, checked before anything (nvdisasm, a move, a launch) trusts it:
+relocations, register counts, shared memory and the parameter table.
 
-Fuzzed cubins showed what a reader that trusts its input does: a section-header count of 0 or 3
-read as a cubin with no kernels (`disasm` printed nothing and exited 0); a register count of
-60,437 or 4 GiB of shared memory passed `verify` and reached `stalls`' output; a relocation of
-`.debug_frame` whose addend points past its function made nvdisasm spin for over 11 minutes.
-Each check here names the table and the entry that is wrong, as one InputError line.
+Fuzzed and hand-edited cubins showed what a reader that trusts its input does: a register count
+of 60,437 or 4 GiB of shared memory passed `verify` and reached `stalls`' output; a register
+count of 0 divided by zero in the load batcher's occupancy note; a parameter at offset 0xFFFF
+was accepted; a relocation of `.debug_frame` whose addend points past its function made
+nvdisasm spin for over 11 minutes. Each check here names the table and the entry that is
+wrong, as one InputError line. (The ELF's own tables: reorder.binary.elfcheck.)
 """
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 
 from reorder.base.errors import InputError
-
-ELF64_HEADER_BYTES = 64
-ELF64_SHDR_BYTES = 64
-ELF64_SYM_BYTES = 24
-SHT_SYMTAB, SHT_RELA, SHT_REL = 2, 4, 9
-SHN_LORESERVE = 0xFF00
-STT_FUNC = 2
+from reorder.binary.elf import SHT_REL, SHT_RELA, Section, Symbol
+from reorder.binary.elfcheck import defined_in
+from reorder.binary.nvinfo import ATTR_CBANK_PARAM_SIZE, FMT_SVAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,61 +44,24 @@ ARCH_LIMITS: dict[int, ArchLimits] = {
 }
 
 
-def check_section_table(data: bytes, where: str) -> None:
-    """The section header table lies inside the file, with entries of the ELF64 size and a
-    name table among them (a count of 0 reads as a file with no sections at all)."""
-    shoff = struct.unpack_from("<Q", data, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    if shentsize != ELF64_SHDR_BYTES:
-        raise InputError(f"{where}: corrupt ELF header: section header size {shentsize}, ELF64 has 64")
-    if shnum < 2 or shoff < ELF64_HEADER_BYTES or shoff + shnum * shentsize > len(data):
-        raise InputError(
-            f"{where}: corrupt section table: {shnum} section headers at byte {shoff} "
-            f"(a cubin has 2 or more, inside its {len(data)} bytes)"
-        )
-    if not 0 < shstrndx < shnum:
-        raise InputError(f"{where}: corrupt ELF header: section name table index {shstrndx} of {shnum} sections")
-
-
-def check_symbols_and_relocations(data: bytes, sections, where: str) -> None:
+def check_relocations(data: bytes, sections: tuple[Section, ...], symbols: tuple[Symbol, ...], where: str) -> None:
     """Every relocation patches a byte of its section and points, through a symbol that
-    exists, inside the section that symbol is defined in; every function symbol lies inside
-    its section. nvdisasm follows these without bounds (the `.rela.debug_frame` spins)."""
-    symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
-    symbols = _symbol_table(data, symtab) if symtab else []
-    for index, (kind, shndx, value, size) in enumerate(symbols):
-        home = _defined_in(sections, shndx)
-        if kind == STT_FUNC and home is not None and value + size > home.size:
-            raise InputError(
-                f"{where}: corrupt .symtab: function symbol {index} ends at byte {value + size} "
-                f"of {home.name or shndx}, which holds {home.size}"
-            )
+    exists, inside the section that symbol is defined in. nvdisasm follows these without
+    bounds (the `.rela.debug_frame` spins)."""
     for s in sections:
         if s.type in (SHT_RELA, SHT_REL):
             _check_relocations(data, s, sections, symbols, where)
 
 
-def _symbol_table(data: bytes, symtab) -> list[tuple[int, int, int, int]]:
-    """(type, st_shndx, st_value, st_size) of each Elf64_Sym."""
-    out = []
-    for pos in range(symtab.offset, symtab.offset + symtab.size - ELF64_SYM_BYTES + 1, ELF64_SYM_BYTES):
-        info, _other, shndx, value, size = struct.unpack_from("<BBHQQ", data, pos + 4)
-        out.append((info & 0xF, shndx, value, size))
-    return out
-
-
-def _defined_in(sections, shndx: int):
-    """The section a symbol is defined in; None for undefined, absolute and common symbols."""
-    return sections[shndx] if 0 < shndx < min(len(sections), SHN_LORESERVE) else None
-
-
-def _check_relocations(data: bytes, rel, sections, symbols, where: str) -> None:
+def _check_relocations(data: bytes, rel: Section, sections, symbols: tuple[Symbol, ...], where: str) -> None:
     if not 0 < rel.info < len(sections):
         raise InputError(
             f"{where}: corrupt {rel.name or 'relocation section'}: it applies to section {rel.info} of {len(sections)}"
         )
     target = sections[rel.info]
     width = 24 if rel.type == SHT_RELA else 16
+    if rel.size % width:
+        raise InputError(f"{where}: corrupt {rel.label}: {rel.size} bytes, not a whole number of {width}-byte records")
     for n, pos in enumerate(range(rel.offset, rel.offset + rel.size - width + 1, width)):
         r_offset, r_info = struct.unpack_from("<QQ", data, pos)
         symbol = r_info >> 32
@@ -108,9 +70,9 @@ def _check_relocations(data: bytes, rel, sections, symbols, where: str) -> None:
             bad = f"patches byte {r_offset} of {target.name}, which holds {target.size}"
         elif symbol >= max(len(symbols), 1):
             bad = f"names symbol {symbol}; .symtab holds {len(symbols)}"
-        elif rel.type == SHT_RELA and (home := _defined_in(sections, symbols[symbol][1])) is not None:
+        elif rel.type == SHT_RELA and (home := defined_in(sections, symbols[symbol].shndx)) is not None:
             addend = struct.unpack_from("<q", data, pos + 16)[0]
-            place = symbols[symbol][2] + addend
+            place = symbols[symbol].value + addend
             if not 0 <= place <= home.size:
                 bad = f"points to byte {place} of {home.name}, which holds {home.size}"
         if bad:
@@ -121,19 +83,46 @@ def check_kernel_limits(kernel, arch: int, where: str) -> None:
     """Register count, shared memory and parameter bytes within what the architecture allows
     (a mutated header would otherwise pass `verify` as legal and reach a written output)."""
     limits = ARCH_LIMITS[arch]
-    if not 0 <= kernel.regcount <= limits.registers:
+    if not 1 <= kernel.regcount <= limits.registers:
+        missing = " (no EIATTR_REGCOUNT for it?)" if kernel.regcount == 0 else " (corrupt EIATTR_REGCOUNT?)"
         raise InputError(
-            f"{where}: {kernel.name}: register count {kernel.regcount}; sm_{arch} allows at most "
-            f"{limits.registers} (corrupt EIATTR_REGCOUNT?)"
+            f"{where}: {kernel.name}: register count {kernel.regcount}; sm_{arch} allows 1 to "
+            f"{limits.registers}{missing}"
         )
     if kernel.shared_bytes > limits.shared_bytes:
         raise InputError(
             f"{where}: {kernel.name}: {kernel.shared_bytes} bytes of shared memory; sm_{arch} allows "
             f"at most {limits.shared_bytes} per block (corrupt .nv.shared.{kernel.name}?)"
         )
-    end = max((p.offset + p.size for p in kernel.params), default=0)
-    if end > limits.param_bytes:
+    check_params(kernel.name, kernel.params, param_space(kernel.attrs, limits.param_bytes), where)
+
+
+def param_space(attrs, arch_bytes: int) -> int:
+    """The bytes of the kernel's parameter space: EIATTR_CBANK_PARAM_SIZE where the kernel has
+    one (every kernel with parameters of the corpus does), else what the arch allows."""
+    sizes = [a.value for a in attrs if a.attr == ATTR_CBANK_PARAM_SIZE and a.fmt != FMT_SVAL]
+    return min(sizes[0], arch_bytes) if sizes else arch_bytes
+
+
+def check_params(name: str, params, space: int, where: str) -> None:
+    """EIATTR_KPARAM_INFO: ordinals 0..n-1 each once; each parameter inside the parameter space;
+    no two overlapping (a launch packs arguments at these offsets)."""
+    ordinals = sorted(p.ordinal for p in params)
+    if ordinals != list(range(len(params))):
         raise InputError(
-            f"{where}: {kernel.name}: parameters end at byte {end}; sm_{arch} allows at most "
-            f"{limits.param_bytes} (corrupt EIATTR_KPARAM_INFO?)"
+            f"{where}: {name}: parameter ordinals {ordinals}; {len(params)} parameters are numbered "
+            "0 to n-1, each once (corrupt EIATTR_KPARAM_INFO?)"
         )
+    for p in params:
+        if p.offset + p.size > space:
+            raise InputError(
+                f"{where}: {name}: parameter {p.ordinal} (bytes {p.offset} to {p.offset + p.size}) ends past "
+                f"its {space}-byte parameter space (corrupt EIATTR_KPARAM_INFO?)"
+            )
+    spans = sorted((p.offset, p.offset + p.size, p.ordinal) for p in params if p.size)
+    for (start, end, first), (later, _, second) in itertools.pairwise(spans):
+        if later < end:
+            raise InputError(
+                f"{where}: {name}: parameters {first} (bytes {start} to {end}) and {second} (from byte "
+                f"{later}) overlap (corrupt EIATTR_KPARAM_INFO?)"
+            )

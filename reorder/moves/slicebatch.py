@@ -303,8 +303,9 @@ def _regcount(code: KernelCode, webs: BlockWebs, assigned: dict[int, int]) -> in
 
 
 def register_limited_warps(regcount: int) -> int:
-    """Resident warps per SM the register file allows (256-register allocation units per warp)."""
-    per_warp = math.ceil(regcount * 32 / 256) * 256
+    """Resident warps per SM the register file allows (256-register allocation units per warp,
+    at least one: a count of 0, which the cubin reader refuses, divided by zero here once)."""
+    per_warp = max(1, math.ceil(regcount * 32 / 256)) * 256
     return min(MAX_WARPS, REGISTER_FILE // per_warp)
 
 
