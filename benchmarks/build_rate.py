@@ -23,8 +23,8 @@ def _choices(kernel: str, count: int, seed: int = 3):
 
     from benchmarks.gpu_session import _suite_cubin
     from reorder.binary.cubin import read_cubin
-    from reorder.sass.model import decode_kernel
     from reorder.build.space import Choice, search_space
+    from reorder.sass.model import decode_kernel
 
     code = decode_kernel(read_cubin(_suite_cubin(kernel)), kernel)
     space = search_space(code, True)

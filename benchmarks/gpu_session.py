@@ -52,12 +52,12 @@ def _suite_cubin(kernel: str) -> Path:
 def _bisect_variants(out: Path) -> list[dict]:
     """The batch-loads result and its parts, to locate a step that breaks on hardware."""
     from reorder.analysis.cfg import basic_blocks
-    from reorder.moves import core as moves
-    from reorder.moves.blocks import apply_renames
+    from reorder.base.files import write_atomic
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import apply_each, batch_loads
+    from reorder.moves import core as moves
+    from reorder.moves.blocks import apply_renames
     from reorder.sass.model import decode_kernel
-    from reorder.base.files import write_atomic
     from reorder.sass.writer import patch_kernel
 
     cubin = read_cubin(_suite_cubin(RMS))
@@ -90,10 +90,10 @@ def _bisect_variants(out: Path) -> list[dict]:
 def prepare(out: Path) -> None:
     """CPU side: write original and candidate cubins for every experiment into `out`."""
     from legality.mutate import scoreboard_mutants
+    from reorder.base.files import write_atomic
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import cut_stalls
     from reorder.sass.model import decode_kernel
-    from reorder.base.files import write_atomic
     from reorder.sass.writer import patch_kernel
 
     out.mkdir(parents=True, exist_ok=True)
@@ -208,13 +208,14 @@ def _write(out: Path, rows: list[dict]) -> None:
 
 def _commit() -> str:
     done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, check=False
     )
     dirty = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=no"],
         capture_output=True,
         text=True,
         cwd=Path(__file__).parent,
+        check=False,
     ).stdout.strip()
     return done.stdout.strip() + ("+dirty" if dirty else "")
 

@@ -18,8 +18,9 @@ Launches: for every cell (N in {4096, 8192} x rows in {16, 1024}) the spec at th
 at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so the loop
 bound and the masks are exercised), from Triton's metadata (reorder.triton.launch). With
 --suite, the suite's loop kernels (find_index, normalize_weights, embedding_bag sum/mean,
-spmv, rms_norm_f32, warp_select k32/k100, cfo_ta_est) get Prefetch 1, 2 and UnrollBatch 2, 4 candidates per movable loop from
-nvcc's PTX as well, under benchmarks/suite.toml's no-alias setting (normalize_weights with
+spmv, rms_norm_f32, warp_select k32/k100, cfo_ta_est) get Prefetch 1, 2 and UnrollBatch 2, 4
+candidates per movable loop from nvcc's PTX as well, under benchmarks/suite.toml's no-alias
+setting (normalize_weights with
 --assume-noalias, as DESIGN.md's measured batch; find_index with --speculate). Everything lands
 in OUT with OUT/manifest.json (what the GPU script reads) and OUT/summary.md (what was
 built, verified, refused).
@@ -222,9 +223,9 @@ def build_suite(
     at each of `distances`, UnrollBatch by each of `factors`; `only` names the kernels (all)."""
     from reorder.base.errors import ReorderError
     from reorder.build.ptxcandidate import read_ptx, write_and_compile
+    from reorder.ptx.compile import compile_ptx
     from reorder.ptx.prefetch import Prefetch, movable_loops
     from reorder.ptx.unroll import UnrollBatch
-    from reorder.ptx.compile import compile_ptx
 
     source_dir = ROOT / "benchmarks/kernels/ptx_candidates/source"
     rows = []

@@ -325,9 +325,9 @@ def best_per_kernel(suite_rows: list[dict]) -> dict[str, dict]:
     """Each suite kernel's identical candidate with the lowest screened ratio."""
     best: dict[str, dict] = {}
     for r in suite_rows:
-        if r.get("check") in ("identical", "dry") and isinstance(r.get("ratio"), float):
-            if r["kernel"] not in best or r["ratio"] < best[r["kernel"]]["ratio"]:
-                best[r["kernel"]] = r
+        screened = r.get("check") in ("identical", "dry") and isinstance(r.get("ratio"), float)
+        if screened and (r["kernel"] not in best or r["ratio"] < best[r["kernel"]]["ratio"]):
+            best[r["kernel"]] = r
     return best
 
 
@@ -579,7 +579,10 @@ def main(argv=None) -> int:
     p.add_argument(
         "--per-point",
         action="store_true",
-        help="suite kernels: pick the winner at each sweep point among all candidates (else one winner, screened at the spec)",
+        help=(
+            "suite kernels: pick the winner at each sweep point among all candidates "
+            "(else one winner, screened at the spec)"
+        ),
     )
     args = p.parse_args(argv)
     started = time.monotonic()

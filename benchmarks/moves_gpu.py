@@ -33,7 +33,7 @@ class _Slow(Exception):
     pass
 
 
-def _alarm(signum, frame):  # noqa: ARG001
+def _alarm(signum, frame):
     raise _Slow()
 
 
@@ -51,8 +51,8 @@ def few_blocks(spec):
 
 
 def _build(code, which: str):
-    from reorder.moves import core as moves
     from reorder.build.pipeline import apply_each, batch_loads, cut_stalls
+    from reorder.moves import core as moves
 
     if which == "batch":
         return batch_loads(code, noalias=True)
@@ -65,9 +65,9 @@ def _build(code, which: str):
 
 def _build_one(task: tuple[dict, str, str]) -> dict:
     """One (kernel, move) build in a worker process: the manifest record, the cubin written."""
+    from reorder.base.files import write_atomic
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
-    from reorder.base.files import write_atomic
 
     e, which, folder = task
     name = f"{e['family']}_{e['kernel']}"

@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = cubins(args.every)
     calls, faults = count(paths)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     lines = [
         f"# The scheduler's plan against the verdict ({commit.stdout.strip()}, every {args.every}. cubin: "
         f"{len(paths)} cubins)",

@@ -56,9 +56,9 @@ def first_use(code, producer_index: int) -> int | None:
 def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import batch_loads
+    from reorder.probe.run import build_variants, layout_of
     from reorder.probe.variants import probe_positions
     from reorder.sass.model import decode_kernel
-    from reorder.probe.run import build_variants, layout_of
     from timing.spec import parse_spec
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -95,11 +95,11 @@ def prebuild(folder: Path, batched: Path | None, rows: int) -> int:
 
 def run(folder: Path, out: Path) -> int:
     from reorder.binary.cubin import read_cubin
-    from reorder.sass.model import decode_kernel
+    from reorder.probe.run import measure_variants, probe_spec, probed_outputs_job
     from reorder.probe.timeline import jumps, plot, read_csv, write_csv
+    from reorder.sass.model import decode_kernel
     from timing.cli_support import worker_device
     from timing.evaluate import time_job
-    from reorder.probe.run import measure_variants, probe_spec, probed_outputs_job
     from timing.spec import parse_spec
     from timing.worker import Job, WorkerPool
 
@@ -142,8 +142,8 @@ def reanalyse(folder: Path, out: Path) -> int:
     """Recompute the jumps and the summary from a run's timeline CSVs (CPU): the measured
     cycles, the probe's cost and the output check are kept as the GPU run wrote them."""
     from reorder.binary.cubin import read_cubin
-    from reorder.sass.model import decode_kernel
     from reorder.probe.timeline import jumps, plot, points_of, read_csv, write_csv
+    from reorder.sass.model import decode_kernel
 
     manifest = json.loads((folder / "manifest.json").read_text())
     summary = json.loads((out / "probe_summary.json").read_text())

@@ -29,14 +29,14 @@ import time
 from pathlib import Path
 
 from benchmarks.kernels.build import CUBIN_DIR, KERNEL_DIR, SUITE, cubin_name
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import ReorderError
+from reorder.base.files import write_atomic
+from reorder.binary.cubin import read_cubin
 from reorder.build.ptxcandidate import read_ptx, write_and_compile
+from reorder.ptx.compile import compile_ptx
 from reorder.ptx.hoist import GlobalHoist
 from reorder.ptx.plans import plan
-from reorder.ptx.compile import compile_ptx
 from reorder.sass.model import decode_kernel
-from reorder.base.files import write_atomic
 
 OUT_DIR = KERNEL_DIR / "ptx_candidates"
 NVCC_PTX_FLAGS = ("-ptx", "-O3", "-arch=sm_90")

@@ -31,15 +31,16 @@ import json
 import shutil
 import subprocess
 import time
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from benchmarks.kernels.build import CUBIN_DIR, KERNEL_DIR, all_kernels, cubin_name, source_for_kernel
 from benchmarks.kernels.sweep import sweep_points
-from reorder.ptx.registry import OFF, Instance
-from reorder.ptx.searchspace import walk
 from reorder.build.ptxlevel import PtxLevel, picks_of, seed_params
 from reorder.build.space import Choice, build_candidate
+from reorder.ptx.registry import OFF, Instance
+from reorder.ptx.searchspace import walk
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_PTX = KERNEL_DIR / "ptx_candidates" / "source"
@@ -120,8 +121,8 @@ def candidates(kernel: str, noalias: bool, cap: int) -> list[tuple[str, str, Cho
 
 def sass_candidates(cubin: Path, kernel: str, noalias: bool) -> list[tuple[str, str, Choice]]:
     from reorder.binary.cubin import read_cubin
-    from reorder.sass.model import decode_kernel
     from reorder.build.space import search_space
+    from reorder.sass.model import decode_kernel
 
     space = search_space(decode_kernel(read_cubin(cubin), kernel), noalias)
     sizes = {"sb": len(space.slice_batches), "lb": len(space.load_batches), "sc": len(space.stall_cuts)}
@@ -211,7 +212,9 @@ def main(argv=None) -> int:
 
 
 def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     return done.stdout.strip() or "unknown"
 
 

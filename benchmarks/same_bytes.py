@@ -15,7 +15,6 @@ refusal. The optimize case digests only the cubin (the report carries timestamps
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -178,7 +177,8 @@ def compare(a: Path, b: Path, out: Path | None) -> int:
         lines += [
             "",
             f"Stall cycles of the {len(stalls)} different outputs that both wrote: {sum(a for a, _ in stalls)} -> "
-            f"{sum(b for _, b in stalls)} ({fewer} with fewer, {more} with more, {len(stalls) - fewer - more} as many).",
+            f"{sum(b for _, b in stalls)} ({fewer} with fewer, {more} with more, "
+            f"{len(stalls) - fewer - more} as many).",
         ]
     lines += ["", *[f"- DIFFERENT {k}: {left.get(k)} vs {right.get(k)}" for k in differ]]
     text = "\n".join(lines) + "\n"

@@ -51,10 +51,10 @@ def _entries() -> list[dict]:
 
 def prepare(folder: Path) -> None:
     from benchmarks.gpu_session import _commit
+    from reorder.base.files import write_atomic
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import cut_stalls
     from reorder.sass.model import decode_kernel
-    from reorder.base.files import write_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []

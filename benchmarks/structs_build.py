@@ -87,10 +87,10 @@ def resolved_spec(side: dict, out: Path) -> tuple[Path, str]:
 
 def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -> dict:
     """One candidate; its row for the manifest (built False when nothing changed)."""
+    from reorder.base.files import write_atomic
     from reorder.binary.cubin import read_cubin
     from reorder.build.pipeline import batch_loads, cut_stalls
     from reorder.sass.model import decode_kernel
-    from reorder.base.files import write_atomic
 
     t0 = time.time()
     if which == "search":

@@ -37,8 +37,8 @@ OUT/manifest.json lists it all (paths relative to OUT); OUT/triton_cache is the 
 the compiles filled (the GPU run points TRITON_CACHE_DIR at a copy, so its JIT cross-check
 finds the same cubins instead of compiling); OUT/reorder_cache holds what the stages hook
 answers a config marked `--reorder=noalias` (the `sass` step), for the README example's run
-(REORDER_CACHE on the GPU; valid while reorder's sources are the build's: `code_digest`). The GPU side only loads, checks and times:
-benchmarks/triton_gpu.py.
+(REORDER_CACHE on the GPU; valid while reorder's sources are the build's: `code_digest`). The GPU
+side only loads, checks and times: benchmarks/triton_gpu.py.
 """
 
 from __future__ import annotations
@@ -344,7 +344,7 @@ def build(out: Path, names: list[str], jobs: int, only: set[int] | None = None) 
             if jobs <= 1
             else stack.enter_context(ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))).map
         )
-        for (name, index, _), entry in zip(work, mapper(build_config, *zip(*work))):
+        for (name, _index, _), entry in zip(work, mapper(build_config, *zip(*work))):
             fam = next(f for f in families if f["name"] == name)
             fam["configs"].append(entry)
             ok = [c["name"] for c in entry.get("candidates", []) if c["status"] == "ok"]

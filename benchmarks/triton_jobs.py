@@ -111,7 +111,7 @@ def jit_job(family_name: str, shape: Sequence[int], config: dict, build: Build) 
     theirs = {name: cp.asarray(tensors[name]) if name in tensors else ours[name] for name in ours}
     diff = first_difference({k: theirs[k] for k in case.outputs}, {k: ours[k] for k in case.outputs})
     worst, ok = 0.0, True
-    for name, want in case.reference({k: t for k, t in tensors.items()}).items():
+    for name, want in case.reference(dict(tensors.items())).items():
         got = tensors[name].float()
         worst = max(worst, float((got - want).abs().max().item()))
         ok &= bool(torch.allclose(got, want, rtol=fam.tol, atol=fam.tol))

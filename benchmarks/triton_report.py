@@ -188,7 +188,8 @@ def summary(out: Path, roof: dict | None = None) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {r['family']} | {r['shape']} | {r['config']} | {r.get('jit_same_cubin', '')} / {r.get('jit_same_code', '')} | "
+            f"| {r['family']} | {r['shape']} | {r['config']} | "
+            f"{r.get('jit_same_cubin', '')} / {r.get('jit_same_code', '')} | "
             f"{r.get('launch_outputs', '')} | {r.get('math_ok', '')} ({r.get('math_max_err', '')}) | "
             f"{r['status']} {r.get('reason', '')} |"
             for r in jit

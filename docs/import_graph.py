@@ -12,15 +12,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tomllib
 from pathlib import Path
 
 import grimp
 import matplotlib
+import tomllib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import networkx as nx  # noqa: E402
+import matplotlib.pyplot as plt
+import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,17 +80,17 @@ def draw(g: nx.DiGraph, layers: list[list[str]], out: Path) -> None:
             "",
             xy=(3.05, y[b]),
             xytext=(3.05, y[a]),
-            arrowprops=dict(
-                arrowstyle="-|>",
-                lw=0.4 + 0.5 * math.log1p(data["weight"]),
-                color="crimson" if up else "#5b7db1",
-                alpha=0.55,
-                linestyle="--" if up else "-",
-                connectionstyle=f"arc3,rad={rad:.2f}",
-                shrinkA=2,
-                shrinkB=2,
-                mutation_scale=7,
-            ),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "lw": 0.4 + 0.5 * math.log1p(data["weight"]),
+                "color": "crimson" if up else "#5b7db1",
+                "alpha": 0.55,
+                "linestyle": "--" if up else "-",
+                "connectionstyle": f"arc3,rad={rad:.2f}",
+                "shrinkA": 2,
+                "shrinkB": 2,
+                "mutation_scale": 7,
+            },
         )
     for i, modules in enumerate(layers):
         ax.add_patch(plt.Rectangle((-3, y[i] - 0.3), 6, 0.6, fc="#eef3fb", ec="#4a6fa5", lw=0.8))

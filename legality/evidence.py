@@ -39,8 +39,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from legality.latency import Entry, LatencyTable, latency_class, load_table
-from legality.latency import lookup_read, read_slot
+from legality.latency import Entry, LatencyTable, latency_class, load_table, lookup_read, read_slot
 from legality.verify import Report, Violation, verify_kernel
 from reorder.sass.model import Instruction, KernelCode
 
@@ -102,7 +101,8 @@ class CompilerChoice:
         producer, consumer, kind = self.key
         return (
             f"compiler-in-this-cubin {kind:<10} {producer} -> {consumer}: {self.cycles} cycles as compiled "
-            f"({self.instances} dependenc{'y' if self.instances == 1 else 'ies'}, tightest {self.example[0]:#06x} -> {self.example[1]:#06x}); "
+            f"({self.instances} dependenc{'y' if self.instances == 1 else 'ies'}, "
+            f"tightest {self.example[0]:#06x} -> {self.example[1]:#06x}); "
             f"tables ask {self.required} ({self.source})"
         )
 

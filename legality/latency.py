@@ -64,27 +64,27 @@ FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
 )
 
 _CLASS_OF: dict[str, str] = (
-    {
-        o: FXU
-        for o in "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 "
+    dict.fromkeys(
+        "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 "
         "I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET CS2R IADD "
-        "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split()
-    }
-    | {o: FMAI for o in "FFMA FADD FMUL FSWZADD".split()}
+        "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split(),
+        FXU,
+    )
+    | dict.fromkeys("FFMA FADD FMUL FSWZADD".split(), FMAI)
     # VIADD issues to the FMA-lite pipe like IMAD (ref 2.2 pipe sets), not the integer ALU: on the
     # H200 a VIADD -> LOP3 gap of 4 (the ALU-to-ALU floor) read a stale value (find_index) and
     # VIADD -> (HFMA2.MMA) -> LOP3 at 4 faulted (normalize_weights swap), where ptxas leaves 5.
     # VIMNMX/VIADDMNMX/VIMNMX3 have no recorded pipe: they stay unclassified (conservative
     # defaults) except for exact pairs ptxas itself emits.
-    | {o: IMAD for o in "IMAD IMUL IDP VIADD".split()}
-    | {o: FP16 for o in "HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split()}
-    | {o: FMALITE for o in "DFMA DADD DMUL DSETP DMNMX DSET".split()}
-    | {
-        o: UDP
-        for o in "UIADD3 UIMAD ULEA ULOP3 USHF USEL UPRMT UFLO UPOPC UBREV UMNMX USGXT UBMSK "
-        "UISETP UPLOP3 UPSETP UVIADD UF2FP UP2UR UR2UP UCLEA UIABS".split()
-    }
-    | {o: UDP_LIGHT for o in "ULDC UMOV VOTEU ULEPC".split()}  # ref 3.1: these forward to UDP in 2
+    | dict.fromkeys("IMAD IMUL IDP VIADD".split(), IMAD)
+    | dict.fromkeys("HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split(), FP16)
+    | dict.fromkeys("DFMA DADD DMUL DSETP DMNMX DSET".split(), FMALITE)
+    | dict.fromkeys(
+        "UIADD3 UIMAD ULEA ULOP3 USHF USEL UPRMT UFLO UPOPC UBREV UMNMX USGXT UBMSK "
+        "UISETP UPLOP3 UPSETP UVIADD UF2FP UP2UR UR2UP UCLEA UIABS".split(),
+        UDP,
+    )
+    | dict.fromkeys("ULDC UMOV VOTEU ULEPC".split(), UDP_LIGHT)  # ref 3.1: these forward to UDP in 2
     | {"R2UR": R2UR_CLASS}
 )
 

@@ -42,8 +42,7 @@ def _first_reader(instructions, start: int, end: int, resources: frozenset[str])
 
 def stall_cuts(instructions: tuple[Instruction, ...], arch: int) -> Iterator[Mutant]:
     """Fixed-latency RAW pairs in one block, stalls between them cut to one cycle short."""
-    from legality.latency import latency_class
-    from legality.latency import lookup_read
+    from legality.latency import latency_class, lookup_read
 
     table = load_table(arch)
     for block in basic_blocks(instructions):

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from legality import barriers, issue
-from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from legality.inherited import split
 from legality.latency import FRESH_SCOREBOARD_CYCLES, LatencyTable, latency_class, load_table, lookup_read
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
 from reorder.sass.model import Instruction, KernelCode, highest_register
+from reorder.sass.opcodes import BARRIERS as BARRIER_OPCODES
 from reorder.sass.operands import exclusive_guards
 
 ELAPSED_CAP = 64  # cycles since a variable-latency op issued are counted up to this (states then compare equal)

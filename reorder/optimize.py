@@ -15,19 +15,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from legality.verify import verify_kernel
-from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.base.errors import GpuError, InputError, ReorderError
-from reorder.base.files import check_output
+from reorder.base.files import check_output, write_atomic
+from reorder.base.lifetime import raise_if_terminated
+from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.build.ptxlevel import PtxLevel, ptx_level
+from reorder.build.space import Choice, build_cached, search_space
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
+from reorder.report.sassdiff import sass_diff
 from reorder.sass.model import decode_kernel
 from reorder.sass.readback import read_back
-from reorder.report.sassdiff import sass_diff
 from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
-from reorder.build.space import Choice, build_cached, search_space
-from reorder.base.files import write_atomic
-from reorder.base.lifetime import raise_if_terminated
 
 FINALISTS = 3
 
@@ -432,8 +431,8 @@ def _timeline(args: OptimizeArgs, code, scorer, folder: Path, report: Report) ->
     if not isinstance(scorer, GpuScorer):
         report.notes.append("timeline: not drawn (it needs a GPU)")
         return
-    from reorder.probe.timeline import plot, read_csv, write_csv
     from reorder.probe.run import run_probe
+    from reorder.probe.timeline import plot, read_csv, write_csv
 
     winner = decode_kernel(read_cubin(args.output), code.kernel.name)
     changed = [k for k, (a, b) in enumerate(zip(code.instructions, winner.instructions)) if a.word != b.word]
@@ -536,9 +535,13 @@ def _score_removals(args, choice: Choice, final: Score, scorer, tmp: Path, chunk
         score, why = _score_built(
             built, tmp / f"without_{family}_{index}.cubin", lambda path: _final_score(scorer, path, args.final_budget_s)
         )
-        label = {"ptx": lambda: choice.ptx[index].describe(), "sass": lambda: f"SASS {choice.sass}"}.get(
-            family, lambda: f"{family}#{index}"
-        )()
+        label = (
+            choice.ptx[index].describe()
+            if family == "ptx"
+            else f"SASS {choice.sass}"
+            if family == "sass"
+            else f"{family}#{index}"
+        )
         rows.append(
             {
                 "move": label,

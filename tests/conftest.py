@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from once import once
 
 # Compiled PTX and nvdisasm listings are cached on disk (reorder.base.diskcache): the tests keep
@@ -29,7 +28,7 @@ def _gpu_available() -> bool:
         import cupy
 
         return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no cupy, no driver, no device
+    except Exception:  # noqa: BLE001 - no cupy, no driver, no device
         return False
 
 

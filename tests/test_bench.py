@@ -3,11 +3,10 @@ the CSV labels it predicted, and the heatmap and bar chart are drawn."""
 
 from __future__ import annotations
 
-import pytest
-
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from reorder.cli.bench import BenchKernel, draw, load_suite, run_bench
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli.main import main
 from reorder.base.errors import InputError, SpecError
+from reorder.cli.main import main
 from timing import cli_support as cs
 from timing.worker import Job, JobResult
 

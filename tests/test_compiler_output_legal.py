@@ -26,17 +26,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import built_once
 
 from legality.evidence import verify_as_compiled
 from legality.latency import latency_class, load_table, lookup_read
 from legality.mutate import over_stalls, scoreboard_mutants, stall_cuts
 from legality.verify import verify_instructions, verify_kernel
-from reorder.cli import main as cli
 from reorder.binary.cubin import read_cubin
+from reorder.cli import main as cli
 from reorder.sass.model import decode_kernel
 from reorder.sass.writer import patch_kernel
-
-from conftest import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "corpus" / "heldout"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reorder.sass import rename
 from reorder.base.diskcache import cached_json, key_of
 from reorder.base.errors import ToolError
+from reorder.sass import rename
 
 CUBIN = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
 

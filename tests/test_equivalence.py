@@ -101,5 +101,7 @@ def test_values_that_double_at_every_step_compare_at_once():
         """
     )
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-c", script], cwd=root, timeout=60, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, timeout=60, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ KERNEL = "rmsnorm_triton_style"
 class _FakePool:
     """A worker pool whose every probe variant 'ran' and recorded 40 cycles per position."""
 
-    jobs: list = []
+    jobs: ClassVar[list] = []  # shared: the test reads what every pool was asked
 
     def __init__(self, devices=None) -> None:
         pass

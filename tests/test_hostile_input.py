@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli.main import main
 from reorder.binary.cubin import read_cubin
+from reorder.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
@@ -150,9 +150,9 @@ def test_4_a_relocation_past_its_function_is_named_not_disassembled(tmp_path: Pa
 
 
 def test_4_nvdisasm_time_is_bounded_by_the_input_size(tmp_path: Path, monkeypatch) -> None:
-    from reorder.sass import model as sass
-    from reorder.binary import tools
     from reorder.base.errors import InputError
+    from reorder.binary import tools
+    from reorder.sass import model as sass
 
     assert sass.nvdisasm_timeout(14 * 1024) < 20 and sass.nvdisasm_timeout(2**20) <= 30
     slow = tmp_path / "nvdisasm"
@@ -505,8 +505,8 @@ def test_9_time_names_the_phases_it_bounds(tmp_path: Path, capsys) -> None:
 
 
 def test_9_broken_install_is_not_called_malformed_elf(monkeypatch) -> None:
-    from reorder.binary.cubin import parse_cubin
     from reorder.base.errors import InputError, ReorderError
+    from reorder.binary.cubin import parse_cubin
 
     for name in [m for m in sys.modules if m == "elftools" or m.startswith("elftools.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -543,8 +543,8 @@ def test_11_the_winner_loses_the_moves_that_do_not_pay(tmp_path: Path) -> None:
     """The README's run kept slice_batch#0 although the winner scored better without it;
     backward elimination re-scores the winner without each move and drops the one whose
     removal scores best while that is no worse, then tries again."""
-    from reorder.optimize import _prune
     from reorder.build.space import Choice, build_candidate
+    from reorder.optimize import _prune
 
     cubin, kernel, full, built, scorer, args, report = _pruning_case(tmp_path)
     winner = scorer.score(_written(tmp_path, built[full]))
@@ -562,7 +562,7 @@ def test_11_pruning_stops_at_the_end_of_time(tmp_path: Path) -> None:
     check: past --time's end it scores nothing more, says so, and the winner so far stands."""
     from reorder.optimize import _prune
 
-    cubin, kernel, full, built, scorer, args, report = _pruning_case(tmp_path)
+    _cubin, kernel, full, built, scorer, args, report = _pruning_case(tmp_path)
     winner = scorer.score(_written(tmp_path, built[full]))
     picked = (full, built[full], winner)
     assert _prune(args, kernel, picked, scorer, tmp_path, report, deadline=time.monotonic() - 1) == picked

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from legality.latency import TABLE_DIR, load_table
-from legality.latency import read_slot
+import tomllib
+
+from legality.latency import TABLE_DIR, load_table, read_slot
 from reorder.binary.cubin import read_cubin
 from reorder.sass.model import decode_kernel
 

@@ -3,16 +3,16 @@ with fake device arrays standing in for cupy's (the same __cuda_array_interface_
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 from reorder.base.errors import SpecError
-from timing.launch import Spec
 from tests import fake_device
 from timing.cli_support import checked_spec
+from timing.launch import Spec
 from timing.layout import Pointer
 from timing.params import StructBuffer
 from timing.spec import LaunchSpec, StructParam, parse_spec

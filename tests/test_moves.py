@@ -3,8 +3,6 @@ what `reorder disasm` shows; random legal orders all schedule into verified code
 
 from __future__ import annotations
 
-import pytest
-
 import re
 import subprocess
 import sys
@@ -12,17 +10,18 @@ from collections import Counter
 from pathlib import Path
 
 import networkx as nx
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from legality.graph import build_graph
 from legality.verify import verify_instructions, verify_kernel
 from reorder.analysis.cfg import basic_blocks
-from reorder.sass.control import CONTROL_MASK, CONTROL_SHIFT
 from reorder.base.errors import LegalityError
 from reorder.binary.cubin import read_cubin
-from reorder.moves.core import Swap
 from reorder.build.pipeline import apply_each, batch_loads, cut_stalls
+from reorder.moves.core import Swap
+from reorder.sass.control import CONTROL_MASK, CONTROL_SHIFT
 
 ROOT = Path(__file__).resolve().parent.parent
 RMS = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
@@ -60,7 +59,7 @@ def test_stall_cut_verifies_and_keeps_every_instruction(corpus):
 @pytest.mark.slow
 def test_swaps_verify_and_keep_the_multiset(corpus):
     done = 0
-    for cubin, code in corpus[::3]:
+    for _cubin, code in corpus[::3]:
         for move in Swap.instances(code)[:3]:
             out = apply_each(code, [move])
             assert out.applied, out.skipped
@@ -97,7 +96,7 @@ def test_load_batch_on_rmsnorm_verifies_renames_and_shows_in_disasm(tmp_path):
 
 @pytest.mark.slow
 def test_load_batch_without_noalias_never_passes_a_store(corpus):
-    for cubin, code in corpus[::4]:
+    for _cubin, code in corpus[::4]:
         out = batch_loads(code, noalias=False)
         assert verify_kernel(out.after).ok
         stores = [i for i, ins in enumerate(code.instructions) if ins.access.mem_writes]
@@ -200,7 +199,7 @@ def test_every_family_has_the_one_move_shape(corpus):
     names = set()
     for family in FAMILIES:
         names.add(family.name)
-        for cubin, code in corpus[:12]:
+        for _cubin, code in corpus[:12]:
             everywhere = family.instances(code, MoveOptions(noalias=True))
             assert all(isinstance(m, Move) and m.name == family.name and m.blocks for m in everywhere)
             if everywhere:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reorder.binary import tools
 from reorder.base.errors import ToolError
+from reorder.binary import tools
 
 ROOT = Path(__file__).resolve().parent.parent
 CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "gather_histogram.cubin"

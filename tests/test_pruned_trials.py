@@ -13,16 +13,23 @@ import optuna
 import pandas as pd
 import pytest
 
-import reorder.search.study
 import reorder.build.space
-from reorder.binary.cubin import read_cubin
+import reorder.search.study
 from reorder.base.errors import LegalityError
+from reorder.binary.cubin import read_cubin
+from reorder.build.space import search_space
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, write_report
 from reorder.sass.model import decode_kernel
 from reorder.search.scoring import GpuScorer, StaticScorer
-from reorder.search.study import ORIGINAL, SearchConfig, finished_trials, out_of_candidates, pruned_trials, run_search
-from reorder.search.study import seed_params
-from reorder.build.space import search_space
+from reorder.search.study import (
+    ORIGINAL,
+    SearchConfig,
+    finished_trials,
+    out_of_candidates,
+    pruned_trials,
+    run_search,
+    seed_params,
+)
 from timing.worker import JobResult
 
 ROOT = Path(__file__).resolve().parent.parent

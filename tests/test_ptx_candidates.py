@@ -17,13 +17,13 @@ import ptx_sources  # tests/ptx_sources.py
 import pytest
 
 from benchmarks.ptx_candidates import FALLBACK_MODES, RMSNORM
-from reorder.cli.main import main
 from reorder.binary.cubin import read_cubin
-from reorder.build.ptxcandidate import read_ptx, verdict, write_and_compile
-from reorder.ptx.plans import plan
-from reorder.ptx.compile import compile_ptx
-from reorder.sass.model import decode_kernel
 from reorder.binary.tools import have_tool
+from reorder.build.ptxcandidate import read_ptx, verdict, write_and_compile
+from reorder.cli.main import main
+from reorder.ptx.compile import compile_ptx
+from reorder.ptx.plans import plan
+from reorder.sass.model import decode_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "benchmarks/kernels/ptx_candidates"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli.main import main
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import InputError
+from reorder.binary.cubin import read_cubin
+from reorder.binary.tools import have_tool, triton_bin_dir
+from reorder.cli.main import main
 from reorder.ptx.compile import compile_ptx, read_head
 from reorder.sass.model import decode_kernel
-from reorder.binary.tools import have_tool, triton_bin_dir
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 NVCC_PTX = CORPUS / "ptx" / "sm_90" / "elementwise.ptx"

@@ -23,14 +23,14 @@ import pytest
 from ptx_interp import Memory, Thread, Unmodelled
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analysis import Analysis
+from reorder.binary.tools import have_tool
 from reorder.build.ptxcandidate import write_and_compile
+from reorder.ptx.analysis import Analysis
 from reorder.ptx.loopfind import find_loop
 from reorder.ptx.loopload import loop_loads
 from reorder.ptx.model import Module, parse_module
 from reorder.ptx.prefetch import Prefetch
 from reorder.ptx.unroll import UnrollBatch
-from reorder.binary.tools import have_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 TRITON = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
@@ -445,9 +445,9 @@ def test_loop_moves_compose_with_the_other_kinds():
 
 
 def test_the_optimize_note_for_a_cubin_names_its_loops():
+    from reorder.analysis.loops import loops_note
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
-    from reorder.analysis.loops import loops_note
 
     code = decode_kernel(read_cubin(ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"))
     note = loops_note(code)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx import registry
 from reorder.build.ptxcandidate import read_ptx
+from reorder.ptx import registry
 from reorder.ptx.plans import plan
 from reorder.ptx.registry import OFF, Instance, MoveKind, MoveOptions, Pick, register, registered
 from reorder.ptx.searchspace import first_stage, from_params, rebuild, walk

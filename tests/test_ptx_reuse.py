@@ -10,13 +10,12 @@ import ptx_sources  # tests/ptx_sources.py
 import pytest
 
 from reorder.base.errors import NotApplicable
+from reorder.binary.tools import have_tool
+from reorder.build.ptxlevel import PtxLevel, build
 from reorder.ptx.model import Module, parse_module
-from reorder.ptx.registry import MoveOptions
+from reorder.ptx.registry import MoveOptions, Pick
 from reorder.ptx.reuse import ReuseLoad
 from reorder.ptx.searchspace import first_stage
-from reorder.build.ptxlevel import PtxLevel, build
-from reorder.ptx.registry import Pick
-from reorder.binary.tools import have_tool
 
 TAIL = """
 	add.f32 	%f3, %f1, %f2;

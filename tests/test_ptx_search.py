@@ -14,12 +14,12 @@ import pandas as pd
 import ptx_sources  # tests/ptx_sources.py
 import pytest
 
+from reorder.binary.tools import have_tool
+from reorder.build.ptxlevel import PtxLevel, build, off_params, picks_of, seed_params
+from reorder.build.space import Choice, SearchSpace
 from reorder.cli.main import main
 from reorder.ptx.registry import OFF, Pick
-from reorder.build.ptxlevel import PtxLevel, build, off_params, picks_of, seed_params
 from reorder.search.study import choice_of, suggest
-from reorder.build.space import Choice, SearchSpace
-from reorder.binary.tools import have_tool
 
 needs_ptxas = pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
 
@@ -99,6 +99,7 @@ def _optimize(*args: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=600,
+        check=False,
     )
 
 
@@ -215,8 +216,8 @@ def test_off_is_never_a_pick(ptx):
 @needs_ptxas
 def test_a_triton_ptx_candidate_is_compiled_the_way_triton_compiles(tmp_path):
     """Triton's PTX: the seed's moves, then Triton's ptxas and flags (reorder.ptx.compile), verified."""
-    from reorder.ptx.compile import read_head, recipes
     from reorder.binary.tools import triton_bin_dir
+    from reorder.ptx.compile import read_head, recipes
 
     source = Path(__file__).resolve().parent.parent / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
     head = read_head(source.read_bytes())

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+import reorder.ptx.kinds  # noqa: F401 - registers every kind
 from reorder.base.errors import NotApplicable
 from reorder.binary.cubin import read_cubin
-import reorder.ptx.kinds  # noqa: F401 - registers every kind
 from reorder.ptx.model import parse_module
 from reorder.ptx.registry import MoveOptions, kind_named
 from reorder.ptx.wgmma import WgmmaAsync, exit_waits, loop_breaks, sink_exit_wait, wait_count

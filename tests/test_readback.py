@@ -81,7 +81,7 @@ def test_written_candidates_read_back_as_nvdisasm_reads_them(corpus):
 
 
 def test_a_word_the_reference_does_not_vouch_for_goes_to_nvdisasm(corpus):
-    cubin, code = next((c, k) for c, k in corpus if k.kernel.is_entry and len(k.instructions) > 8)
+    _cubin, code = next((c, k) for c, k in corpus if k.kernel.is_entry and len(k.instructions) > 8)
     at = next(i for i, ins in enumerate(code.instructions) if ins.ctrl.wbar == 7 and not ins.is_barrier and i)
     ins = code.instructions[at]
 

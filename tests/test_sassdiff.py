@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from reorder.cli.main import main
 from reorder.binary.cubin import read_cubin
-from reorder.sass.model import decode_kernel
+from reorder.cli.main import main
 from reorder.report.sassdiff import sass_diff, summarize
+from reorder.sass.model import decode_kernel
 
 CUBIN = Path(__file__).resolve().parent.parent / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"
 KERNEL = "rmsnorm_triton_style"

@@ -13,10 +13,10 @@ import optuna
 import pytest
 
 from reorder.binary.cubin import read_cubin
+from reorder.build.space import search_space
 from reorder.sass.model import decode_kernel
 from reorder.search.scoring import Rejected, StaticScorer
 from reorder.search.study import SearchConfig, finished_trials, run_search
-from reorder.build.space import search_space
 
 ROOT = Path(__file__).resolve().parent.parent
 CUBIN = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
@@ -96,7 +96,7 @@ def test_a_killed_workers_trial_is_retried(tmp_path, space):
                               seed=3, heartbeat_s=1, grace_s=2)
         run_search(config, space, DiesOnThird(cubin, {KERNEL!r}), progress=lambda _: None)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.returncode == 9, done.stderr
     time.sleep(3)  # past the grace period: the dead worker's trial is stale
     study = run_search(
@@ -123,7 +123,7 @@ def test_a_fresh_study_starts_with_the_single_move_seeds(tmp_path, space):
         _config(tmp_path, "seeded", len(seeds) + 2), space, StaticScorer(CUBIN, KERNEL), progress=lambda _: None
     )
     first = sorted(study.trials, key=lambda t: t.number)[: len(seeds)]
-    assert [{k: v for k, v in t.params.items()} for t in first] == seeds
+    assert [dict(t.params.items()) for t in first] == seeds
     ranked = ranked_choices(study, space, 3)
     values = [v for _, v in ranked]
     assert values == sorted(values)

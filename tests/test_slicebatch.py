@@ -14,15 +14,15 @@ from symbolic import equivalent  # tests/symbolic.py (pytest puts tests/ on the 
 from legality.verify import verify_kernel
 from reorder.analysis.cfg import basic_blocks
 from reorder.analysis.costmodel import kernel_cycles
-from reorder.binary.cubin import read_cubin
-from reorder.moves.protocol import MoveOptions
-from reorder.base.errors import EncodingError
 from reorder.analysis.liveness import live_out
-from reorder.build.pipeline import apply_each, batch_loads
-from reorder.sass.rename import GUARD_OPERAND, OperandRename, disassemble_guarded, rename_words
-from reorder.sass.model import decode_kernel
-from reorder.moves.slicebatch import SliceBatch, register_limited_warps
 from reorder.analysis.webs import analyse_block, guarded_live_out
+from reorder.base.errors import EncodingError
+from reorder.binary.cubin import read_cubin
+from reorder.build.pipeline import apply_each, batch_loads
+from reorder.moves.protocol import MoveOptions
+from reorder.moves.slicebatch import SliceBatch, register_limited_warps
+from reorder.sass.model import decode_kernel
+from reorder.sass.rename import GUARD_OPERAND, OperandRename, disassemble_guarded, rename_words
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "benchmarks" / "kernels" / "cubin"
@@ -88,7 +88,7 @@ def test_predicate_and_register_renames_disassemble_as_expected(triton_style):
             ("", "LEA.HI.X.SX32", ("R30", "R5", "R2", "0x1", "P6")),
         ),
     }
-    for offset, (renames, expected) in cases.items():
+    for offset, (_renames, expected) in cases.items():
         assert by_offset[offset].opcode == expected[1]
     words = rename_words(by_offset, [r for renames, _ in cases.values() for r in renames], code.arch)
     listed = disassemble_guarded([words[o] for o in cases], code.arch)
@@ -178,7 +178,7 @@ def test_register_limited_warps():
 def test_slice_batch_over_the_corpus(corpus):
     """Each instance on its own: verified, same multiset, same block semantics."""
     done = 0
-    for cubin, code in corpus[::4]:
+    for _cubin, code in corpus[::4]:
         if not code.kernel.is_entry:
             continue
         for move in SliceBatch.instances(code, MoveOptions(noalias=True))[:2]:

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import tomllib
 
 from benchmarks.kernels.structs import specs as struct_specs
-from reorder.binary import names
-from reorder.cli.main import main
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import InputError, SpecError
+from reorder.binary import names
+from reorder.binary.cubin import read_cubin
+from reorder.cli.main import main
 from tests import fake_device
 from timing import devicestructs
 from timing.cli_support import checked_spec, validated_spec
 from timing.gpu import DeviceSet
-from timing.layout import Pointer, describe_layout, placed_fields, size_align
 from timing.inputs import draw_inputs
+from timing.layout import Pointer, describe_layout, placed_fields, size_align
 from timing.spec import check_against_params, param_offsets, parse_spec
 from timing.spectoml import spec_toml
 

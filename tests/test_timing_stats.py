@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -111,7 +113,7 @@ def test_next_checkpoint_grows() -> None:
     points = [20]
     while points[-1] < 5000:
         points.append(next_checkpoint(points[-1], 20))
-    assert all(b > a for a, b in zip(points, points[1:]))
+    assert all(b > a for a, b in itertools.pairwise(points))
     assert len(points) < 40
 
 

@@ -133,10 +133,16 @@ def test_job_of_a_function_of_a_script_run_with_dash_m(tmp_path) -> None:
     root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, str(tmp_path)])}
     as_module = subprocess.run(
-        [sys.executable, "-m", "mainjob"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "mainjob"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert as_module.stdout.strip() == "mainjob:twice 42", as_module.stderr
     as_file = subprocess.run(
-        [sys.executable, "mainjob.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "mainjob.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert as_file.stdout.startswith("refused:"), as_file.stderr

@@ -27,13 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from timing.inputs import POISON_BYTE, poisoned
-from timing.inputs import draw_inputs
+from timing.inputs import POISON_BYTE, draw_inputs, poisoned
 from timing.spec import LaunchSpec
 
 POISON = POISON_BYTE
 
-__all__ = ["POISON", "poisoned", "Mismatch", "CheckResult", "compare_outputs", "check_pair"]
+__all__ = ["POISON", "CheckResult", "Mismatch", "check_pair", "compare_outputs", "poisoned"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reorder.binary.cubin import Kernel, read_cubin
 from reorder.base.errors import GpuError, InputError
+from reorder.binary.cubin import Kernel, read_cubin
 from timing.spec import LaunchSpec, check_against_params, load_spec
 from timing.worker import Device, Job, JobResult, WorkerPool
 

@@ -103,4 +103,4 @@ def describe_status(result) -> dict[str, Any]:
     return row
 
 
-__all__ = ["check_job", "time_job", "check_and_time_job", "describe_status"]
+__all__ = ["check_and_time_job", "check_job", "describe_status", "time_job"]

@@ -28,7 +28,7 @@ def cupy_module() -> Any:
         raise GpuError(f"cupy is not installed ({e}); GPU checking and timing need it") from None
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # cupy raises CUDARuntimeError when there is no driver/device
+    except Exception as e:  # noqa: BLE001 - cupy raises CUDARuntimeError when there is no driver/device
         raise GpuError(f"no usable CUDA device: {e}") from None
     if count < 1:
         raise GpuError("no CUDA device visible")
@@ -52,17 +52,17 @@ def load_kernel(cubin: str | Path, spec: LaunchSpec) -> Kernel:
         raise GpuError(f"{path}: cubin not found")
     try:
         module = cp.RawModule(path=str(path))
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - cupy raises its own CUDA errors; any of them means the module does not load
         raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
     try:
         function = module.get_function(spec.name)
-    except Exception:  # not a symbol: a C++ signature or part of one (reorder.binary.names)
+    except Exception:  # noqa: BLE001 - not a symbol: a C++ signature or part of one (reorder.binary.names)
         from reorder.binary.cubin import read_cubin
 
         symbol = read_cubin(path).kernel(spec.name).name
         try:
             function = module.get_function(symbol)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - cupy raises its own CUDA errors; any of them means no such kernel
             raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
     if spec.shared > DEFAULT_SHARED_LIMIT:
         function.max_dynamic_shared_size_bytes = spec.shared

@@ -12,7 +12,8 @@ caught: the reference and candidate would have to skip the *same* elements.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -88,9 +88,13 @@ def _pointer_fields(dtype: np.dtype, records: np.ndarray, arrays: _Arrays) -> se
     out = set()
     for name in dtype.names or ():
         sub = dtype.fields[name][0]
-        if sub.kind in "iu" and sub.itemsize == 8 and sub.subdtype is None:
-            if any(int(v) and arrays.pointer(int(v)) for v in records[name].reshape(-1)):
-                out.add(name)
+        if (
+            sub.kind in "iu"
+            and sub.itemsize == 8
+            and sub.subdtype is None
+            and any(int(v) and arrays.pointer(int(v)) for v in records[name].reshape(-1))
+        ):
+            out.add(name)
     return out
 
 
@@ -182,7 +186,7 @@ class Spec(LaunchSpec):
         types: dict[str, StructType] = {}
         params = tuple(_param(n, v, live, arrays, types, outputs, zeros, inits) for n, v in named.items())
         extra = tuple(
-            _extra(n, v, live[n] if n in live else None, structs.get(n), arrays, types, outputs, zeros, inits)
+            _extra(n, v, live.get(n), structs.get(n), arrays, types, outputs, zeros, inits)
             for n, v in extra_arrays.items()
         )
         dims = tuple([grid] if isinstance(grid, int) else grid)

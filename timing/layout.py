@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -61,7 +60,7 @@ class Pointer:
         return self.buffer if self.index == 0 else f"{self.buffer}[{self.index}]"
 
 
-FieldValue = Union[int, float, bool, Pointer, tuple]  # a tuple is an array or a nested struct value
+FieldValue = int | float | bool | Pointer | tuple  # a tuple is an array or a nested struct value
 StructValue = tuple[tuple[str, FieldValue], ...]
 
 

@@ -30,9 +30,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -113,13 +114,13 @@ def open_sm_clock(cp: Any) -> Callable[[], float]:
         bus_id = cp.cuda.Device().pci_bus_id
         handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)
         pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no pynvml, NVML or clock reading: the clock is reported as unknown (nan)
         return lambda: float("nan")
 
     def sample() -> float:
         try:
             return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-        except Exception:
+        except Exception:  # noqa: BLE001 - a failed clock reading is an unknown clock (nan), never a failed timing
             return float("nan")
 
     return sample
@@ -129,7 +130,7 @@ def _l2_flusher(cp: Any, stream: Any) -> Callable[[], None]:
     """A function that overwrites 2x the L2 size on `stream` (a memset, untimed)."""
     try:
         l2 = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])
-    except Exception:
+    except Exception:  # noqa: BLE001 - a device that does not report its L2 size: flush 64 MiB
         l2 = 64 << 20
     size = max(2 * l2, 64 << 20)
     buf = cp.empty(size, dtype=cp.uint8)
@@ -369,7 +370,7 @@ def summarize(
         est,
         float(np.median(kept[:, 0])),
         float(np.median(kept[:, 1])),
-        int(len(kept)),
+        len(kept),
         int(n - len(kept)),
         mhz,
         method,

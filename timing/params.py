@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -105,8 +105,8 @@ class StructBuffer:
     values: tuple[FieldValue, ...]
 
 
-Param = Union[BufferParam, ScalarParam, StructParam]
-Extra = Union[BufferParam, StructBuffer]  # a [[buffer]]: device memory that is not itself a parameter
+Param = BufferParam | ScalarParam | StructParam
+Extra = BufferParam | StructBuffer  # a [[buffer]]: device memory that is not itself a parameter
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +160,7 @@ def required(raw: dict[str, Any], key: str, typ: type, where: str) -> Any:
     if key not in raw:
         raise SpecError(f"{where}: missing '{key}'")
     value = raw[key]
-    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
+    if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
         raise SpecError(f"{where}: '{key}' must be a {typ.__name__}, got {value!r}")
     return value
 
@@ -243,6 +243,6 @@ def check_fits(value: Any, dtype: str, where: str, what: str) -> None:
     elif dt.kind == "b" and value not in (0, 1):
         raise SpecError(f"{where}: {what} {value!r} is not a boolean")
     elif dt.kind == "f" and (
-        not finite(value) and isinstance(value, int) or finite(value) and abs(float(value)) > np.finfo(dt).max
+        (not finite(value) and isinstance(value, int)) or (finite(value) and abs(float(value)) > np.finfo(dt).max)
     ):
         raise SpecError(f"{where}: {what} {value!r} is beyond the range of {dtype} (inf and nan may be given as such)")

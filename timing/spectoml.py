@@ -125,4 +125,4 @@ def spec_toml(spec: LaunchSpec, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["spec_dict", "spec_toml", "toml_value", "value_dict", "pointer_value", "POINTER"]
+__all__ = ["POINTER", "pointer_value", "spec_dict", "spec_toml", "toml_value", "value_dict"]

@@ -18,8 +18,9 @@ that resamples whole rounds (the (a_i, b_i) pairs), so the pairing is kept.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 

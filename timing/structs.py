@@ -125,7 +125,7 @@ def _refuse_cycles(types: list[StructType], source: str) -> None:
 
 def _type_known(ty: Any, types: tuple[StructType, ...], where: str, allow_pointer: bool) -> str:
     names = {t.name for t in types}
-    if not isinstance(ty, str) or not (ty in names or allow_pointer and ty == POINTER):
+    if not isinstance(ty, str) or not (ty in names or (allow_pointer and ty == POINTER)):
         choices = sorted(names) + ([POINTER] if allow_pointer else [])
         raise SpecError(f"{where}: 'type' must name a [[type]] ({', '.join(choices) or 'none declared'}), got {ty!r}")
     return ty

@@ -22,6 +22,7 @@ running it, so every GPU evaluation runs in a child process:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing as mp
 import os
@@ -31,9 +32,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 Status = Literal["ok", "error", "crashed", "timeout"]
 Device = int | str | None
@@ -131,7 +133,7 @@ def _child_main(conn: Any, device: Device, parent: int | None = None) -> None:
             reply = (kind, type(e).__name__, first, traceback.format_exc())
         try:
             conn.send(reply)
-        except Exception as e:  # the result itself would not pickle
+        except Exception as e:  # noqa: BLE001 - the result itself would not pickle
             conn.send(("crashed", type(e).__name__, f"result could not be sent back: {e}", ""))
 
 
@@ -182,10 +184,8 @@ class _Worker:
         if proc is None:
             return
         if not kill and proc.is_alive():
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 conn.send(None)
-            except (OSError, ValueError):
-                pass
             proc.join(2.0)
         if proc.is_alive():
             proc.kill()

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from legality.calibration.calibrate import gather, table_text
 from legality.calibration.build import ARCHS, GENERATED_ARCHS, GENERATED_LEVELS, OPT_LEVELS, build_all, ptxas_version
+from legality.calibration.calibrate import gather, table_text
 from legality.calibration.kernels import write_sources
 from legality.latency import TABLE_DIR
 

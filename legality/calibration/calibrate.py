@@ -43,8 +43,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from legality.latency import Entry, class_table, latency_class, opcode_class
-from legality.latency import read_slot
+from legality.latency import Entry, class_table, latency_class, opcode_class, read_slot
 from legality.verify import Violation, verify_instructions
 from reorder.binary.cubin import read_cubin
 from reorder.sass.model import decode_kernel

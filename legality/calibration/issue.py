@@ -64,7 +64,8 @@ def table_text(arch: int, counts: dict[tuple[str, str], Counter]) -> str:
                 f'pipe = "{pipe}"',
                 f'op = "{key}"',
                 f"cycles = {min(c)}",
-                f'provenance = "ptxas-observed: smallest stall before a same-pipe op over {sum(c.values())} adjacent pairs"',
+                'provenance = "ptxas-observed: smallest stall before a same-pipe op over '
+                f'{sum(c.values())} adjacent pairs"',
                 "",
             ]
     return "\n".join(lines)

@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from legality.latency import latency_class
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import InputError, ToolError
-from reorder.sass.model import Instruction, decode_kernel
-from reorder.binary.tools import find_tool
 from reorder.base.files import write_atomic
+from reorder.binary.cubin import read_cubin
+from reorder.binary.tools import find_tool
+from reorder.sass.model import Instruction, decode_kernel
 from reorder.sass.writer import patch_kernel
 
 LINKS = 32  # measured links per chain
@@ -210,14 +210,20 @@ def _mov(k: int) -> str:
     return f'asm volatile("{{ .reg .b32 t; mov.b32 t, %0; shf.l.wrap.b32 %0, t, t, %1; }}" : "+r"(x) : "r"(s{j}));'
 
 
-_I2FP_IADD = dict(decls=_U32_DECLS, link=_i2fp, store=_U32_STORE, inputs="u32", extra=("I2FP", "IADD3", "IMAD.IADD"))
-_HFMA2 = dict(
-    decls=_U32_DECLS,
-    link=_u32("fma.rn.f16x2 %0, %0, %1, %2;"),
-    store=_U32_STORE,
-    inputs="f16",
-    extra=("HFMA2", "HFMA2.MMA"),
-)
+_I2FP_IADD = {
+    "decls": _U32_DECLS,
+    "link": _i2fp,
+    "store": _U32_STORE,
+    "inputs": "u32",
+    "extra": ("I2FP", "IADD3", "IMAD.IADD"),
+}
+_HFMA2 = {
+    "decls": _U32_DECLS,
+    "link": _u32("fma.rn.f16x2 %0, %0, %1, %2;"),
+    "store": _U32_STORE,
+    "inputs": "f16",
+    "extra": ("HFMA2", "HFMA2.MMA"),
+}
 
 PAIRS: tuple[Pair, ...] = (
     Pair("FFMA", "FFMA", "FFMA", "raw", _F32_DECLS, _f32("fma"), _F32_STORE, "f32"),
@@ -574,10 +580,7 @@ def _run_from(pair: Pair, ins: tuple[Instruction, ...], i: int) -> list[int]:
 def with_stall(ins: Instruction, stall: int) -> Instruction:
     """`ins` with stall `stall`, keeping the control field encodable (see module docstring)."""
     c = ins.ctrl
-    if stall >= 12:
-        c = c.with_(stall=stall, yield_bit=0, reuse=0)
-    else:
-        c = c.with_(stall=stall)
+    c = c.with_(stall=stall, yield_bit=0, reuse=0) if stall >= 12 else c.with_(stall=stall)
     if c.encoding_problem():
         raise InputError(
             f"{ins.offset:#x} {ins.opcode}: stall {stall} gives an illegal control code: {c.encoding_problem()}"
@@ -710,4 +713,4 @@ def scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="reorder-latency-probe-"))
 
 
-__all__ = ["PAIRS", "Pair", "build_all", "build_pair", "locate_chain", "cuda_source", "make_inputs", "read_manifest"]
+__all__ = ["PAIRS", "Pair", "build_all", "build_pair", "cuda_source", "locate_chain", "make_inputs", "read_manifest"]

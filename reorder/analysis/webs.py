@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from reorder.analysis.cfg import Block, basic_blocks
 from reorder.analysis.liveness import solve_live_out
+from reorder.sass.model import Instruction
 from reorder.sass.operands import operand_names
 from reorder.sass.rename import GUARD_OPERAND, OperandRename
-from reorder.sass.model import Instruction
 
 ENTRY = -1  # the def id standing for "a value from before the block"
 GUARD = -1  # the operand index of a guard read

@@ -89,7 +89,7 @@ def resolve(query: str, symbols: Sequence[str], where: str = "cubin") -> str:
     found = exact or [s for s, d in zip(symbols, readable) if want and (want in _squash(d) or want in s)]
     if len(found) == 1:
         return found[0]
-    shown = {s: d for s, d in zip(symbols, readable)}
+    shown = dict(zip(symbols, readable))
     if found:
         listed = "; ".join(f"{shown[s]} [{s}]" if shown[s] != s else s for s in found[:MAX_LISTED])
         more = f" and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from legality.verify import verify_kernel
 from reorder.analysis.costmodel import kernel_cycles, stall_cycles
-from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import EncodingError, LegalityError, NotApplicable
+from reorder.binary.cubin import parse_cubin
 from reorder.moves.core import LoadBatch, StallCut
 from reorder.moves.protocol import Move, MoveOptions
+from reorder.moves.slicebatch import SliceBatch
 from reorder.sass.model import KernelCode
 from reorder.sass.readback import read_back
-from reorder.moves.slicebatch import SliceBatch
 
 
 @dataclass(frozen=True)

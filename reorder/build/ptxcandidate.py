@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from legality.verify import verify_kernel
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import InputError
+from reorder.base.files import write_atomic
+from reorder.binary.cubin import read_cubin
+from reorder.ptx.compile import compile_ptx
 from reorder.ptx.model import Module, parse_module
 from reorder.ptx.plans import Move, apply_moves
-from reorder.ptx.compile import compile_ptx
 from reorder.sass.model import decode_kernel
-from reorder.base.files import write_atomic
 
 
 @dataclass(frozen=True, slots=True)

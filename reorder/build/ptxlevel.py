@@ -23,20 +23,20 @@ from functools import lru_cache
 from pathlib import Path
 
 from reorder.analysis.costmodel import kernel_cycles
-from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import InputError, ReorderError
-from reorder.moves.core import LoadBatch, StallCut
-from reorder.moves.protocol import MoveOptions as SassOptions  # the PTX kinds' MoveOptions is another
+from reorder.binary.cubin import parse_cubin
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxcandidate import read_ptx, verdict
+from reorder.moves.core import LoadBatch, StallCut
+from reorder.moves.protocol import MoveOptions as SassOptions  # the PTX kinds' MoveOptions is another
+from reorder.moves.slicebatch import SliceBatch
+from reorder.ptx.compile import compile_ptx, read_head
 from reorder.ptx.model import Module, parse_module
 from reorder.ptx.peel import PeelLoop
 from reorder.ptx.plans import loads_reaching
 from reorder.ptx.registry import OFF, Instance, MoveOptions, Pick
 from reorder.ptx.searchspace import first_stage, from_params, rebuild, walk
-from reorder.ptx.compile import compile_ptx, read_head
 from reorder.sass.model import KernelCode, decode_kernel
-from reorder.moves.slicebatch import SliceBatch
 
 SASS_PARAM = "sass"  # the SASS families on a PTX candidate's cubin
 SASS_COMBOS = ("none", "sc", "sb", "lb", "sb+sc", "lb+sc")  # the combinations the SASS search seeds with

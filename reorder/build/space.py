@@ -17,16 +17,16 @@ import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import ReorderError
-from reorder.moves.core import LoadBatch, StallCut, Swap
-from reorder.moves.protocol import MoveOptions
+from reorder.binary.cubin import read_cubin
 from reorder.build.pipeline import Outcome, apply_each
-from reorder.ptx.registry import Pick
 from reorder.build.ptxlevel import PtxLevel
 from reorder.build.ptxlevel import build as build_ptx
-from reorder.sass.model import KernelCode, decode_kernel
+from reorder.moves.core import LoadBatch, StallCut, Swap
+from reorder.moves.protocol import MoveOptions
 from reorder.moves.slicebatch import SliceBatch
+from reorder.ptx.registry import Pick
+from reorder.sass.model import KernelCode, decode_kernel
 
 MAX_SWAPS = 3
 

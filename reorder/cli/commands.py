@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reorder.cli.registry import command, seconds
-from reorder.binary.cubin import read_cubin
 from reorder.base.files import check_output
+from reorder.binary.cubin import read_cubin
+from reorder.cli.registry import command, seconds
 from reorder.sass.listing import render_json, render_text
 from reorder.sass.model import decode_kernel
 
@@ -556,9 +556,9 @@ def _optimize_ptx(args: argparse.Namespace):
     (then args.cubin becomes ptxas's cubin of it); None for a plain cubin."""
     from pathlib import Path
 
-    from reorder.ptx.cuda import cuda_ptx
     from reorder.base.errors import InputError
     from reorder.ptx.compile import compile_ptx
+    from reorder.ptx.cuda import cuda_ptx
 
     given = getattr(args, "ptx_inputs", {}).get("cubin")
     if args.cubin.endswith(".cu"):
@@ -680,9 +680,9 @@ def _probe():
         from pathlib import Path
 
         from reorder.base.errors import InputError
+        from reorder.probe import run as tp
         from reorder.probe.variants import parse_range, probe_positions
         from timing import cli_support as cs
-        from reorder.probe import run as tp
 
         if args.launches < 1:
             raise InputError(f"--launches must be at least 1, got {args.launches}")
@@ -728,9 +728,9 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
     from pathlib import Path
 
     from reorder.base.errors import InputError
-    from reorder.probe.variants import build_stamps, check_build, stamp_positions
     from reorder.base.files import write_atomic
     from reorder.probe import run as tp
+    from reorder.probe.variants import build_stamps, check_build, stamp_positions
 
     try:
         offsets = [int(t, 16) for t in args.stamps.split(",") if t.strip()]

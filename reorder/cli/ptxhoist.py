@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
-from reorder.ptx.analysis import Analysis
 from reorder.build.ptxcandidate import Built, read_ptx, write_and_compile
+from reorder.ptx.analysis import Analysis
 from reorder.ptx.hoist import GlobalHoist, targets
 from reorder.ptx.legality import Planner
 from reorder.ptx.memory import Noalias

@@ -13,9 +13,9 @@ import argparse
 from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
-from reorder.ptx.analysis import Analysis
 from reorder.build.ptxcandidate import read_ptx, write_and_compile
 from reorder.cli.ptxhoist import _kernel, summary
+from reorder.ptx.analysis import Analysis
 from reorder.ptx.counted import loop_labels
 from reorder.ptx.loopfind import find_loop
 from reorder.ptx.loopload import loop_loads
@@ -96,9 +96,9 @@ def _is_cubin(path: Path) -> bool:
 
 def _cubin_only(source: Path, args: argparse.Namespace) -> int:
     """A cubin: say which loops its SASS has, and that the loop moves need the kernel's PTX."""
+    from reorder.analysis.loops import cubin_loop_lines
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
-    from reorder.analysis.loops import cubin_loop_lines
 
     cubin = read_cubin(source)
     names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels if k.is_entry]

@@ -27,8 +27,8 @@ from legality.barriers import load_rules, touches_memory
 from legality.issue import load_rates, pipe_of
 from legality.latency import FRESH_SCOREBOARD_CYCLES, LatencyTable, latency_class, lookup_read
 from reorder.sass.model import Instruction
-from reorder.sass.operands import exclusive_guards
 from reorder.sass.opcodes import BARRIERS
+from reorder.sass.operands import exclusive_guards
 
 NO_SCOREBOARD = 7
 

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from legality.barriers import load_rules
 from legality.latency import FRESH_SCOREBOARD_CYCLES, load_table
 from legality.verify import Violation, block_violations, original_violations, verify_instructions
+from reorder.base.errors import LegalityError
 from reorder.moves.distances import Need, plan
 from reorder.sass.control import ControlCode
-from reorder.base.errors import LegalityError
 from reorder.sass.model import Instruction
 
 
@@ -201,10 +201,7 @@ def _learn(
                 base[k] = base[k].with_ctrl(base[k].ctrl.with_(wbar=order[k].ctrl.wbar))
                 changed = True
         elif isinstance(v.required, int) and isinstance(v.provided, int) and j > 0:
-            if inside is not None:
-                need = Need(inside, v.required)
-            else:
-                need = Need(None, issue_j + v.required - v.provided)
+            need = Need(inside, v.required) if inside is not None else Need(None, issue_j + v.required - v.provided)
             if need not in needs:
                 needs.append(need)
     if len(needs) > len(learnt.get(j, ())):

@@ -26,15 +26,15 @@ import networkx as nx
 from legality.graph import dependency
 from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import Block, movable_blocks
-from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
+from reorder.analysis.webs import ENTRY, BlockWebs, analyse_block, guarded_live_out, is_renamable_name, web_renames
 from reorder.base.errors import LegalityError, NotApplicable
+from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
 from reorder.moves.blocks import apply_renames, block_at, declared_parameters, is_hoistable_load
 from reorder.moves.protocol import Candidate, MoveOptions, Noalias
+from reorder.moves.schedule import schedule_block
+from reorder.sass.model import Instruction, KernelCode
 from reorder.sass.operands import Access
 from reorder.sass.rename import OperandRename
-from reorder.sass.model import Instruction, KernelCode
-from reorder.moves.schedule import schedule_block
-from reorder.analysis.webs import ENTRY, BlockWebs, analyse_block, guarded_live_out, is_renamable_name, web_renames
 
 PREDICATES = 7  # P0..P6; P7 is PT
 REGISTER_FILE = 65536  # 32-bit registers per SM (sm_80, sm_90)

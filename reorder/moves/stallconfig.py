@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reorder.binary.cubin import Cubin
 from reorder.base.errors import InputError
+from reorder.binary.cubin import Cubin
 
 
 @dataclass(frozen=True)

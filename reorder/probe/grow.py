@@ -20,9 +20,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from reorder.base.errors import EncodingError
 from reorder.binary import branches
 from reorder.binary.cubin import RESERVED_REGISTERS, SHT_NOBITS, Cubin, Kernel, parse_cubin
-from reorder.base.errors import EncodingError
 from reorder.binary.nvinfo import (
     ATTR_CBANK_PARAM_SIZE,
     ATTR_INDIRECT_BRANCH_TARGETS,

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from reorder.binary.cubin import read_cubin
+from reorder.probe.timeline import Jump, Point, jumps, point
 from reorder.probe.variants import ProbeBuild, ProbeLayout, build_slide, check_build, probe_positions
 from reorder.sass.model import KernelCode, decode_kernel
-from reorder.probe.timeline import Jump, Point, jumps, point
 from timing.spec import BufferParam, LaunchSpec
 
 RECORDS_PARAM = "probe_records"
@@ -219,8 +219,8 @@ def run_stamps(
     import tempfile
 
     from reorder.base.errors import GpuError
-    from reorder.probe.variants import build_stamps, stamp_positions
     from reorder.base.files import write_atomic
+    from reorder.probe.variants import build_stamps, stamp_positions
     from timing.cli_support import worker_device
     from timing.worker import Job, WorkerPool
 

@@ -18,12 +18,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from reorder.sass.control import ControlCode
-from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import EncodingError
-from reorder.sass.rename import disassemble_words
-from reorder.sass.model import Instruction, decode_kernel
+from reorder.binary.cubin import parse_cubin
 from reorder.binary.tools import run_tool
+from reorder.sass.control import ControlCode
+from reorder.sass.model import Instruction, decode_kernel
+from reorder.sass.rename import disassemble_words
 
 # name -> (bit, width). Register fields are 8 bits (255 = RZ), uniform ones 6 (63 = URZ).
 FIELDS: dict[str, tuple[int, int]] = {
@@ -183,7 +183,7 @@ def s2r(arch: int, rd: int, special: str) -> Generated:
     return Generated(patch(t.word, "Rd", rd), "S2R", (reg(rd), special))
 
 
-def nop(arch: int) -> Generated:  # noqa: ARG001 - one encoding on every arch this tool writes
+def nop(arch: int) -> Generated:  # `arch` unused: one encoding on every arch this tool writes
     """A NOP (its control code is set by the scheduler): a stall pad."""
     from reorder.probe.grow import NOP_WORD
 

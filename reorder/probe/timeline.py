@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from reorder.sass.control import NO_SCOREBOARD
 from reorder.base.errors import InputError
-from reorder.sass.model import Instruction
 from reorder.base.files import write_atomic
+from reorder.sass.control import NO_SCOREBOARD
+from reorder.sass.model import Instruction
 
 UNWRITTEN = 0xFFFFFFFF
 DEFAULT_JUMP_CYCLES = 20.0

@@ -32,12 +32,12 @@ import networkx as nx
 
 from legality.latency import FRESH_SCOREBOARD_CYCLES, latency_class, load_table, lookup_read
 from legality.verify import verify_kernel
-from reorder.probe import templates as T
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
-from reorder.sass.control import NO_SCOREBOARD, ControlCode
-from reorder.binary.cubin import parse_cubin
 from reorder.base.errors import EncodingError, InputError
+from reorder.binary.cubin import parse_cubin
+from reorder.probe import templates as T
 from reorder.probe.grow import Grown, Insertion, changed_originals, grow_kernel, regcount_for
+from reorder.sass.control import NO_SCOREBOARD, ControlCode
 from reorder.sass.model import Instruction, KernelCode, decode_kernel, highest_register, make_instruction
 
 SLIDE_RECORD_BYTES = 8

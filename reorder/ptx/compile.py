@@ -26,12 +26,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from reorder.binary.cubin import SUPPORTED_ARCHS
 from reorder.base.diskcache import cache_root, key_of
 from reorder.base.errors import InputError, ToolError
-from reorder.base.files import MAX_INPUT_BYTES
+from reorder.base.files import MAX_INPUT_BYTES, write_atomic
+from reorder.binary.cubin import SUPPORTED_ARCHS
 from reorder.binary.tools import find_tool, run_binary, triton_bin_dir, triton_ptxas_recipe, version_line
-from reorder.base.files import write_atomic
 
 _TARGET = re.compile(r"^\s*\.target\s+(sm_(\d+)[af]?)\b", re.MULTILINE)
 _VERSION = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)

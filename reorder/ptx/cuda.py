@@ -14,8 +14,8 @@ from pathlib import Path
 
 from reorder.base.diskcache import cache_root, key_of
 from reorder.base.errors import InputError
-from reorder.binary.tools import find_tool, run_binary, version_line
 from reorder.base.files import write_atomic
+from reorder.binary.tools import find_tool, run_binary, version_line
 
 NVCC_TIMEOUT_S = 600.0
 

@@ -10,6 +10,7 @@ across it; it is reported. Accesses with ordering semantics (`.volatile`, `.acqu
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -248,10 +249,8 @@ def _address(ins: Instruction, registers: dict[str, str]) -> tuple[frozenset[str
     symbols = [t for t in names if t not in registers]
     offset = 0
     for part in text.replace(" ", "").split("+")[1:]:
-        try:
+        with contextlib.suppress(ValueError):
             offset += int(part, 0)
-        except ValueError:
-            pass
     return regs, (symbols[0] if symbols and not regs else None), offset
 
 

@@ -61,7 +61,7 @@ def reach_condition(cfg: Cfg, top: int, block: int) -> Guard | None:
     return Guard(term)
 
 
-def _edge_literal(cfg: Cfg, source: int, target: int) -> Literal | None | bool:
+def _edge_literal(cfg: Cfg, source: int, target: int) -> Literal | bool | None:
     """The decision an acyclic edge stands for: a literal, None (always taken) or False
     (cannot be expressed: a jump table)."""
     cond = cfg.graph.edges[source, target]["cond"]

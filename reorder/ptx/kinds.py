@@ -159,5 +159,5 @@ REUSE = register(
     )
 )
 
-import reorder.ptx.loopkinds  # (registers 'loop': Prefetch and UnrollBatch)
-import reorder.ptx.wgmmakind  # noqa: F401  (registers 'wgmma': WgmmaAsync)
+import reorder.ptx.loopkinds  # noqa: E402 - registers 'loop' (Prefetch, UnrollBatch) after the kinds above
+import reorder.ptx.wgmmakind  # noqa: E402, F401 - registers 'wgmma' (WgmmaAsync) after the kinds above

@@ -65,7 +65,7 @@ class Regions:
         self.analysis = analysis
         graph = analysis.cfg.graph
         self._succ = {n: [s for s in graph.successors(n) if s != EXIT] for n in graph if n != EXIT}
-        self._pred = {n: [p for p in graph.predecessors(n)] for n in graph if n != EXIT}
+        self._pred = {n: list(graph.predecessors(n)) for n in graph if n != EXIT}
         self._forward: dict[int, frozenset[int]] = {}
         self._backward: dict[tuple[int, int], frozenset[int]] = {}
         self._between: dict[tuple[int, int], tuple[int, ...]] = {}

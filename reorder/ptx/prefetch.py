@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.counted import CountedLoop, loop_labels, shape_refusal
-from reorder.ptx.loopfind import find_loop
 from reorder.ptx.expand import Layout, expand
 from reorder.ptx.fresh import Fresh
+from reorder.ptx.loopfind import find_loop
 from reorder.ptx.loopload import destinations, loop_loads
 from reorder.ptx.memory import Noalias
 from reorder.ptx.model import Function, Module, Statement, new_instruction

@@ -104,7 +104,7 @@ def versions() -> dict:
     out = {"reorder": __version__, "python": platform.python_version()}
     try:
         out["nvdisasm"] = run_tool("nvdisasm", "--version").strip().splitlines()[-1]
-    except Exception as exc:  # a version line must never stop the report
+    except Exception as exc:  # noqa: BLE001 - a version line must never stop the report
         out["nvdisasm"] = f"unknown ({exc})"
     try:
         import optuna

@@ -15,12 +15,12 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from reorder.base.errors import InputError, ToolTimeout
+from reorder.binary.cubin import Cubin, Kernel
+from reorder.binary.tools import run_tool, tool_version
 from reorder.sass import opcodes as op
 from reorder.sass.control import ControlCode
-from reorder.binary.cubin import Cubin, Kernel
-from reorder.base.errors import InputError, ToolTimeout
 from reorder.sass.operands import Access, access, split_operands
-from reorder.binary.tools import run_tool, tool_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,10 +34,10 @@ _DST = (
 ).split()
 
 SHAPES: dict[str, str] = (
-    {op: SHAPE_SETP for op in _SETP}
-    | {op: SHAPE_NONE for op in _NONE}
-    | {op: SHAPE_VOTE for op in _VOTE}
-    | {op: SHAPE_DST for op in _DST}
+    dict.fromkeys(_SETP, SHAPE_SETP)
+    | dict.fromkeys(_NONE, SHAPE_NONE)
+    | dict.fromkeys(_VOTE, SHAPE_VOTE)
+    | dict.fromkeys(_DST, SHAPE_DST)
 )
 KNOWN: frozenset[str] = frozenset(SHAPES)
 

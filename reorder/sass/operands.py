@@ -83,9 +83,7 @@ def _operand_resources(operand: str, width: int) -> list[str]:
         if name in ("RZ", "URZ", "PT", "UPT", "SRZ") or re.fullmatch(r"B\d+", name):
             continue
         inside = operand.find("[") != -1 and operand.find("[") < m.start()
-        if pair:
-            n = 2
-        elif operand.startswith("desc[") and inside and name.startswith("UR"):
+        if pair or (operand.startswith("desc[") and inside and name.startswith("UR")):
             n = 2
         elif bare and not inside:
             n = width

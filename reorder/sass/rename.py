@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 
 from reorder.base.errors import EncodingError, ToolError
-from reorder.sass.model import Instruction, nvdisasm_json
 from reorder.binary.tools import tool_version
+from reorder.sass.model import Instruction, nvdisasm_json
 
 FIELDS: dict[str, int] = {"Rd": 16, "Ra": 24, "Rb": 32, "Rc": 64}
 GUARD_FIELD = 12  # Pg [14:12]; Pg.not is bit 15

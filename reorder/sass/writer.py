@@ -12,9 +12,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from reorder.base.errors import EncodingError
 from reorder.binary import branches
 from reorder.binary.cubin import Cubin, Kernel, parse_cubin
-from reorder.base.errors import EncodingError
 from reorder.binary.nvinfo import ATTR_REGCOUNT, encode_nv_info, remap_record
 from reorder.sass.model import Instruction
 

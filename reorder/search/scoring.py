@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from reorder.analysis.costmodel import kernel_cycles
-from reorder.binary.cubin import read_cubin
 from reorder.base.errors import ReorderError
+from reorder.binary.cubin import read_cubin
 from reorder.sass.model import decode_kernel
 from reorder.sass.readback import read_back
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reorder.build import ptxlevel
-from reorder.search.scoring import Rejected, Score, Scorer
 from reorder.build.space import MAX_SWAPS, Built, Choice, SearchSpace, build_cached
+from reorder.search.scoring import Rejected, Score, Scorer
 
 PRUNED_PER_TRIAL = 2  # pruned trials allowed per budgeted one (+ PRUNED_SLACK): a tiny or
 PRUNED_SLACK = 10  # mostly illegal space ends the run instead of building until --time

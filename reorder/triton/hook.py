@@ -33,8 +33,8 @@ from collections.abc import Callable
 from typing import Any
 
 from reorder.base.diskcache import key_of
-from reorder.triton.request import Request, split_options
 from reorder.triton.digest import code_digest
+from reorder.triton.request import Request, split_options
 from reorder.triton.rewrite import rewrite_or_keep
 
 Say = Callable[[str], None]

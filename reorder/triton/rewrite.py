@@ -26,9 +26,9 @@ from pathlib import Path
 
 from reorder.base.diskcache import cache_root, key_of
 from reorder.base.errors import LegalityError, NotApplicable, ReorderError
+from reorder.base.files import write_atomic
 from reorder.triton import digest
 from reorder.triton.request import Request
-from reorder.base.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH_SECONDS_PER_TRIAL = 120.0

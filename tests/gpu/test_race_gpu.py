@@ -5,10 +5,10 @@ poisoned, at 1 row and at several; the compiler's own schedule must pass."""
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 pytestmark = pytest.mark.gpu
 

@@ -1,4 +1,4 @@
-"""GPU tier of issue 21: the struct kernels checked and timed through their specs, their
+"""GPU tier of the struct kernels: checked and timed through their specs, their
 outputs compared with NumPy, the zeros ticket cleared per launch, and a Spec built in code
 from cupy arrays and numpy structs launching the FAISS-style kernel."""
 
@@ -7,19 +7,18 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import cupy  # tests/conftest.py collects this file only where a GPU is present
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
-
-import cupy  # noqa: E402  (tests/conftest.py collects this file only where a GPU is present)
-
-from timing.launch import Spec  # noqa: E402
-from timing import gpu  # noqa: E402
-from timing.check import check_pair, run_once  # noqa: E402
-from timing.cli_support import checked_spec, validated_spec  # noqa: E402
-from timing.paired import time_pair  # noqa: E402
+from timing import gpu
+from timing.check import check_pair, run_once
+from timing.cli_support import checked_spec, validated_spec
 from timing.inputs import draw_inputs
+from timing.launch import Spec
+from timing.paired import time_pair
+
+pytestmark = pytest.mark.gpu
 
 HERE = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "kernels" / "structs"
 CASES = {

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.gpu
 
 pytest.importorskip("triton")
 
-from timing.multi import Build
-from timing.spec import load_spec
+from timing.multi import Build  # noqa: E402 - after the skip: no Triton, nothing to import
+from timing.spec import load_spec  # noqa: E402
 
 BUILT = Path(__file__).resolve().parents[2] / "benchmarks" / "triton_kernels" / "sm_90"
 
