@@ -179,7 +179,7 @@ def test_prologue_handles_3d_shapes_and_stamps(rms):
     stamps = build_stamps(rms, probe_positions(rms)[::60], LAYOUT)
     checked = check_build(rms, stamps)
     assert checked.changed == () and checked.violations == ()
-    assert stamps.record_bytes == 16 * len(stamps.positions)
+    assert stamps.record_bytes == 24 * len(stamps.positions)
 
 
 def test_occupancy_model():
@@ -306,16 +306,22 @@ def test_region_stamps_build_and_decode(rms, tmp_path):
     build = build_stamps(rms, [0, 187, 263], LAYOUT)
     result = check_build(rms, build)
     assert not result.changed and not result.violations
-    assert build.record_bytes == 3 * 16
+    assert build.record_bytes == 3 * 24
     warps = LAYOUT.warps
-    words = np.full((1, warps, 12), 0xFFFFFFFF, dtype=np.uint32)
+    words = np.full((1, warps, 18), 0xFFFFFFFF, dtype=np.uint32)
     for w in range(warps - 1):  # the last warp never reached any stamp
         for n in range(3):
-            words[0, w, 4 * n : 4 * n + 4] = [1000 + n, 1, 50 * n, w % 7]
+            words[0, w, 6 * n : 6 * n + 6] = [1000 + n, 1, 50 * n, w % 7, 1032 + n, 1]
     rows = stamp_rows(build, rms, words)
     assert len(rows) == 3 * (warps - 1)
     assert rows[4]["warp"] == 1 and rows[4]["stamp"] == 1 and rows[4]["block"] == 0
     assert rows[4]["globaltimer_ns"] == (1 << 32) + 1001 and rows[4]["clock"] == 50 and rows[4]["sm"] == 1
+    assert rows[4]["globaltimer_after_ns"] == (1 << 32) + 1033
+    listing = [i.text for i in result.code.instructions]
+    timer_reads = [k for k, t in enumerate(listing) if "SR_GLOBALTIMERLO" in t]
+    clock_reads = [k for k, t in enumerate(listing) if "SR_CLOCKLO" in t]
+    assert len(timer_reads) == 6 and len(clock_reads) == 3
+    assert all(timer_reads[2 * n] < clock_reads[n] < timer_reads[2 * n + 1] for n in range(3))
 
 
 def test_cli_region_stamps_build_only(tmp_path):

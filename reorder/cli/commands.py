@@ -671,9 +671,12 @@ def _probe():
         p.add_argument(
             "--stamps",
             metavar="OFF,OFF",
-            help="region stamps instead of the sliding probe: a global-timer "
-            "and clock read (with SM id, per warp) after each listed hex offset; -o names the CSV",
+            help="region stamps instead of the sliding probe: a global-timer, clock and "
+            "global-timer read (with SM id, per warp) after each listed hex offset; -o names the CSV",
         )
+        from reorder.cli.hostclock import HOST_CLOCK_HELP
+
+        p.add_argument("--host-clock", action="store_true", help=HOST_CLOCK_HELP)
 
     def run(args: argparse.Namespace) -> int:
         import tempfile
@@ -687,6 +690,8 @@ def _probe():
         if args.launches < 1:
             raise InputError(f"--launches must be at least 1, got {args.launches}")
         spec = cs.validated_spec(args.launch, [args.cubin], args.kernel)
+        if args.host_clock and not args.stamps:
+            raise InputError("--host-clock puts region stamps on the host clock: give --stamps too")
         if args.stamps:
             return _region_stamps(args, spec)
         code = decode_kernel(read_cubin(args.cubin), spec.name)
@@ -746,6 +751,10 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
             f"verifier violations: {len(result.violations)}; {build.occupancy.line()}"
         )
         return 0 if not (result.changed or result.violations) else 1
+    if args.host_clock:
+        from reorder.cli.hostclock import run_host_clock
+
+        return run_host_clock(args, spec, offsets)
     build, rows = tp.run_stamps(args.cubin, spec, offsets, args.launches)
     out = Path(args.output if args.output != "timeline.csv" else "stamps.csv")
     with out.open("w", newline="") as handle:
@@ -775,6 +784,13 @@ def _timeline():
         return 0
 
     return run, add
+
+
+@command("host-timeline", "draw probe --host-clock events CSVs (one per GPU) on one host axis; count proven orders")
+def _host_timeline():
+    from reorder.cli import hostclock
+
+    return hostclock.run_timeline, hostclock.add_timeline_arguments
 
 
 @command(

@@ -177,13 +177,25 @@ def probed_outputs_job(a_cubin: str, b_cubin: str, spec, sets: int = 3) -> str:
     return f"identical on {sets} input sets"
 
 
-STAMP_FIELDS = ("warp", "block", "stamp", "offset", "instruction", "globaltimer_ns", "clock", "sm", "launch")
+STAMP_FIELDS = (
+    "warp",
+    "block",
+    "stamp",
+    "offset",
+    "instruction",
+    "globaltimer_ns",
+    "clock",
+    "sm",
+    "globaltimer_after_ns",
+    "launch",
+)
 
 
 def stamp_rows(build: ProbeBuild, code: KernelCode, records: np.ndarray) -> list[dict[str, Any]]:
     """Region-stamp records (launches, warps, u32 words) as rows: one per warp, stamp and
-    launch, with the block and SM the warp ran on. A slot still all ones was never
-    written (that warp did not reach the stamp) and gives no row."""
+    launch, with the block and SM the warp ran on and the global timer read before and
+    after the clock. A slot still all ones was never written (that warp did not reach the
+    stamp) and gives no row."""
     per_stamp = build.record_bytes // len(build.positions) // 4
     rows = []
     for launch, warps in enumerate(records):
@@ -202,6 +214,7 @@ def stamp_rows(build: ProbeBuild, code: KernelCode, records: np.ndarray) -> list
                         "globaltimer_ns": int(w[0] | w[1] << np.uint64(32)),
                         "clock": int(w[2]),
                         "sm": int(w[3]),
+                        "globaltimer_after_ns": int(w[4] | w[5] << np.uint64(32)),
                         "launch": launch,
                     }
                 )

@@ -8,9 +8,11 @@ the launch's block and grid shape, times the record size, plus the probe buffer
 pointer, a new trailing kernel parameter) so that a probe point costs one clock read
 and one store. Every lane stores the same value to the same slot (benign).
 
-Region stamps: a separate build with probe points at chosen phase boundaries; each
-stores [u64 global timer, u32 clock, u32 SM id] to the slot (warp, stamp); the warp and
-block ids are the slot's coordinates.
+Region stamps: a separate build with probe points at chosen phase boundaries; each reads
+the global timer, then the cycle counter, then the global timer again (a checkpoint: the
+clock read lies between two timer reads, which is what ties SM cycles to GPU nanoseconds,
+reorder.probe.hostaxis) and stores [u64 timer before, u32 clock, u32 SM id, u64 timer
+after] to the slot (warp, stamp); the warp and block ids are the slot's coordinates.
 
 A probe inside a loop keeps the last iteration's clock. Positions are skipped when the
 probed instruction has an operand-reuse flag set (the reuse cache belongs to the next
@@ -41,7 +43,7 @@ from reorder.sass.control import NO_SCOREBOARD, ControlCode
 from reorder.sass.model import Instruction, KernelCode, decode_kernel, highest_register, make_instruction
 
 SLIDE_RECORD_BYTES = 8
-STAMP_RECORD_BYTES = 16
+STAMP_RECORD_BYTES = 24
 GLOBAL_DESC_OFFSET = {80: 0x118, 90: 0x208}  # c-bank word ptxas loads the global descriptor from (ref §1.3)
 PROLOGUE_SB, ADDRESS_SB = 0, 1  # nothing is in flight at entry, and the prologue waits for both
 UNCONDITIONAL_ENDS = frozenset({"BRA", "EXIT", "RET", "JMP", "BRX", "JMX", "KILL"})
@@ -68,12 +70,13 @@ class ProbeLayout:
 class Scratch:
     """Registers the probe code owns: all above the kernel's own, so nothing of it is touched.
 
-    base, base+1: entry clock and probe clock (slide) or the global timer (stamps);
-    base+2, base+3: the record address; stamps add base+4, base+5 (clock, SM id).
+    base, base+1: entry clock and probe clock (slide) or the global timer before (stamps);
+    base+2, base+3: the record address; stamps add base+4, base+5 (clock, SM id) and
+    base+6, base+7 (the global timer after).
     """
 
     base: int  # even
-    count: int  # 4 (slide) or 6 (stamps), not counting temps
+    count: int  # 4 (slide) or 8 (stamps), not counting temps
     temps: tuple[int, ...]  # extra registers for tid.z and ctaid.z
     ur: int  # even uniform pair holding the global memory descriptor
     sb: int  # scoreboard of the probe store's operand read
@@ -177,7 +180,7 @@ def allocate_scratch(code: KernelCode, layout: ProbeLayout, mode: str = "slide")
     """Registers above the kernel's highest, a free uniform pair, a free scoreboard if any."""
     base = highest_register(code.instructions) + 1
     base += base % 2
-    count = 4 if mode == "slide" else 6
+    count = 4 if mode == "slide" else 8
     extra = int(layout.block[2] > 1) + int(layout.grid[2] > 1)
     temps = tuple(base + count + i for i in range(extra))
     ur = _highest_uniform(code.instructions) + 1
@@ -298,14 +301,18 @@ def slide_ops(arch: int, s: Scratch) -> list[Op]:
 
 
 def stamp_ops(arch: int, s: Scratch, stamp: int) -> list[Op]:
-    """[global timer, clock, SM id] to slot `stamp` of this warp."""
-    g, c = s.base, s.base + 4
+    """[global timer, clock, SM id, global timer] to slot `stamp` of this warp: the clock
+    read issues between the two timer reads (one warp issues in order)."""
+    g, c, after = s.base, s.base + 4, s.base + 6
+    slot = STAMP_RECORD_BYTES * stamp
     return [
         pad_op(arch),
         Op(T.globaltimer64(arch, g), extra_wait=1 << s.sb),
         Op(T.clock32(arch, c), extra_wait=1 << s.sb),
-        Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp, g), rbar=s.sb),
-        Op(T.stg64(arch, s.ur, s.addr, STAMP_RECORD_BYTES * stamp + 8, c), rbar=s.sb),
+        Op(T.globaltimer64(arch, after), extra_wait=1 << s.sb),
+        Op(T.stg64(arch, s.ur, s.addr, slot, g), rbar=s.sb),
+        Op(T.stg64(arch, s.ur, s.addr, slot + 8, c), rbar=s.sb),
+        Op(T.stg64(arch, s.ur, s.addr, slot + 16, after), rbar=s.sb),
     ]
 
 

@@ -67,3 +67,4 @@ def test_region_stamps_advance(spec, tmp_path) -> None:
         clocks = [int(r["clock"]) for r in stamps]
         assert clocks == sorted(clocks)
         assert len({r["sm"] for r in stamps}) == 1  # a warp stays on its SM
+        assert all(int(r["globaltimer_ns"]) <= int(r["globaltimer_after_ns"]) for r in stamps)
