@@ -210,13 +210,13 @@ def modelled_run(name: str, gpu: FakeGPU):
 
 def test_timeline_events_and_latency_contain_the_truth(tmp_path):
     gpu = FakeGPU()
-    timeline, truth, entries = modelled_run("gpu0", gpu)
+    timeline, truth, _ = modelled_run("gpu0", gpu)
     assert len(timeline.events) == 3 * 6 * 3  # warp 0 of 6 blocks, 3 stamps, 3 launches
     for e in timeline.events:
         t = truth[(e["launch"], e["warp"], e["stamp"])]
         assert e["gpu_lo_ns"] <= t <= e["gpu_hi_ns"]
         assert e["host_lo_ns"] <= gpu.host_of(t) <= e["host_hi_ns"]
-    for row, entry in zip(timeline.launches, entries):
+    for row in timeline.launches:
         first = gpu.host_of(min(t for (launch, _, n), t in truth.items() if launch == row.launch and n == 0))
         assert row.entry_lo <= first <= row.entry_hi
         assert 0 < row.latency[0] <= 6000 + 3000 <= row.latency[1] + 3000

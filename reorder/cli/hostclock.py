@@ -100,8 +100,9 @@ def summary_lines(t, paths) -> list[str]:
             f"launches on {t.gpu}, host clock CLOCK_MONOTONIC_RAW"
         ),
         (
-            f"link 1 (cycles -> GPU ns, per SM and launch): stamp interval median {percentile(t.link1_widths, 50):.0f} ns, "
-            f"p90 {percentile(t.link1_widths, 90):.0f} ns, max {int(t.link1_widths.max()) if t.link1_widths.size else 0} ns "
+            f"link 1 (cycles -> GPU ns, per SM and launch): stamp interval median "
+            f"{percentile(t.link1_widths, 50):.0f} ns, p90 {percentile(t.link1_widths, 90):.0f} ns, "
+            f"max {int(t.link1_widths.max()) if t.link1_widths.size else 0} ns "
             f"(hard; each stamp's own window alone: median {percentile(t.window_widths, 50):.0f} ns); "
             f"{t.infeasible_segments} of {t.segments} SM runs kept their own windows (no single line); "
             f"timer step {t.tick_ns} ns (empirical)"
@@ -161,7 +162,8 @@ def run_timeline(args: argparse.Namespace) -> int:
     title = f"launch {launch} on {len(gpus)} GPU(s), one host clock: {proven} of {pairs} event pairs in a proven order"
     path = plot_host_timeline(tables, args.output, launch, title, protect=args.csv)
     print(
-        f"launch {launch}: {len(chosen)} events on {', '.join(gpus)}; {proven} of {pairs} pairs in a proven order (hard)"
+        f"launch {launch}: {len(chosen)} events on {', '.join(gpus)}; "
+        f"{proven} of {pairs} pairs in a proven order (hard)"
     )
     print(f"wrote {path}")
     return 0
