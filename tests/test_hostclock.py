@@ -250,3 +250,67 @@ def test_host_clock_needs_region_stamps(tmp_path):
         text=True,
     )
     assert done.returncode == 2 and "--stamps" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def modelled_job(gpu: FakeGPU, warps: int, stamps: int, launches: int, sms: int = 132):
+    """What stamps_job returns, on the model: records (launches, warps, 6 words per stamp)."""
+    import numpy as np
+
+    syncs, calls, records = [gpu.window(0, 10 * SECOND, 80)], [], []
+    for k in range(launches):
+        call = syncs[0].rounds[-1].host_up + 10**6 * (k + 1)
+        calls.append(hc.LaunchCall(k, call, call + 3500))
+        words = np.zeros((warps, 6 * stamps), dtype=np.uint32)
+        for w in range(warps):
+            sm, t = (w // 8) % sms, gpu.ideal(call + 7000) + 90 * (w % 16)
+            for n in range(stamps):
+                t += 2500
+                cp = gpu.checkpoint(sm, t)
+                words[w, 6 * n : 6 * n + 6] = [cp.before & 0xFFFFFFFF, cp.before >> 32, cp.clock, sm] + [
+                    cp.after & 0xFFFFFFFF,
+                    cp.after >> 32,
+                ]
+        records.append(words)
+    syncs.append(gpu.window(1, calls[-1].host_call + 10**7, 80))
+    return {"gpu": "0000:1b:00.0", "syncs": syncs, "calls": calls, "records": np.stack(records)}
+
+
+def test_probe_host_clock_writes_every_file_from_a_modelled_run(tmp_path, monkeypatch, capsys):
+    """The command's whole CPU side (stamp build and check, record decoding, both links, the
+    files and the PNG) with the GPU job answered by the model."""
+    import tomllib
+
+    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+    from timing import cli_support
+    from timing.worker import JobResult
+
+    raw = dict(
+        apply_sweep(
+            tomllib.loads((ROOT / "benchmarks/kernels/specs/rmsnorm_triton_style.toml").read_text()), {"rows": 32}
+        )
+    )
+    raw.pop("grid_sweep", None)
+    spec = tmp_path / "rms32.toml"
+    spec.write_text(spec_toml(raw))
+    cubin = ROOT / "benchmarks/kernels/cubin/rmsnorm.cubin"
+    jobs = []
+
+    def answer(job):
+        jobs.append(job)
+        return JobResult("ok", modelled_job(FakeGPU(), warps=32 * 8, stamps=3, launches=job.args[2]))
+
+    monkeypatch.setattr(cli_support, "require_gpu", lambda *a, **k: None)
+    monkeypatch.setattr(cli_support, "run_one", answer)
+    out = tmp_path / "events.csv"
+    argv = ["probe", str(cubin), "--launch", str(spec), "--stamps", "bb0,1080", "--host-clock", "--launches", "2"]
+    assert main([*argv, "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert jobs[0].func == "reorder.probe.hostclock:stamps_job"
+    assert "launch call -> first warp entry" in printed and "link 1" in printed and "link 2" in printed
+    events = read_table(out, EVENT_FIELDS, "events")
+    assert len(events) == 2 * 32 * 3  # the entry stamp is added to bb0 and 1080
+    assert {e["offset"] for e in events} == {"0x0000", "0x0bb0", "0x1080"}
+    assert all(e["gpu_bound"] == "line" for e in events)
+    for name in ("events.launches.csv", "events.sync.csv", "events.json"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert (tmp_path / "events.png").read_bytes()[:4] == b"\x89PNG"
