@@ -16,7 +16,7 @@ from pathlib import Path
 
 from legality.verify import verify_kernel
 from reorder.base.errors import GpuError, InputError, ReorderError
-from reorder.base.files import check_output, write_atomic
+from reorder.base.files import check_output, undone_on_failure, write_atomic
 from reorder.base.lifetime import raise_if_terminated
 from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.build.ptxlevel import PtxLevel, ptx_level
@@ -26,6 +26,7 @@ from reorder.report.sassdiff import sass_diff
 from reorder.sass.model import decode_kernel
 from reorder.sass.readback import read_back
 from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
+from reorder.search.storagefail import storage_failures
 from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
 
 FINALISTS = 3
@@ -89,7 +90,17 @@ def _choose_device(args: OptimizeArgs) -> bool:
 
 
 def optimize(args: OptimizeArgs) -> Report | None:
-    """Run the search and write the output and report; the Report (None for a helper worker)."""
+    """Run the search and write the output and report; the Report (None for a helper worker).
+    A full disk, a read-only folder or a quota is one line naming the file it could not
+    write, and what this run added to the output's folder (a new study database too) is
+    removed; a resumed study's database stays as sqlite kept it."""
+    folder = args.output.with_name(args.output.stem + ".reorder")
+    undo = contextlib.nullcontext() if args.search_only else undone_on_failure(folder)
+    with undo, storage_failures(args.storage or _default_storage(folder, args.workers)):
+        return _optimize(args)
+
+
+def _optimize(args: OptimizeArgs) -> Report | None:
     if not args.search_only:  # a folder, a device, a hard link to the input: refused before the search
         check_output(args.output, protect=[args.cubin])
     cubin = read_cubin(args.cubin)
@@ -415,7 +426,7 @@ def _score_built(built, path: Path, score) -> tuple[Score | None, str]:
     """Write a built candidate and score it: (score, "") or (None, why it has none)."""
     if built.data is None:
         return None, f"unbuildable: {built.reason}"
-    path.write_bytes(built.data)
+    write_atomic(path, built.data)  # a full disk names the file
     try:
         return score(path), ""
     except Rejected as exc:
@@ -501,7 +512,7 @@ def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, deadlin
     if choice is picked[0] or not isinstance(scorer, GpuScorer):
         return choice, built, final
     path = tmp / "pruned.cubin"
-    path.write_bytes(built.data)
+    write_atomic(path, built.data)  # a full disk names the file
     checked, why = _recheck(scorer, path, check_specs(args, kernel), args.recheck_sets)
     if checked:
         return choice, built, replace(final, detail={**final.detail, "recheck": checked})

@@ -17,9 +17,27 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from reorder.base.errors import InputError
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("REORDER_CACHE") or Path.home() / ".cache" / "reorder")
+
+
+def cache_folder(kind: str) -> Path:
+    """The cache's folder for `kind`, made; a cache the answer cannot do without (compiled PTX)
+    that cannot be made is one InputError naming REORDER_CACHE (pointed at a file, it said
+    only "Not a directory")."""
+    folder = cache_root() / kind
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        named = os.environ.get("REORDER_CACHE")
+        where = f"REORDER_CACHE={named}" if named else f"the cache {cache_root()} (set REORDER_CACHE to move it)"
+        raise InputError(
+            f"{where}: cannot make {folder} there: {exc.strerror or exc}; point REORDER_CACHE at a writable folder"
+        ) from None
+    return folder
 
 
 def key_of(*parts: bytes | str) -> str:

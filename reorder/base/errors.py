@@ -17,6 +17,19 @@ class InputError(ReorderError):
     """The input file cannot be used: empty, corrupt, foreign, or of an unsupported arch."""
 
 
+class OutputError(ReorderError):
+    """An output cannot be written: a full disk, a read-only folder, a quota, a file-size limit.
+    Carries the file and the system's reason; what the failed write had started is removed."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"{path}: cannot write: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+    def __reduce__(self):  # raised in a build worker, it crosses a process boundary
+        return (type(self), (self.path, self.reason))
+
+
 class ToolError(ReorderError):
     """An external tool (nvdisasm, cuobjdump, nvcc, ptxas) is missing or failed."""
 
@@ -59,3 +72,11 @@ class SpecError(ReorderError):
 
 class GpuError(ReorderError):
     """No GPU, a CUDA failure, or a kernel that faulted or hung."""
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (a newline as \\n), so that a message naming
+    a path with a newline in it stays the one line a user and a script read."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

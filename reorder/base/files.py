@@ -11,13 +11,16 @@ before anything is written. A replaced file keeps its mode; a new one gets the u
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from reorder.base.errors import InputError, ReorderError
+from reorder.base.errors import InputError, OutputError, ReorderError
 
 # The largest input reorder reads. Real cubins are kilobytes to a few megabytes (the largest of
 # the corpus and suite is 135 KB); launch specs, configs and CSVs are smaller still.
@@ -48,10 +51,11 @@ def read_input(path: str | Path, error: type[ReorderError] = InputError, limit: 
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise error(f"{p}: cannot read: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which refuses a folder naming only its descriptor ("4: ...")
+        os.close(fd)
+        raise error(f"{p}: {kind_of(mode)}, not a regular file; reorder reads only files")
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise error(f"{p}: {kind_of(mode)}, not a regular file; reorder reads only files")
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
@@ -115,24 +119,76 @@ def umask() -> int:
     return current
 
 
+def write_failure(path: str | Path, exc: OSError) -> OutputError:
+    """The one line for a write the system refused, naming the file (the OSError of a write()
+    names none: "No space left on device" and "File too large" came without a file)."""
+    reason = exc.strerror or str(exc)
+    hint = _WRITE_HINTS.get(exc.errno or 0, "")
+    return OutputError(path, f"{reason}{hint}")
+
+
+_WRITE_HINTS = {
+    errno.ENOSPC: " (free space there, or choose another -o)",
+    errno.EDQUOT: " (free space under the quota, or choose another -o)",
+    errno.EROFS: " (choose another -o)",
+    errno.EACCES: " (choose another -o)",
+    errno.EFBIG: " (over the file-size limit: ulimit -f)",
+}
+
+
 def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = ()) -> Path:
-    """Write `data` to `path` via a temporary file and rename. Refused in one line: an input
-    (`protect`), a folder, a device or FIFO (check_output). A replaced file keeps
-    its mode, a new one gets the umask's (not mkstemp's 0600)."""
+    """Write `data` to `path` via a temporary file and rename: the target is the old file or
+    the new one, never part of either. Refused in one line: an input (`protect`), a folder, a
+    device or FIFO (check_output); a full disk, a read-only folder or a quota (OutputError,
+    the temporary file removed). A replaced file keeps its mode, a new one gets the umask's
+    (not mkstemp's 0600)."""
     target = check_output(path, protect)
     mode = output_mode(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise InputError(f"{target}: cannot write there: {exc.strerror or exc}") from None
+        raise write_failure(target, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), mode)
             handle.write(data)
         os.replace(tmp, target)
+    except OSError as exc:
+        _remove(tmp)
+        raise write_failure(target, exc) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _remove(tmp)
         raise
     return target
+
+
+def _remove(path: str | Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+@contextlib.contextmanager
+def undone_on_failure(folder: Path, failures: tuple[type[BaseException], ...] = (OutputError,)) -> Iterator[None]:
+    """Run the block; if it fails to write (one of `failures`), remove what it added to
+    `folder`: the entries that were not there before, and the folder itself if it was new.
+    What was there before stays (a resumed study's database: sqlite kept it whole). A signal
+    or an interrupt undoes nothing: a killed search resumes from what it wrote."""
+    existed = folder.is_dir()
+    before = {p.name for p in folder.iterdir()} if existed else set()
+    try:
+        yield
+    except failures:
+        if folder.is_dir():
+            for entry in folder.iterdir():
+                if entry.name in before:
+                    continue
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    _remove(entry)
+            if not existed:
+                shutil.rmtree(folder, ignore_errors=True)
+        raise

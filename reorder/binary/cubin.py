@@ -9,6 +9,7 @@ boundary where untrusted bytes come in.
 from __future__ import annotations
 
 import io
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,9 +147,29 @@ def _check_magic(data: bytes, where: str) -> None:
     if len(data) >= 4 and struct.unpack_from("<I", data)[0] == FATBIN_MAGIC:
         raise InputError(f"{where}: a fatbinary, not a cubin (extract one with `cuobjdump -xelf all`)")
     if data[:4] != b"\x7fELF":
-        raise InputError(f"{where}: not an ELF file")
+        raise InputError(f"{where}: {_what_else(data, where)}")
     if len(data) < 64 or data[4] != 2:
         raise InputError(f"{where}: truncated or 32-bit ELF header; cubins are 64-bit ELF")
+
+
+PTX_DIRECTIVES = (".version", ".target", ".address_size", ".entry", ".func", ".visible", ".reg")
+
+
+def _what_else(data: bytes, where: str) -> str:
+    """What a file that is not an ELF seems to be, and what reorder needs instead: PTX without
+    its `.version`/`.target` head was called "not an ELF file", as was a CUDA source."""
+    try:
+        text = data[:65536].decode("utf-8")
+    except UnicodeDecodeError:
+        return "not an ELF file (a cubin is one: nvcc -cubin, or cuobjdump -xelf from a binary)"
+    if not text.strip():
+        return "holds only whitespace: not a cubin, PTX or CUDA source"
+    if where.endswith((".cu", ".cuh")) or "__global__" in text:
+        return "CUDA source: only `reorder optimize` compiles it; for this command give its cubin (nvcc -cubin) or PTX (nvcc -ptx)"
+    missing = [d for d in (".version", ".target") if not re.search(rf"^\s*\{d}\s", text, re.MULTILINE)]
+    if missing and any(d in text for d in PTX_DIRECTIVES):
+        return f"PTX without its {' and '.join(missing)} line{'s' if len(missing) > 1 else ''}: PTX opens with .version and .target (as nvcc -ptx and Triton write it)"
+    return "a text file, not a cubin (nor PTX: no .version and .target lines)"
 
 
 def arch_from_flags(e_flags: int, abi_version: int) -> int:

@@ -65,6 +65,13 @@ def read_ptx(path: Path) -> Module:
         raise InputError(f"{path}: cannot read as PTX text: {exc}") from None
 
 
+def check_compiles(path: Path) -> None:
+    """The PTX at `path` is one its producer's ptxas takes (compiled once, cached): a listing
+    of moves for PTX that ptxas rejects said nothing of it and exited 0."""
+    if compile_ptx(path) is None:
+        raise InputError(f"{path}: not PTX ptxas can take: it has no .version and .target lines")
+
+
 def verdict(cubin: Path, kernel: str) -> Verdict:
     """Verify `kernel` in a cubin ptxas made (see the module docstring)."""
     code = decode_kernel(read_cubin(cubin), kernel)

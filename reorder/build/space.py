@@ -12,12 +12,12 @@ a module-level function of plain arguments so joblib can run it in worker proces
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reorder.base.errors import ReorderError
+from reorder.base.files import write_atomic
 from reorder.binary.cubin import read_cubin
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxlevel import PtxLevel
@@ -212,8 +212,5 @@ def build_cached(
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
         pass
     built = build_candidate(cubin_path, kernel, noalias, choice, ptx)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_bytes(pickle.dumps(built))
-    os.replace(partial, path)  # whole or absent: workers write beside each other
+    write_atomic(path, pickle.dumps(built))  # whole or absent: workers write beside each other
     return built

@@ -730,6 +730,7 @@ def _probe():
 def _region_stamps(args: argparse.Namespace, spec) -> int:
     """`reorder probe --stamps`: build (and with a GPU, run) the region-stamp variant."""
     import csv
+    import io
     from pathlib import Path
 
     from reorder.base.errors import InputError
@@ -757,10 +758,11 @@ def _region_stamps(args: argparse.Namespace, spec) -> int:
         return run_host_clock(args, spec, offsets)
     build, rows = tp.run_stamps(args.cubin, spec, offsets, args.launches)
     out = Path(args.output if args.output != "timeline.csv" else "stamps.csv")
-    with out.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=tp.STAMP_FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+    handle = io.StringIO(newline="")
+    writer = csv.DictWriter(handle, fieldnames=tp.STAMP_FIELDS)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(out, handle.getvalue().encode())  # whole or absent, on a full disk too
     print(f"{out}: {len(rows)} records ({len(offsets)} stamps); {build.occupancy.line()}")
     return 0
 

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 
-from reorder.base.errors import ReorderError
+from reorder.base.errors import ReorderError, one_line
 from reorder.cli import commands  # noqa: F401  (importing it registers the subcommands)
 from reorder.cli.registry import COMMANDS
 
@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
             _compile_ptx_inputs(args)
             return args.handler(args)
     except ReorderError as exc:
-        print(f"reorder {args.command}: error: {exc}", file=sys.stderr)
+        print(f"reorder {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except Terminated:
         print(f"reorder {args.command}: terminated", file=sys.stderr)
@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"reorder {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"reorder {args.command}: error: {one_line(where + str(exc.strerror or exc))}", file=sys.stderr)
         return 2
 
 
@@ -132,8 +132,10 @@ def _compile_ptx_inputs(args: argparse.Namespace) -> None:
             raise InputError(f"{output}: refusing to overwrite the input file; choose another -o")
         how = "found in the cache" if compiled.cached else "compiled"
         print(
-            f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
-            f"{compiled.recipe.describe()} -> {compiled.cubin}",
+            one_line(
+                f"reorder: {value}: {compiled.producer} PTX for {compiled.target}, {how}: "
+                f"{compiled.recipe.describe()} -> {compiled.cubin}"
+            ),
             file=sys.stderr,
         )
         setattr(args, name, str(compiled.cubin))

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
-from reorder.build.ptxcandidate import Built, read_ptx, write_and_compile
+from reorder.build.ptxcandidate import Built, check_compiles, read_ptx, write_and_compile
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.hoist import GlobalHoist, targets
 from reorder.ptx.legality import Planner
@@ -56,6 +56,7 @@ def run(args: argparse.Namespace, noalias_of) -> int:
         which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
         print(f"ASSUMPTION: {which} do not alias any other buffer")
     if args.list:
+        check_compiles(source)  # a listing of PTX that ptxas rejects would be of nothing real
         print("\n".join(listing(module, kernel, noalias)))
         return 0
     if not args.output:

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
-from reorder.build.ptxcandidate import read_ptx, write_and_compile
+from reorder.build.ptxcandidate import check_compiles, read_ptx, write_and_compile
 from reorder.cli.ptxhoist import _kernel, summary
 from reorder.ptx.analysis import Analysis
 from reorder.ptx.counted import loop_labels
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace, noalias_of) -> int:
         which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
         print(f"ASSUMPTION: {which} do not alias any other buffer")
     if args.list:
+        check_compiles(source)  # a listing of PTX that ptxas rejects would be of nothing real
         print("\n".join(listing(module, kernel, noalias, args.speculate)))
         return 0
     if not args.loop or (args.prefetch is None and args.unroll is None):

@@ -147,32 +147,31 @@ def waited_producer(before: Sequence[Instruction], waiter: Instruction, sbs: tup
 
 
 def write_csv(path: str | Path, points: Sequence[Point], found: Sequence[Jump]) -> Path:
+    """The timeline as CSV, written whole or not at all (a full disk leaves none of it)."""
     by_index = {j.at: j for j in found}
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_FIELDS)
-        for p in points:
-            j = by_index.get(p.index)
-            writer.writerow(
-                [
-                    p.index,
-                    f"{p.offset:#06x}",
-                    p.text,
-                    p.stall,
-                    p.wait,
-                    _num(p.cycles),
-                    _num(p.p10),
-                    _num(p.p90),
-                    p.samples,
-                    _num(j.excess) if j else "",
-                    f"{j.offset:#06x} {j.text}" if j else "",
-                    f"{j.producer_offset:#06x}" if j and j.producer_offset is not None else "",
-                    j.producer_text if j else "",
-                ]
-            )
-    return target
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow(CSV_FIELDS)
+    for p in points:
+        j = by_index.get(p.index)
+        writer.writerow(
+            [
+                p.index,
+                f"{p.offset:#06x}",
+                p.text,
+                p.stall,
+                p.wait,
+                _num(p.cycles),
+                _num(p.p10),
+                _num(p.p90),
+                p.samples,
+                _num(j.excess) if j else "",
+                f"{j.offset:#06x} {j.text}" if j else "",
+                f"{j.producer_offset:#06x}" if j and j.producer_offset is not None else "",
+                j.producer_text if j else "",
+            ]
+        )
+    return write_atomic(path, handle.getvalue().encode())
 
 
 def _num(value: float) -> str:

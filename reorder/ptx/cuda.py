@@ -12,10 +12,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from reorder.base.diskcache import cache_root, key_of
+from reorder.base.diskcache import cache_folder, key_of
 from reorder.base.errors import InputError
 from reorder.base.files import write_atomic
 from reorder.binary.tools import find_tool, run_binary, version_line
+from reorder.ptx.compile import has_entry
 
 NVCC_TIMEOUT_S = 600.0
 
@@ -31,9 +32,9 @@ def cuda_ptx(source: Path, flags: str) -> Path:
         raise InputError(f"--nvcc-flags {flags!r}: give compile options only (reorder adds -ptx and -o)")
     nvcc = find_tool("nvcc")
     key = key_of(text, str(source.resolve()), flags, version_line(nvcc))[:16]
-    out = cache_root() / "cu" / f"{source.stem}-{key}.ptx"
+    out = cache_folder("cu") / f"{source.stem}-{key}.ptx"
     if out.is_file():
-        return out
+        return _with_entry(out, source)
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = out.with_name(f".{out.name}.building")
     try:
@@ -54,4 +55,12 @@ def cuda_ptx(source: Path, flags: str) -> Path:
         write_atomic(out, scratch.read_bytes())
     finally:
         scratch.unlink(missing_ok=True)
-    return out
+    return _with_entry(out, source)
+
+
+def _with_entry(ptx: Path, source: Path) -> Path:
+    """The PTX, when it holds a kernel; else the source is refused by its own name (the cached
+    PTX's name meant nothing to its user)."""
+    if not has_entry(ptx.read_bytes()):
+        raise InputError(f"{source}: no kernel: nvcc's PTX of it has no .entry (does it define a __global__ function?)")
+    return ptx

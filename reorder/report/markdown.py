@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reorder import __version__
+from reorder.base.files import write_atomic
 from reorder.search.scoring import Score
 
 
@@ -151,13 +152,10 @@ def pruned_by_class(study) -> dict[str, int]:
 
 def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
     """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    md = folder / "report.md"
-    md.write_text(report.markdown())
+    md = write_atomic(folder / "report.md", report.markdown().encode())  # whole or absent, on a full disk too
     frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
     for column, named in (("user_attrs_failure", "failure_class"), ("user_attrs_pruned", "pruned_class")):
         if column in frame:
             frame[named] = [failure_class(r) if isinstance(r, str) else "" for r in frame[column]]
-    csv = folder / "trials.csv"
-    frame.to_csv(csv, index=False)
+    csv = write_atomic(folder / "trials.csv", frame.to_csv(index=False).encode())
     return md, csv

@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reorder.base.files import write_atomic
 from reorder.build import ptxlevel
 from reorder.build.space import MAX_SWAPS, Built, Choice, SearchSpace, build_cached
 from reorder.search.scoring import Rejected, Score, Scorer
+from reorder.search.storagefail import storage_failure
 
 PRUNED_PER_TRIAL = 2  # pruned trials allowed per budgeted one (+ PRUNED_SLACK): a tiny or
 PRUNED_SLACK = 10  # mostly illegal space ends the run instead of building until --time
@@ -119,7 +121,9 @@ def _open_study(config: SearchConfig, attempts: int = 5):
                 load_if_exists=True,
             )
             return storage, study
-        except (SQLAlchemyError, optuna.exceptions.DuplicatedStudyError):
+        except (SQLAlchemyError, optuna.exceptions.DuplicatedStudyError) as exc:
+            if (refused := storage_failure(exc, config.storage)) is not None:
+                raise refused from None  # a full disk is not a race: no retry
             if attempt == attempts - 1:
                 raise
             time.sleep(0.5 * (attempt + 1))
@@ -313,7 +317,7 @@ def _finish(
         _prune(study, trial, "a binary another worker is scoring")
         return
     path = tmp / f"{built.sha256[:16]}.cubin"
-    path.write_bytes(built.data)
+    write_atomic(path, built.data)  # a full disk names the file
     try:
         score = scorer.score(path)
     except Rejected as exc:
