@@ -118,7 +118,7 @@ def compiler_choices(
     for v in violations:
         p, c = at.get(v.producer_offset), at.get(v.consumer_offset)
         keyed = exact_key(v, p, c) if p is not None and c is not None else None
-        entry = required_entry(v, p, c, table) if keyed is not None else None
+        entry = required_entry(v, p, c, table) if keyed is not None and p is not None and c is not None else None
         if keyed is None or (entry is not None and source_of(entry) == "silicon"):
             kept.append(v)
             continue
@@ -127,11 +127,11 @@ def compiler_choices(
         tightest = old is None or cycles < old.cycles
         chosen[key] = CompilerChoice(
             key,
-            cycles if tightest else old.cycles,
+            cycles if tightest or old is None else old.cycles,
             1 + (old.instances if old else 0),
             v.required,
             source_of(entry) if entry is not None else "no table entry",
-            (v.producer_offset, v.consumer_offset) if tightest else old.example,
+            (v.producer_offset, v.consumer_offset) if tightest or old is None else old.example,
         )
     return tuple(kept), tuple(sorted(chosen.values(), key=lambda c: c.key))
 

@@ -56,7 +56,8 @@ def split(
 ) -> tuple[tuple[Violation, ...], tuple[Violation, ...]]:
     """(new, inherited): inherited ones match a compiler-made pattern at no fewer cycles."""
     text_at = {i.offset: i.text for i in candidate}
-    new, inherited = [], []
+    new: list[Violation] = []
+    inherited: list[Violation] = []
     for v in violations:
         known = floor.get(pattern(v, text_at))
         kept = known is not None and v.cycles is not None and v.cycles >= known

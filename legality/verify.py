@@ -548,13 +548,14 @@ def _through_block(
     one block at a time, and the verifier's walks after it meet the same blocks in the same
     states everywhere the change did not reach (the incremental part of a whole-kernel check)."""
     key = (instructions, _exact_key(entry)) if memo is not None else None
-    if key is not None and key in memo:
+    if memo is not None and key in memo:
         return memo[key]
-    state, local = entry.copy(), []
+    state = entry.copy()
+    local: list[Violation] = []
     for ins in instructions:
         _step_into(state, ins, table, local)
     done = (state.normalized(horizon), tuple(local))
-    if key is not None:
+    if memo is not None:
         if len(memo) >= BLOCK_MEMO_SIZE:
             memo.clear()
         memo[key] = done

@@ -249,6 +249,7 @@ def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.Exi
     from timing.cli_support import validated_spec, worker_device
     from timing.worker import WorkerPool
 
+    assert args.launch is not None  # on a GPU a launch spec is required (checked with the arguments)
     spec = validated_spec(args.launch, [args.cubin], kernel)
     more = check_specs(args, kernel)
     pool = stack.enter_context(WorkerPool(devices=[worker_device()]))
@@ -363,6 +364,7 @@ def _ptx_report(args: OptimizeArgs, choice: Choice, folder: Path, report: Report
     from reorder.build.ptxlevel import compiled, moved_ptx, ptx_diff
 
     level = args.ptx_level
+    assert level is not None  # a winner with PTX moves was searched at the PTX level
     module, applied = moved_ptx(level, choice.ptx)
     diff = folder / "ptx.diff"
     write_atomic(diff, ptx_diff(level, module).encode())
@@ -523,7 +525,8 @@ def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, deadlin
 def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path, deadline: float = math.inf):
     """(contribution rows, the best removal as (move, choice, score, built) or None); the
     removals are built and scored `--jobs` at a time while `deadline` is ahead."""
-    rows, best = [], None
+    rows: list[dict] = []
+    best = None
     moves = choice.moves()
     if len(moves) < 2:
         return rows, None

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from timing.spec import LaunchSpec
+
+if TYPE_CHECKING:
+    from timing.paired import L2Mode, Method
 
 
 def check_job(
@@ -42,8 +45,8 @@ def time_job(
     a_cubin: str,
     b_cubin: str,
     spec: LaunchSpec,
-    l2: str = "warm",
-    method: str = "graph",
+    l2: L2Mode = "warm",
+    method: Method = "graph",
     target_ci_pct: float = 0.5,
     budget_s: float = 8.0,
     b_shared: int | None = None,
@@ -77,8 +80,8 @@ def check_and_time_job(
     a_cubin: str,
     b_cubin: str,
     spec: LaunchSpec,
-    l2: str = "warm",
-    method: str = "graph",
+    l2: L2Mode = "warm",
+    method: Method = "graph",
     target_ci_pct: float = 0.5,
     budget_s: float = 8.0,
     more: Sequence[LaunchSpec] = (),

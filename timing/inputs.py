@@ -39,6 +39,7 @@ def draw_buffer(p: BufferParam, rng: np.random.Generator) -> np.ndarray:
     if p.init is None:
         raise SpecError(f"param '{p.name}': no 'init' and the hook did not supply it")
     dist, n = p.init.dist, p.size
+    flat: np.ndarray
     if dist == "uniform":
         flat = rng.uniform(p.init.arg("low"), p.init.arg("high"), n)
     elif dist == "normal":

@@ -86,8 +86,9 @@ class _Arrays:
 def _pointer_fields(dtype: np.dtype, records: np.ndarray, arrays: _Arrays) -> set[str]:
     """Fields of 8-byte integers whose value is a known array's address in some record."""
     out = set()
+    fields: Mapping[str, tuple] = dtype.fields or {}
     for name in dtype.names or ():
-        sub = dtype.fields[name][0]
+        sub = fields[name][0]
         if (
             sub.kind in "iu"
             and sub.itemsize == 8
@@ -102,8 +103,9 @@ def _struct_types(dtype: np.dtype, name: str, records: np.ndarray, arrays: _Arra
     """Declare the struct type of `dtype` (and nested ones) in `out`; returns its name."""
     pointers = _pointer_fields(dtype, records, arrays)
     fields = []
+    given: Mapping[str, tuple] = dtype.fields or {}
     for field in dtype.names or ():
-        sub, _ = dtype.fields[field][:2]
+        sub, _ = given[field][:2]
         base, shape = sub.subdtype if sub.subdtype else (sub, ())
         count = math.prod(shape) if shape else 1
         if base.names:
@@ -117,8 +119,9 @@ def _struct_types(dtype: np.dtype, name: str, records: np.ndarray, arrays: _Arra
 
 
 def _check_offsets(dtype: np.dtype, types: Mapping[str, StructType], name: str) -> None:
+    fields: Mapping[str, tuple] = dtype.fields or {}
     for placed in placed_fields(types, name):
-        given = dtype.fields[placed.field.name][1]
+        given = fields[placed.field.name][1]
         if given != placed.offset:
             raise SpecError(
                 f"struct {name}: field '{placed.field.name}' is at offset {given} in the dtype, "
@@ -291,8 +294,5 @@ def _extra(
     return StructBuffer(
         name,
         ty,
-        tuple(
-            _value(types, ty, r, arrays, f"buffer '{name}'[{i}]")  # type: ignore[misc]
-            for i, r in enumerate(records)
-        ),
+        tuple(_value(types, ty, r, arrays, f"buffer '{name}'[{i}]") for i, r in enumerate(records)),
     )

@@ -160,7 +160,7 @@ def _pack_into(out: bytearray, at: int, types: Types, type_name: str, value: Fie
         values = dict(value)  # type: ignore[arg-type]
         for p in placed_fields(types, type_name):
             items = values[p.field.name] if p.field.count > 1 else (values[p.field.name],)
-            for i, item in enumerate(items):  # type: ignore[arg-type]
+            for i, item in enumerate(items):
                 _pack_into(out, at + p.offset + i * p.element_size, types, p.field.type, item, address)
 
 
@@ -175,7 +175,7 @@ def pointer_slots(types: Types, type_name: str, value: FieldValue, at: int = 0) 
     out: list[tuple[int, Pointer]] = []
     for p in placed_fields(types, type_name):
         items = values[p.field.name] if p.field.count > 1 else (values[p.field.name],)
-        for i, item in enumerate(items):  # type: ignore[arg-type]
+        for i, item in enumerate(items):
             out += pointer_slots(types, p.field.type, item, at + p.offset + i * p.element_size)
     return tuple(out)
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from reorder.base.errors import SpecError
-from timing.spec import BufferParam, LaunchSpec
+from timing.spec import BufferParam, LaunchSpec, ScalarParam
 from timing.stats import trimmed_mean
 
 
@@ -48,7 +48,11 @@ def same_buffers(specs: Sequence[LaunchSpec]) -> None:
 
     def signature(spec: LaunchSpec) -> tuple:
         return tuple(
-            (p.name, p.dtype, p.shape) if isinstance(p, BufferParam) else (p.name, p.dtype, p.value)
+            (p.name, p.dtype, p.shape)
+            if isinstance(p, BufferParam)
+            else (p.name, p.dtype, p.value)
+            if isinstance(p, ScalarParam)
+            else (p.name, p.type, p.value)  # a struct by value: its type and field values
             for p in spec.params
         )
 

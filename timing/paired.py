@@ -83,7 +83,7 @@ def choose_repeats(single_launch_us: float, min_replay_us: float = 200.0, max_re
     return int(min(max_repeats, max(1, math.ceil(min_replay_us / single_launch_us))))
 
 
-def clock_keep_mask(clocks_mhz: Sequence[float], fraction: float = CLOCK_KEEP_FRACTION) -> np.ndarray:
+def clock_keep_mask(clocks_mhz: Sequence[float] | np.ndarray, fraction: float = CLOCK_KEEP_FRACTION) -> np.ndarray:
     """True for rounds whose SM clock is >= fraction * the highest sample.
 
     Rounds with no sample (nan) are kept: without NVML we cannot tell.
@@ -273,9 +273,9 @@ def time_pair(
 
     if l2 == "warm":
         calibration = launch_copies(cp, spec, dev, CALIBRATION_LAUNCHES)
-        repeats = tuple(
-            choose_repeats(_graph_launch_us(cp, stream, kernels[k], specs[k], calibration), min_replay_us)
-            for k in (0, 1)
+        repeats = (
+            choose_repeats(_graph_launch_us(cp, stream, kernels[0], specs[0], calibration), min_replay_us),
+            choose_repeats(_graph_launch_us(cp, stream, kernels[1], specs[1], calibration), min_replay_us),
         )
     else:
         repeats = (1, 1)

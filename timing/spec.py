@@ -48,6 +48,7 @@ shape exactly (no silent casts). Seeding is described in timing.inputs.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -90,10 +91,10 @@ from timing.params import (
     required,
 )
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - 3.10
+    import tomli as tomllib
 
 # ---------------------------------------------------------------- loading
 
@@ -147,9 +148,9 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
     kernel = raw.get("kernel")
     if not isinstance(kernel, dict):
         raise SpecError(f"{source}: missing [kernel] table")
-    extra = set(raw) - TOP_LEVEL_KEYS
-    if extra:
-        raise SpecError(f"{source}: unknown top-level key(s) {sorted(extra)}")
+    unknown = set(raw) - TOP_LEVEL_KEYS
+    if unknown:
+        raise SpecError(f"{source}: unknown top-level key(s) {sorted(unknown)}")
     no_unknown(kernel, _KERNEL_KEYS, f"{source}: [kernel]")
     where = f"{source}: [kernel]"
     name = required(kernel, "name", str, where)
@@ -170,7 +171,7 @@ def parse_spec(raw: dict[str, Any], source: str = "<spec>") -> LaunchSpec:
     params = tuple(_parse_param(p, i, source, has_hook, types) for i, p in enumerate(_tables(raw, "param", source)))
     extra = tuple(_parse_extra(b, i, source, has_hook, types) for i, b in enumerate(_tables(raw, "buffer", source)))
     seen: set[str] = set()
-    for p in params + extra:
+    for p in (*params, *extra):
         if p.name in seen:
             raise SpecError(f"{source}: param '{p.name}': name used twice")
         seen.add(p.name)

@@ -212,7 +212,9 @@ def check_references(spec: LaunchSpec) -> None:
     allowed, as in C)."""
     elements = _elements(spec)
     types = spec.type_map
-    holders = [(f"param '{p.name}'", p.type, (p.value,)) for p in spec.params if isinstance(p, StructParam)]
+    holders: list[tuple[str, str, tuple[Any, ...]]] = [
+        (f"param '{p.name}'", p.type, (p.value,)) for p in spec.params if isinstance(p, StructParam)
+    ]
     holders += [(f"buffer '{b.name}'", b.type, b.values) for b in spec.struct_buffers]
     for where, ty, values in holders:
         for value in values:

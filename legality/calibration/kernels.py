@@ -129,7 +129,7 @@ def write_sources(
     kernels (gen_*.cu), `chains` dependency chains (chain_*.cu, `legality.calibration.chains`)
     and `loops` loop kernels (loop_*.cu, `legality.calibration.loops`)."""
     rng = random.Random(seed)
-    draw, seen = Draw.seeded(rng), Counter()
+    draw, seen = Draw.seeded(rng), Counter[str]()
     out_dir.mkdir(parents=True, exist_ok=True)
     makers = (
         ("gen", kernels, kernel, ""),

@@ -293,7 +293,7 @@ def to_toml(rows: list[PairResult], arch: int, gpu: str, date: str | None = None
         "# above which every variant was byte-correct on every input set (see legality/silicon/latency_probe.py).",
     ]
     for (p, c, kind), members in sorted(groups.items()):
-        cycles = max(m.floor for m in members)
+        cycles = max(m.floor for m in members if m.floor is not None)  # every member has one (above)
         sets = min(m.input_sets for m in members)
         detail = ", ".join(
             f"{m.pair} {m.producer}->{m.consumer} floor {m.floor} (ptxas {m.ptxas_stall})" for m in members

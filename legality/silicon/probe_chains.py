@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -210,14 +211,14 @@ def _mov(k: int) -> str:
     return f'asm volatile("{{ .reg .b32 t; mov.b32 t, %0; shf.l.wrap.b32 %0, t, t, %1; }}" : "+r"(x) : "r"(s{j}));'
 
 
-_I2FP_IADD = {
+_I2FP_IADD: dict[str, Any] = {
     "decls": _U32_DECLS,
     "link": _i2fp,
     "store": _U32_STORE,
     "inputs": "u32",
     "extra": ("I2FP", "IADD3", "IMAD.IADD"),
 }
-_HFMA2 = {
+_HFMA2: dict[str, Any] = {
     "decls": _U32_DECLS,
     "link": _u32("fma.rn.f16x2 %0, %0, %1, %2;"),
     "store": _U32_STORE,

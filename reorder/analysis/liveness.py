@@ -37,8 +37,8 @@ def solve_live_out(
     reads, definitions): block start index -> names live at the block's end."""
     blocks = basic_blocks(instructions)
     cfg = control_flow_graph(instructions)
-    live_in = {b.start: frozenset() for b in blocks}
-    out = {b.start: frozenset() for b in blocks}
+    live_in: dict[int, frozenset[str]] = {b.start: frozenset() for b in blocks}
+    out: dict[int, frozenset[str]] = {b.start: frozenset() for b in blocks}
     changed = True
     while changed:
         changed = False

@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from reorder.base.errors import InputError
 
@@ -49,7 +50,7 @@ def key_of(*parts: bytes | str) -> str:
     return digest.hexdigest()
 
 
-def cached_json(kind: str, key: str, compute: Callable[[], object]) -> object:
+def cached_json(kind: str, key: str, compute: Callable[[], object]) -> Any:
     """The JSON-able answer stored for (kind, key), computing and storing it when absent."""
     path = cache_root() / kind / f"{key[:2]}" / f"{key}.json"
     try:

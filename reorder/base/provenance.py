@@ -43,7 +43,9 @@ def commit(length: int = 7) -> str:
 def gpu_name(cp: Any = None) -> str:
     """The name of the current CUDA device (CuPy's, imported here unless given)."""
     if cp is None:
-        import cupy as cp
+        import cupy
+
+        cp = cupy
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     name = props.get("name", b"unknown GPU")
     return name.decode(errors="replace") if isinstance(name, bytes) else str(name)

@@ -232,7 +232,7 @@ def _kernel(data, text: Section, sections, symbols: tuple[Symbol, ...], global_a
     sym_index = text.info & 0xFFFFFF
     by_name = {s.name: s for s in sections}
     info = by_name.get(f".nv.info.{name}")
-    attrs = ()
+    attrs: tuple[NvAttr, ...] = ()
     if info:
         attrs = parse_nv_info(_bytes(data, info), f"{where} .nv.info.{name}")
         check_kernel_records(attrs, text.size, f"{where} .nv.info.{name}")

@@ -30,7 +30,7 @@ MAX_LISTED = 12
 def find_demangler() -> str | None:
     """cu++filt from the nvidia wheels or PATH, else c++filt; None when neither is there."""
     try:
-        import nvidia  # type: ignore[import-not-found]
+        import nvidia
 
         for base in nvidia.__path__:
             for candidate in sorted(Path(base).glob("*/bin/cu++filt")):

@@ -8,6 +8,7 @@ and reported, never written).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from legality.verify import verify_kernel
@@ -15,7 +16,7 @@ from reorder.analysis.costmodel import kernel_cycles, stall_cycles
 from reorder.base.errors import EncodingError, LegalityError, NotApplicable
 from reorder.binary.cubin import parse_cubin
 from reorder.moves.core import LoadBatch, StallCut
-from reorder.moves.protocol import Move, MoveOptions
+from reorder.moves.protocol import Candidate, Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
 from reorder.sass.model import KernelCode
 from reorder.sass.readback import read_back
@@ -53,7 +54,7 @@ class Outcome:
         )
 
 
-def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
+def _step(code: KernelCode, move: Move) -> tuple[KernelCode, Candidate]:
     """Apply one move, write it, read the bytes back, and verify what was written."""
     cand = move.apply(code, code.instructions)
     written = read_back(parse_cubin(cand.cubin_bytes(), code.cubin.path), code)
@@ -63,9 +64,13 @@ def _step(code: KernelCode, move) -> tuple[KernelCode, object]:
     return written, cand
 
 
-def apply_each(code: KernelCode, moves: list[Move]) -> Outcome:
+def apply_each(code: KernelCode, moves: Sequence[Move]) -> Outcome:
     current = code
-    applied, skipped, notes, moved, inapplicable = [], [], [], 0, []
+    applied: list[str] = []
+    skipped: list[str] = []
+    notes: list[str] = []
+    inapplicable: list[str] = []
+    moved = 0
     for move in moves:
         try:
             current, cand = _step(current, move)

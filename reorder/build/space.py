@@ -23,7 +23,7 @@ from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxlevel import PtxLevel
 from reorder.build.ptxlevel import build as build_ptx
 from reorder.moves.core import LoadBatch, StallCut, Swap
-from reorder.moves.protocol import MoveOptions
+from reorder.moves.protocol import Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
 from reorder.ptx.registry import Pick
 from reorder.sass.model import KernelCode, decode_kernel
@@ -115,7 +115,7 @@ def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcom
     instances were listed on the original kernel; one an earlier step made moot is skipped
     as a no-op). Raises ReorderError when any chosen move is rejected by the verifier or
     the encoder."""
-    steps = [space.slice_batches[i] for i in choice.slice_batches]
+    steps: list[Move] = [space.slice_batches[i] for i in choice.slice_batches]
     steps += [space.load_batches[i] for i in choice.load_batches]
     steps += _independent_swaps([space.swaps[i] for i in choice.swaps])
     if choice.stall_cuts:

@@ -42,7 +42,7 @@ class BenchKernel:
         return self.symbol or self.name
 
 
-_TIMING_KEYS = (("candidate_budget_s", 2.0), ("final_budget_s", 5.0))
+_TIMING_DEFAULTS = {"candidate_budget_s": 2.0, "final_budget_s": 5.0}
 
 
 def load_suite(path: Path, only: set[str] | None = None) -> tuple[list[BenchKernel], tuple[str, ...]]:
@@ -101,10 +101,16 @@ def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
         int(entry.get("budget", defaults.get("budget", 100))),
         seconds(str(entry.get("time", defaults.get("time", "5m")))),
         points,
-        *(float(entry.get(k, defaults.get(k, d))) for k, d in _TIMING_KEYS),
-        bool(entry.get("contributions", defaults.get("contributions", True))),
-        str(raw.get("kernel", {}).get("name", "")),
-    )  # the spec names the kernel it launches
+        candidate_budget_s=_number(entry, defaults, "candidate_budget_s"),
+        final_budget_s=_number(entry, defaults, "final_budget_s"),
+        contributions=bool(entry.get("contributions", defaults.get("contributions", True))),
+        symbol=str(raw.get("kernel", {}).get("name", "")),  # the spec names the kernel it launches
+    )
+
+
+def _number(entry: dict, defaults: dict, key: str) -> float:
+    """A timing budget of one [[kernel]] entry: its own, else the suite's default, else the built-in one."""
+    return float(entry.get(key, defaults.get(key, _TIMING_DEFAULTS[key])))
 
 
 def _point_spec(kernel: BenchKernel, point: dict, folder: Path) -> Path:
@@ -227,6 +233,7 @@ def _tuned_once_rows(
         )
     )
     seconds = time.monotonic() - started
+    assert report is not None  # a search in this process, not a helper worker
     measured = report.result is not None and report.result.measured
     for point in kernel.points:
         for l2 in l2_states:

@@ -290,7 +290,9 @@ def _batch_loads():
         code = decode_kernel(read_cubin(args.cubin), args.kernel)
         noalias = _noalias(args.assume_noalias, len(code.kernel.params))
         if noalias:
-            which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
+            which = (
+                "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
+            )
             print(f"ASSUMPTION: {which} do not alias any other buffer")
         return _write_outcome(
             args, batch_loads(code, noalias, slices=not args.no_slices, extra_registers=args.extra_registers)
@@ -566,6 +568,7 @@ def _optimize_ptx(args: argparse.Namespace):
             raise InputError("--ptx is for a cubin input; a .cu input brings its own PTX")
         ptx = cuda_ptx(Path(args.cubin), args.nvcc_flags)
         made = compile_ptx(ptx)
+        assert made is not None  # nvcc -ptx wrote PTX
         print(
             f"reorder: {args.cubin}: nvcc -ptx {args.nvcc_flags} -> {ptx}; {made.recipe.describe()} -> {made.cubin}",
             file=sys.stderr,

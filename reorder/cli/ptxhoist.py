@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, noalias_of) -> int:
     kernel = _kernel(module, args.kernel, source)
     noalias: Noalias = noalias_of(args.assume_noalias, len(module.function(kernel).params))
     if noalias:
-        which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
+        which = "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
         print(f"ASSUMPTION: {which} do not alias any other buffer")
     if args.list:
         check_compiles(source)  # a listing of PTX that ptxas rejects would be of nothing real
@@ -144,6 +144,7 @@ def _loads(module: Module, kernel: str, noalias: Noalias, indent: str, only: set
         where = ", ".join(f"up{t.up} ({'/'.join(sorted(t.plan.crosses))})" for t in found) or "nowhere"
         origin = sorted(map(str, planner.analysis.origins.get(i, ())))
         why = f"; stops: {stopped.reason}" if stopped else ""
+        assert s.ins is not None  # a hoistable load is an instruction
         load = f"{s.ins.opcode} [{s.ins.address()}] from {','.join(origin)}"
         out.append(f"{indent}line {s.ident:<6} {load}: {where}{why}")
     return out

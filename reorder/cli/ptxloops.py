@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, noalias_of) -> int:
     kernel = _kernel(module, args.kernel, source)
     noalias: Noalias = noalias_of(args.assume_noalias, len(module.function(kernel).params))
     if noalias:
-        which = "all pointer parameters" if noalias is True else "parameters " + ", ".join(map(str, noalias))
+        which = "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
         print(f"ASSUMPTION: {which} do not alias any other buffer")
     if args.list:
         check_compiles(source)  # a listing of PTX that ptxas rejects would be of nothing real

@@ -178,7 +178,7 @@ def plan(
             after, waits = _needs(block, ins, table)
             after += _issue_needs(ins, pipes, order, rates)
             rule = rules.distance_for(order[barrier].opcode) if barrier is not None else None
-            if rule is not None and touches_memory(ins):
+            if barrier is not None and rule is not None and touches_memory(ins):
                 after.append((barrier, rule.cycles))
         for need in learnt.get(j, ()):
             waits |= need.waits

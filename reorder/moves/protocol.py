@@ -21,6 +21,7 @@ new module here and one line there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -61,7 +62,8 @@ class Candidate:
 class Move(Protocol):
     """One instance of a move family."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     @property
     def blocks(self) -> tuple[int, ...]: ...
@@ -75,4 +77,4 @@ class MoveFamily(Protocol):
     name: str
 
     @staticmethod
-    def instances(code: KernelCode, options: MoveOptions = ...) -> list[Move]: ...
+    def instances(code: KernelCode, options: MoveOptions = ...) -> Sequence[Move]: ...

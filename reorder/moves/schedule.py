@@ -47,6 +47,12 @@ def _initial(ins: Instruction, keep_stall: bool, keep_reuse: bool) -> Instructio
     return ins.with_ctrl(_legal(c))
 
 
+def _shortfall(v: Violation) -> int:
+    """The cycles a distance violation is short by (its required and provided are cycle counts)."""
+    assert isinstance(v.required, int) and isinstance(v.provided, int), v.line()
+    return v.required - v.provided
+
+
 def _bump(order: list[Instruction], index: int, cycles: int, floor: int) -> bool:
     """Add `cycles` of stall before position index+1, spilling backwards past 15."""
     k = index
@@ -142,7 +148,7 @@ def _settled(
         j = min(position[v.consumer_offset] for v in found)
         first = [v for v in found if position[v.consumer_offset] == j]
         if j == 0 and all(isinstance(v.required, int) and isinstance(v.provided, int) for v in first):
-            raise _EntryShortfall(max(v.required - v.provided for v in first))
+            raise _EntryShortfall(max(_shortfall(v) for v in first))
         if not _learn(base, order, j, first, position, learnt):
             raise LegalityError(f"cannot schedule instruction at {order[j].offset:#x}", tuple(first))
     raise LegalityError(f"cannot schedule block at {base[0].offset:#x}: the verdicts did not settle")
@@ -253,7 +259,7 @@ def _fix_tail(
                 tuple(unfixable),
             )
         order = list(kernel)
-        if not _bump(order, end - 1, max(v.required - v.provided for v in bad), start):
+        if not _bump(order, end - 1, max(_shortfall(v) for v in bad), start):
             break
         kernel = tuple(order)
     return kernel

@@ -375,6 +375,7 @@ def changed_originals(before: KernelCode, after_text: bytes, grown: Grown) -> tu
             if word != ins.word:
                 bad.append(ins.offset)
             continue
+        assert ins.target is not None  # only branches with a target are retargeted
         target = branches.decode_target(word, before.arch, new, ins.base)
         same_rest = branches.encode_target(word, before.arch, new, ins.target, ins.base) == branches.encode_target(
             ins.word, before.arch, new, ins.target, ins.base

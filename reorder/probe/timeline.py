@@ -140,7 +140,8 @@ def waited_producer(before: Sequence[Instruction], waiter: Instruction, sbs: tup
             in_flight.append(ins)
     reads = set(waiter.access.reads)
     feeding = [i for i in in_flight if reads & set(i.access.writes)]
-    return (feeding or in_flight or [None])[0]
+    found = feeding or in_flight
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------- files

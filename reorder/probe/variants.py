@@ -261,22 +261,22 @@ def prologue_ops(
     loads = [
         (k, "SR_TID.X"),
         (e, "SR_TID.Y") if by > 1 else None,
-        (tz, "SR_TID.Z") if layout.block[2] > 1 else None,
+        (tz, "SR_TID.Z") if tz is not None else None,
         (a, "SR_CTAID.X"),
         (a + 1, "SR_CTAID.Y") if gy > 1 else None,
-        (cz, "SR_CTAID.Z") if layout.grid[2] > 1 else None,
+        (cz, "SR_CTAID.Z") if cz is not None else None,
     ]
     ops = [Op(T.s2r(arch, r, sr), wbar=PROLOGUE_SB) for r, sr in filter(None, loads)]
     if smid:
         ops.append(Op(T.s2r(arch, s.base + 5, "SR_VIRTUALSMID"), wbar=PROLOGUE_SB))
     if by > 1:
         ops.append(Op(T.imad(arch, k, e, bx, k)))
-    if layout.block[2] > 1:
+    if tz is not None:  # a block with z threads
         ops.append(Op(T.imad(arch, k, tz, bx * by, k)))
     ops.append(Op(T.shr5(arch, k, k)))
     if gy > 1:
         ops.append(Op(T.imad(arch, a, a + 1, gx, a)))
-    if layout.grid[2] > 1:
+    if cz is not None:  # a grid with z blocks
         ops.append(Op(T.imad(arch, a, cz, gx * gy, a)))
     ops.append(Op(T.imad(arch, k, a, layout.warps_per_block, k)))
     if arch >= 90:

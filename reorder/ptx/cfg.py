@@ -156,7 +156,8 @@ class Cfg:
 
 def _blocks(function: Function) -> tuple[Block, ...]:
     """Cut the body into blocks at labels and after block-ending instructions."""
-    cuts, labels_at = [0], {}
+    cuts: list[int] = [0]
+    labels_at: dict[int, list[str]] = {}
     has_instruction = ended = False
     for i, s in enumerate(function.body):
         if s.kind == "label":

@@ -81,7 +81,7 @@ class DefUse:
     def _live_out(self) -> dict[int, frozenset[str]]:
         """Registers live at each block's exit (a backward may-analysis to a fixed point)."""
         cfg = self.cfg
-        live_in = {b.index: frozenset() for b in cfg.blocks}
+        live_in: dict[int, frozenset[str]] = {b.index: frozenset() for b in cfg.blocks}
         live_out = dict(live_in)
         changed = True
         while changed:

@@ -48,7 +48,7 @@ def reach_condition(cfg: Cfg, top: int, block: int) -> Guard | None:
             if pred not in region:
                 continue
             literal = _edge_literal(cfg, pred, node)
-            if literal is False:
+            if isinstance(literal, bool):  # False: a jump table, no literal says it
                 return None
             terms |= {t | {literal} if literal else t for t in conditions[pred]}
         conditions[node] = simplify(terms)

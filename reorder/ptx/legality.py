@@ -167,7 +167,8 @@ class Planner:
             )
         depth = self.analysis.depth  # never into a { } scope: its declarations could shadow the group's registers
         candidates = [i for i in cfg.blocks[top].instructions if (top != low or i < load) and depth[i] == 0]
-        position, outcome = 0, Refusal("the target block has no instruction to go before")
+        position = 0
+        outcome: Plan | Refusal = Refusal("the target block has no instruction to go before")
         while position < len(candidates):
             at = candidates[position]
             outcome = self._try(load, at, guard)

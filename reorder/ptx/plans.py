@@ -63,7 +63,8 @@ def plan(module: Module, kernel: str, noalias: Noalias, mode: str = "barrier") -
 
 def _peel_for(module: Module, kernel: str, noalias: Noalias, which: str) -> tuple[Module, list[Move]]:
     """Peel the loops whose first-iteration loads could then reach a `which` destination."""
-    current, moves = module, []
+    current = module
+    moves: list[Move] = []
     for peel in PeelLoop.instances(module, kernel):
         try:
             trial = peel.apply(current)

@@ -10,6 +10,7 @@ destination operand.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analysis import Analysis
@@ -60,7 +61,8 @@ def _fresh_destinations(function: Function, load: Statement):
         needs.setdefault(declared.type_of(reg) or "", []).append(reg)
     if "" in needs:
         raise NotApplicable(f"{function.name}: line {load.ident} writes a register with no declared type")
-    fresh, declarations = {}, []
+    fresh: dict[str, str] = {}
+    declarations = []
     for kind, regs in needs.items():
         names, declaration = _allocate(function, kind, _stem(kind), len(regs))
         fresh.update(zip(regs, names))
@@ -78,12 +80,17 @@ def _stem(kind: str) -> str:
     return f"%h{kind.lstrip('.')}_"
 
 
+def _verbatim(text: str) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement that inserts `text` as it is (no backslash or group escapes)."""
+    return lambda _: text
+
+
 def _renamed(load: Statement, fresh: dict[str, str]) -> Statement:
     """The load writing fresh registers (only its destination operand is rewritten)."""
     cut = load.text.index("[")
     head = load.text[:cut]
     for old, new in fresh.items():
-        head = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", lambda _, n=new: n, head)
+        head = re.sub(rf"(?<![\w$]){re.escape(old)}(?![\w$])", _verbatim(new), head)
     return load.retext(head + load.text[cut:])
 
 

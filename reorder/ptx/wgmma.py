@@ -250,7 +250,8 @@ def straight_chain(cfg: Cfg, loop) -> list[int]:
 
 def _exit_path(cfg: Cfg, first: int, most: int = 8) -> list[int]:
     """Instructions from a loop exit on, through blocks of one successor, at most `most` blocks."""
-    out, block = [], first
+    out: list[int] = []
+    block = first
     for _ in range(most):
         out += cfg.blocks[block].instructions
         succs = list(cfg.graph.successors(block))

@@ -75,7 +75,7 @@ def summarize(a: KernelCode, b: KernelCode) -> Summary:
 
 
 def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
-    return difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
+    return list(difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes())
 
 
 def sass_diff(a: KernelCode, b: KernelCode, context: int = 3) -> list[str]:

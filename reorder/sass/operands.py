@@ -37,7 +37,9 @@ def exclusive_guards(a: str, b: str) -> bool:
 @lru_cache(maxsize=1 << 17)  # a kernel is decoded many times (each command, each move read back)
 def split_operands(text: str) -> tuple[str, ...]:
     """Split at commas that are not inside brackets."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[(":
             depth += 1

@@ -148,6 +148,7 @@ def tune(
                 seed=0,
             )
         )
+        assert report is not None  # a search in this process, not a helper worker
         winner = output.read_bytes()
         score = report.result
         record = {
@@ -203,7 +204,7 @@ def _configs_to_verify(kernel: Any) -> tuple[list[Mapping[str, Any]], bool]:
     best = getattr(kernel, "best_config", None)
     if best is not None:
         return [config_kwargs(best)], True
-    marked = [
+    marked: list[Mapping[str, Any]] = [
         config_kwargs(c)
         for c in getattr(kernel, "configs", ()) or ()
         if split_options(config_kwargs(c).get("ptx_options"))[0] is not None
