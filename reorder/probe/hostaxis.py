@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from reorder.probe.lines import LineSet, Window, feasible_lines, inconsistency, proven_pairs
+from reorder.probe.lines import LineSet, Number, Window, feasible_lines, inconsistency, proven_pairs
 
 STAMP_CLOCK_BITS = 32  # the region stamps read the low word of the cycle counter
 UNWRAP_GAP_NS = 500_000_000  # two reads further apart may be more than a wrap apart: a new segment
@@ -269,15 +269,15 @@ class Event:
     """One event on both axes: GPU-ns and host-ns intervals (hard), and where it came from."""
 
     gpu: str
-    gpu_lo: Fraction
-    gpu_hi: Fraction
-    host_lo: Fraction
-    host_hi: Fraction
+    gpu_lo: Number
+    gpu_hi: Number
+    host_lo: Number
+    host_hi: Number
 
     @property
     def host_mid(self) -> Fraction:
         """The middle of the host bound: an estimate, to draw with."""
-        return (self.host_lo + self.host_hi) / 2
+        return Fraction(self.host_lo + self.host_hi, 2)
 
 
 def proven_orders(events: Sequence[Event]) -> tuple[int, int]:
@@ -295,7 +295,7 @@ def proven_orders(events: Sequence[Event]) -> tuple[int, int]:
     return across, n * (n - 1) // 2
 
 
-def first_entry(events: Sequence[Event]) -> tuple[Fraction, Fraction]:
+def first_entry(events: Sequence[Event]) -> tuple[Number, Number]:
     """Host interval of the earliest of several events: [least start, least end]."""
     return min(e.host_lo for e in events), min(e.host_hi for e in events)
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from reorder.base.errors import GpuError
 from reorder.probe.hostaxis import Checkpoint, FlagTest, Round, SyncWindow
@@ -307,7 +307,7 @@ class Session:
         self.box.close()
         self._folder.cleanup()
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:

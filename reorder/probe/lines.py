@@ -119,7 +119,9 @@ def feasible_lines(windows: Sequence[Window], slope: tuple[Number, Number]) -> L
     if not finite:
         raise ValueError("no window bounds the line")
     x0 = _floor(finite[0].x)
-    y0 = _floor(finite[0].lo if finite[0].lo is not None else finite[0].hi)
+    bound = finite[0].lo if finite[0].lo is not None else finite[0].hi
+    assert bound is not None  # `finite` keeps the windows with a bound
+    y0 = _floor(bound)
     m_lo, m_hi = Fraction(slope[0]), Fraction(slope[1])
     lows = _hull([(w.x, w.lo) for w in finite if w.lo is not None], upper=True)
     highs = _hull([(w.x, w.hi) for w in finite if w.hi is not None], upper=False)
