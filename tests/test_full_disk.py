@@ -172,6 +172,6 @@ def test_the_report_is_whole_or_absent(tmp_path: Path, monkeypatch) -> None:
     report = SimpleNamespace(markdown=lambda: "# report\n" + "line\n" * 1000)
     study = SimpleNamespace(trials_dataframe=lambda attrs: pd.DataFrame({"number": range(100)}))
     _full_after(monkeypatch, 10)
-    with pytest.raises(OutputError, match="report.md: cannot write: No space left"):
+    with pytest.raises(OutputError, match=r"report\.md: cannot write: No space left"):
         markdown.write_report(tmp_path, report, study)
     assert list(tmp_path.iterdir()) == []

@@ -164,10 +164,8 @@ def write_atomic(path: str | Path, data: bytes, protect: Sequence[str | Path] = 
 
 
 def _remove(path: str | Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 @contextlib.contextmanager

@@ -165,10 +165,14 @@ def _what_else(data: bytes, where: str) -> str:
     if not text.strip():
         return "holds only whitespace: not a cubin, PTX or CUDA source"
     if where.endswith((".cu", ".cuh")) or "__global__" in text:
-        return "CUDA source: only `reorder optimize` compiles it; for this command give its cubin (nvcc -cubin) or PTX (nvcc -ptx)"
+        return (
+            "CUDA source: only `reorder optimize` compiles it; "
+            "for this command give its cubin (nvcc -cubin) or PTX (nvcc -ptx)"
+        )
     missing = [d for d in (".version", ".target") if not re.search(rf"^\s*\{d}\s", text, re.MULTILINE)]
     if missing and any(d in text for d in PTX_DIRECTIVES):
-        return f"PTX without its {' and '.join(missing)} line{'s' if len(missing) > 1 else ''}: PTX opens with .version and .target (as nvcc -ptx and Triton write it)"
+        lines = f"{' and '.join(missing)} line{'s' if len(missing) > 1 else ''}"
+        return f"PTX without its {lines}: PTX opens with .version and .target (as nvcc -ptx and Triton write it)"
     return "a text file, not a cubin (nor PTX: no .version and .target lines)"
 
 
