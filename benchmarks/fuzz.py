@@ -19,8 +19,9 @@ be drawn or built. Without ptxas the PTX cases are skipped and the result says s
 nvdisasm the fuzzer refuses to start.
 
 Outcomes: ok (exit 0 with output), verdict (exit 1 with a report), refused (exit 2, one error
-line), and the failures: empty (exit 0 with nothing), messy (exit 2 without exactly one error
-line), traceback, hang, signal, undrawable, other exit codes.
+line), no-gpu (exit 4, one error line: a command that got as far as the GPU), and the failures:
+empty (exit 0 with nothing), messy (exit 2 or 4 without exactly one error line), traceback, hang,
+signal, undrawable, other exit codes.
 """
 
 from __future__ import annotations
@@ -177,10 +178,12 @@ class Planner:
         ]
         runs += [("check", original, m, "--launch", str(spec))] if spec else []
         small = _small(base)
-        runs += [("stalls", m, "-o", out)] if small and rng.random() < 0.12 else []
-        runs += [("batch-loads", m, "-o", out, "--no-slices")] if small and rng.random() < 0.04 else []
-        runs += [("batch-loads", "--assume-noalias", m, "-o", out)] if small and rng.random() < 0.01 else []
-        runs += [("optimize", m, "-o", out, *OPTIMIZE)] if small and rng.random() < 0.003 else []
+        # a command that transforms one kernel needs it named on a cubin of several: the base's first
+        k = ("--kernel", next(k.name for k in base.cubin.kernels if k.is_entry))
+        runs += [("stalls", m, "-o", out, *k)] if small and rng.random() < 0.12 else []
+        runs += [("batch-loads", m, "-o", out, "--no-slices", *k)] if small and rng.random() < 0.04 else []
+        runs += [("batch-loads", "--assume-noalias", m, "-o", out, *k)] if small and rng.random() < 0.01 else []
+        runs += [("optimize", m, "-o", out, *OPTIMIZE, *k)] if small and rng.random() < 0.003 else []
         return [Case(index, "cubin", kind, base.name, r[0], r) for r in runs]
 
     def _spec(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
@@ -285,7 +288,11 @@ def run_case(case: Case) -> dict:
 
         code, detail = None, "".join(traceback.format_exception(exc))[-2000:]
     outcome = classify(case, code, out.getvalue(), err.getvalue()) if code is not None else "traceback"
-    if outcome in ("refused", "verdict") and case.family in ("spec", "struct", "name") and case.command == "check":
+    if (
+        outcome in ("refused", "verdict", "no-gpu")
+        and case.family in ("spec", "struct", "name")
+        and case.command == "check"
+    ):
         outcome = _drawn(case) or outcome
     stderr = err.getvalue()
     return {
@@ -305,9 +312,9 @@ def classify(case: Case, code: int, stdout: str, stderr: str) -> str:
         return "ok" if (stdout.strip() or wrote or "--build-only" in case.argv) else "empty"
     if code == 1:
         return "verdict"
-    if code == 2:
+    if code in (2, 4):
         errors = [line for line in stderr.strip().splitlines() if "error" in line.lower()]
-        return "refused" if len(errors) == 1 else "messy"
+        return ("refused" if code == 2 else "no-gpu") if len(errors) == 1 else "messy"
     return f"exit{code}"
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from legality.verify import verify_kernel
-from reorder.base.errors import GpuError, InputError, ReorderError
+from reorder.base.errors import InputError, NoGpuError, ReorderError
 from reorder.base.files import check_output, undone_on_failure, write_atomic
 from reorder.base.lifetime import raise_if_terminated
 from reorder.binary.cubin import parse_cubin, read_cubin
@@ -84,7 +84,7 @@ def _choose_device(args: OptimizeArgs) -> bool:
             )
         return True
     if args.device == "gpu":
-        raise GpuError(f"no CUDA GPU available: {reason}")
+        raise NoGpuError(f"no CUDA GPU available: {reason}")
     _say(f"no GPU ({reason}): searching on the static cost model; every figure below is PREDICTED, not measured")
     return False
 

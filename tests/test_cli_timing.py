@@ -1,6 +1,6 @@
 """`reorder check` / `reorder time` on the CPU: everything decided before the GPU is reached.
 
-Spec-against-cubin validation, the no-GPU refusal (one line, exit 2, no traceback),
+Spec-against-cubin validation, the no-GPU refusal (one line, exit 4, no traceback),
 the wiring of the job handed to the worker, and the JobResult -> (lines, exit code)
 mapping with hand-built results for every way a job can end.
 """
@@ -89,9 +89,12 @@ def test_real_spec_validates_against_real_cubin() -> None:
     assert spec.name == "rmsnorm_triton_style" and len(spec.params) == 5
 
 
-def test_kernel_option_renames_the_spec() -> None:
-    """The worker loads by spec.name, so --kernel must reach it."""
-    assert cs.validated_spec(SPEC, [CUBIN], "rms_norm_f32").name == "rms_norm_f32"
+def test_kernel_option_must_name_the_spec_kernel() -> None:
+    """A spec describes one kernel's parameters: --kernel naming another kernel of the same
+    cubin is refused, never used with them (reorder.binary.kernelchoice)."""
+    assert cs.validated_spec(SPEC, [CUBIN], "rmsnorm_triton_style").name == "rmsnorm_triton_style"
+    with pytest.raises(InputError, match=r"--kernel 'rms_norm_f32' names rms_norm_f32 but .* make the two agree"):
+        cs.validated_spec(SPEC, [CUBIN], "rms_norm_f32")
 
 
 def test_param_sizes_in_ordinal_order() -> None:
@@ -152,9 +155,10 @@ def _no_gpu_env() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("cmd", ["check", "time"])
-def test_no_gpu_one_line_exit_2(cmd: str) -> None:
+def test_no_gpu_one_line_exit_4(cmd: str) -> None:
+    """No GPU has its own exit code (reorder.base.exitcodes), apart from bad input's 2."""
     done = _run_cli(cmd, str(CUBIN), str(CUBIN), "--launch", str(SPEC), env=_no_gpu_env())
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 4, done.stderr
     assert done.stdout == ""
     _one_error_line(done.stderr, f"reorder {cmd}: error: no CUDA GPU available")
 
@@ -210,7 +214,7 @@ def test_time_job_wiring(fake_gpu, capsys: pytest.CaptureFixture[str]) -> None:
         str(CUBIN),
         str(CUBIN),
         "--launch",
-        str(SPEC),
+        str(SPEC.with_name("rms_norm_f32.toml")),
         "--kernel",
         "rms_norm_f32",
         "--l2",
@@ -264,10 +268,15 @@ def test_timeout() -> None:
         assert outcome.exit_code == 3 and outcome.lines == ("timeout: no result within 130 s; worker pid 42 killed",)
 
 
-def test_error_in_job_is_exit_2() -> None:
+def test_error_in_job_keeps_its_exit_code() -> None:
+    """A spec the job refuses is bad input (2); a cubin the driver refuses is a GPU failure (3)."""
     r = JobResult("error", reason="GpuError: b.cubin: cannot load kernel 'k'", error_type="GpuError")
     for outcome in (cs.check_outcome(r), cs.time_outcome(r)):
-        assert outcome == cs.Outcome(("error: GpuError: b.cubin: cannot load kernel 'k'",), 2)
+        assert outcome == cs.Outcome(("error: GpuError: b.cubin: cannot load kernel 'k'",), 3)
+    r = JobResult("error", reason="SpecError: k.toml: param 'x'", error_type="SpecError")
+    assert cs.check_outcome(r).exit_code == 2
+    r = JobResult("error", reason="NoGpuError: no CUDA device visible", error_type="NoGpuError")
+    assert cs.check_outcome(r).exit_code == 4
 
 
 def test_time_mismatch_is_not_timed() -> None:

@@ -88,7 +88,7 @@ def test_an_output_error_crosses_a_process_boundary() -> None:
 def test_stalls_onto_a_full_disk_is_one_line_naming_the_output(tmp_path: Path, monkeypatch, capsys) -> None:
     out = tmp_path / "out.cubin"
     _full_after(monkeypatch, 100)
-    line = _one_line(capsys, main(["stalls", str(RMSNORM), "-o", str(out)]), "stalls")
+    line = _one_line(capsys, main(["stalls", str(RMSNORM), "--kernel", "rms_norm_f32", "-o", str(out)]), "stalls")
     assert f"{out}: cannot write: No space left on device" in line
     assert list(tmp_path.iterdir()) == []
 

@@ -49,6 +49,7 @@ def test_outcomes_are_classified_as_the_issue_counts_them(tmp_path: Path) -> Non
     assert classify(case, 2, "", "reorder disasm: error: a\nreorder disasm: error: b\n") == "messy"
     assert classify(case, 2, "", "Traceback (most recent call last):\n  boom\n") == "traceback"
     assert classify(case, 1, "1 violations\n", "") == "verdict"
+    assert classify(case, 4, "", "reorder check: error: no CUDA GPU available: none\n") == "no-gpu"
     out = tmp_path / "o.cubin"
     writes = Case(0, "cubin", "bit_flips", "k.cubin", "stalls", ("stalls", "m.cubin", "-o", str(out)))
     assert classify(writes, 0, "", "") == "empty"

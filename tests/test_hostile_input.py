@@ -334,7 +334,7 @@ def _optimize_on_cpu(tmp_path: Path, env: dict, *flags: str, stderr=subprocess.D
     """`reorder optimize` of the bundled RMSNorm on the CPU, started as its own process (the
     kill and SIGTERM tests signal it)."""
     command = [sys.executable, "-m", "reorder", "optimize", str(CUBIN), "-o", str(tmp_path / "f.cubin")]
-    command += ["--device", "cpu", *flags, "--assume-noalias"]
+    command += ["--kernel", "rmsnorm_triton_style", "--device", "cpu", *flags, "--assume-noalias"]
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
 
 

@@ -306,11 +306,11 @@ def _gpu_present() -> bool:
         ["-m", "benchmarks.latency_probe_gpu", "--run", "nowhere", "--out", "x"],
     ],
 )
-def test_without_a_gpu_one_line_and_exit_2(argv, tmp_path):
+def test_without_a_gpu_one_line_and_exit_4(argv, tmp_path):
     done = subprocess.run(
         [sys.executable, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False
     )
-    assert done.returncode == 2, done.stderr
+    assert done.returncode == 4, done.stderr  # no GPU: reorder.base.exitcodes.NO_GPU
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
 

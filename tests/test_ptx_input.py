@@ -100,7 +100,9 @@ def test_commands_take_ptx_and_never_write_over_it(tmp_path, capsys):
     assert main(["verify", str(ptx)]) == 0
     err = capsys.readouterr().err
     assert "nvcc PTX for sm_90, compiled" in err
-    assert main(["stalls", str(ptx), "-o", str(tmp_path / "cut.cubin")]) == 0
+    assert main(["stalls", str(ptx), "-o", str(tmp_path / "cut.cubin")]) == 2  # five kernels: name one
+    assert f"{ptx} holds 5 kernels" in capsys.readouterr().err
+    assert main(["stalls", str(ptx), "-o", str(tmp_path / "cut.cubin"), "--kernel", "saxpy_grid_stride"]) == 0
     assert read_cubin(tmp_path / "cut.cubin").kernels
     assert main(["stalls", str(ptx), "-o", str(ptx)]) == 2
     assert "refusing to overwrite the input" in capsys.readouterr().err

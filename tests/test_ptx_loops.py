@@ -319,7 +319,7 @@ def test_the_loop_kind_is_registered_and_every_alternative_applies():
     _same_work(module, both, _run_rmsnorm, ROWS[:4])
 
 
-def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx():
+def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx(tmp_path):
     cubin = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"
     listed = subprocess.run(
         [sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--list"],
@@ -342,7 +342,7 @@ def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx():
             "--prefetch",
             "1",
             "-o",
-            "/nonexistent/out.ptx",
+            str(tmp_path / "out.ptx"),
         ],
         capture_output=True,
         text=True,
@@ -350,6 +350,7 @@ def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx():
         cwd=ROOT,
     )
     assert asked.returncode != 0 and "loop moves need the kernel's PTX" in asked.stderr
+    assert not (tmp_path / "out.ptx").exists()
 
 
 POST = """

@@ -9,8 +9,9 @@ and exit 2, not a worker that dies). The GPU work itself runs in a timing.worker
 child, and its JobResult is turned into printable lines plus an exit code by pure
 functions that the CPU tests drive with hand-built results.
 
-Exit codes: 0 identical (and timed), 1 byte mismatch, 2 unusable input or no GPU
-(including a ReorderError raised inside the job), 3 the job crashed or timed out.
+Exit codes (reorder.base.exitcodes): 0 identical (and timed), 1 byte mismatch, 2 unusable
+input (a ReorderError raised inside the job, other than a GPU failure), 3 the job crashed or
+timed out or the GPU failed, 4 no GPU.
 """
 
 from __future__ import annotations
@@ -25,15 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reorder.base.errors import GpuError, InputError
+from reorder.base import exitcodes
+from reorder.base.errors import InputError, NoGpuError
 from reorder.binary.cubin import Kernel, read_cubin
+from reorder.binary.kernelchoice import choose_kernel
 from timing.spec import LaunchSpec, check_against_params, load_spec
 from timing.worker import Device, Job, JobResult, WorkerPool
 
-EXIT_OK = 0
-EXIT_MISMATCH = 1
-EXIT_INPUT = 2
-EXIT_FAULT = 3
+EXIT_OK = exitcodes.OK
+EXIT_MISMATCH = exitcodes.VERDICT
+EXIT_INPUT = exitcodes.INPUT
+EXIT_FAULT = exitcodes.CRASH
+EXIT_NO_GPU = exitcodes.NO_GPU
+# a ReorderError raised inside a job keeps its class's exit code (reorder.base.exitcodes)
+_JOB_ERROR_EXIT = {"GpuError": EXIT_FAULT, "NoGpuError": EXIT_NO_GPU}
 PROBE_TIMEOUT_S = 60.0  # importing cupy cold plus cuInit; a hung driver must not hang the CLI
 CHECK_TIMEOUT_S = 120.0
 TIME_SETUP_S = 120.0  # graph capture, loading and checking come on top of the timing budget
@@ -69,10 +75,10 @@ class Outcome:
 # ---------------------------------------------------------------- CPU-side validation
 
 
-def entry_kernel(cubin_path: str | Path, name: str) -> Kernel:
-    """The named kernel of a cubin, refused (InputError naming it) if absent or not launchable."""
-    cubin = read_cubin(cubin_path)
-    kernel = cubin.kernel(name)  # raises InputError "no kernel named ... (have: ...)" or "... is ambiguous"
+def entry_kernel(cubin_path: str | Path, name: str, given: str | None = None, where: str = "") -> Kernel:
+    """The kernel a spec (`name`, from `where`) names in a cubin, refused (InputError naming it)
+    if absent, not launchable, or not the one --kernel (`given`) names (reorder.binary.kernelchoice)."""
+    kernel = choose_kernel(read_cubin(cubin_path), given, name, where).kernel
     if not kernel.is_entry:
         raise InputError(f"{cubin_path}: '{kernel.name}' is a device function, not a launchable kernel")
     return kernel
@@ -86,21 +92,18 @@ def param_sizes(kernel: Kernel) -> list[int]:
 def validated_spec(spec_path: str | Path, cubins: Sequence[str | Path], kernel: str | None = None) -> LaunchSpec:
     """Load a spec and check it against the kernel in every cubin; SpecError/InputError otherwise.
 
-    `kernel` overrides the spec's kernel name, and the returned spec carries the name
-    actually used, because the worker loads the kernel by `spec.name`.
+    `kernel` (--kernel) must name the kernel the spec names, never another: a spec describes
+    one kernel's parameters, and timing another kernel with them launches garbage arguments.
     """
-    spec = load_spec(spec_path)
-    if kernel and kernel != spec.name:
-        spec = dataclasses.replace(spec, name=kernel)
-    return checked_spec(spec, cubins)
+    return checked_spec(load_spec(spec_path), cubins, kernel)
 
 
-def checked_spec(spec: LaunchSpec, cubins: Sequence[str | Path]) -> LaunchSpec:
+def checked_spec(spec: LaunchSpec, cubins: Sequence[str | Path], kernel: str | None = None) -> LaunchSpec:
     """A spec checked against its kernel's parameter table (sizes and C-layout offsets) in
     every cubin, carrying the kernel's symbol: a spec may name a kernel by its C++ signature
     or a unique part of it (reorder.binary.names), and the worker loads the kernel by symbol."""
     for path in cubins:
-        found = entry_kernel(path, spec.name)
+        found = entry_kernel(path, spec.name, kernel, str(spec.source or ""))
         if found.name != spec.name:
             spec = dataclasses.replace(spec, name=found.name)
         ordered = sorted(found.params, key=lambda p: p.ordinal)
@@ -144,10 +147,10 @@ def gpu_unavailable_reason(timeout_s: float = PROBE_TIMEOUT_S, env: Mapping[str,
 
 
 def require_gpu(timeout_s: float = PROBE_TIMEOUT_S) -> None:
-    """Raise GpuError (exit 2, one line) unless a CUDA device is usable."""
+    """Raise NoGpuError (exit 4, one line) unless a CUDA device is usable."""
     reason = gpu_unavailable_reason(timeout_s)
     if reason:
-        raise GpuError(f"no CUDA GPU available: {reason}")
+        raise NoGpuError(f"no CUDA GPU available: {reason}")
 
 
 # ---------------------------------------------------------------- running the job
@@ -173,7 +176,7 @@ def failure_outcome(result: JobResult) -> Outcome | None:
     if result.status == "ok":
         return None
     if result.status == "error":
-        return Outcome((f"error: {result.reason}",), EXIT_INPUT)
+        return Outcome((f"error: {result.reason}",), _JOB_ERROR_EXIT.get(result.error_type, EXIT_INPUT))
     if result.status == "timeout":
         return Outcome((f"timeout: {result.reason}",), EXIT_FAULT)
     return Outcome((f"crashed: {result.reason}",), EXIT_FAULT)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from reorder.base.errors import GpuError
+from reorder.base.errors import GpuError, NoGpuError
 from timing.devicestructs import build_structs, symbolic_bytes
 from timing.spec import LaunchSpec
 
@@ -21,17 +21,17 @@ DEFAULT_SHARED_LIMIT = 48 * 1024  # above this a kernel must opt in to more dyna
 
 
 def cupy_module() -> Any:
-    """Import cupy and make sure a device is visible, or raise GpuError saying which failed."""
+    """Import cupy and make sure a device is visible, or raise NoGpuError saying which failed."""
     try:
         import cupy
     except ImportError as e:
-        raise GpuError(f"cupy is not installed ({e}); GPU checking and timing need it") from None
+        raise NoGpuError(f"cupy is not installed ({e}); GPU checking and timing need it") from None
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # noqa: BLE001 - cupy raises CUDARuntimeError when there is no driver/device
-        raise GpuError(f"no usable CUDA device: {e}") from None
+        raise NoGpuError(f"no usable CUDA device: {e}") from None
     if count < 1:
-        raise GpuError("no CUDA device visible")
+        raise NoGpuError("no CUDA device visible")
     return cupy
 
 

@@ -6,11 +6,14 @@ external command and its stderr) instead of burying them in a message string.
 
 from __future__ import annotations
 
+from reorder.base import exitcodes
+
 
 class ReorderError(Exception):
-    """Root of every error reorder raises on purpose. `exit_code` is what the CLI returns."""
+    """Root of every error reorder raises on purpose. `exit_code` is what the CLI returns
+    (reorder.base.exitcodes: the one table)."""
 
-    exit_code = 2
+    exit_code = exitcodes.INPUT
 
 
 class InputError(ReorderError):
@@ -55,7 +58,7 @@ class EncodingError(ReorderError):
 class LegalityError(ReorderError):
     """A schedule breaks a dependency; carries the violations found."""
 
-    exit_code = 1
+    exit_code = exitcodes.VERDICT
 
     def __init__(self, message: str, violations: tuple = ()) -> None:
         super().__init__(message)
@@ -71,7 +74,17 @@ class SpecError(ReorderError):
 
 
 class GpuError(ReorderError):
-    """No GPU, a CUDA failure, or a kernel that faulted or hung."""
+    """A CUDA failure: a cubin the driver refused, a kernel that faulted or hung, timing that
+    could not complete."""
+
+    exit_code = exitcodes.CRASH
+
+
+class NoGpuError(GpuError):
+    """No usable CUDA GPU where the command needs one (its own exit code: a script on a CPU
+    machine must tell this from bad input)."""
+
+    exit_code = exitcodes.NO_GPU
 
 
 def one_line(text: str) -> str:

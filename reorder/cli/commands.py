@@ -7,6 +7,7 @@ import sys
 
 from reorder.base.files import check_output
 from reorder.binary.cubin import read_cubin
+from reorder.cli.kernelpick import pick_kernel
 from reorder.cli.registry import command, seconds
 from reorder.sass.listing import render_json, render_text
 from reorder.sass.model import decode_kernel
@@ -37,7 +38,7 @@ def _disasm():
     return run, add
 
 
-@command("verify", "prove or reject a schedule: exit 0 legal, 1 with a report of violations, 2 bad input")
+@command("verify", "prove or reject a schedule: exit 0 legal, 1 with a report of violations or what cannot be judged")
 def _verify():
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("cubin")
@@ -245,7 +246,7 @@ def _stalls():
         check_output(args.output, [args.cubin])  # refused now, not after the work
         config = read_config(args.config) if args.config else None
         name = args.kernel or (config.kernels()[0] if config and config.kernels() else None)
-        code = decode_kernel(cubin, name)
+        code = decode_kernel(cubin, pick_kernel(args, name))
         ranges = config.ranges(code.kernel.name) if config else None
         return _write_outcome(args, cut_stalls(code, ranges))
 
@@ -287,7 +288,7 @@ def _batch_loads():
         from reorder.build.pipeline import batch_loads
 
         check_output(args.output, [args.cubin])  # refused now, not after the work
-        code = decode_kernel(read_cubin(args.cubin), args.kernel)
+        code = decode_kernel(read_cubin(args.cubin), pick_kernel(args, args.kernel))
         noalias = _noalias(args.assume_noalias, len(code.kernel.params))
         if noalias:
             which = (
@@ -314,9 +315,7 @@ def _launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
 
 
-@command(
-    "check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 2 bad input/no GPU, 3 crash/timeout"
-)
+@command("check", "byte-compare B against A on the GPU: exit 0 identical, 1 mismatch, 3 crash/timeout, 4 no GPU")
 def _check():
     def add(p: argparse.ArgumentParser) -> None:
         _launch_args(p)
@@ -334,7 +333,8 @@ def _check():
         if args.sets < 1:
             raise InputError(f"--sets must be at least 1, got {args.sets}")
         timeout = cs.require_positive(args.timeout, "--timeout")
-        spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
+        kernel = pick_kernel(args, args.kernel, "a")
+        spec = cs.validated_spec(args.launch, [args.a, args.b], kernel)
         cs.require_gpu()
         job = Job.of(
             check_job, str(Path(args.a).resolve()), str(Path(args.b).resolve()), spec, sets=args.sets, timeout_s=timeout
@@ -379,7 +379,8 @@ def _time():
 
         target = cs.require_positive(args.target_ci, "--target-ci")
         budget = cs.require_positive(args.budget, "--budget")
-        spec = cs.validated_spec(args.launch, [args.a, args.b], args.kernel)
+        kernel = pick_kernel(args, args.kernel, "a")
+        spec = cs.validated_spec(args.launch, [args.a, args.b], kernel)
         cs.require_gpu()
         job = Job.of(
             check_and_time_job,
@@ -423,8 +424,19 @@ def _optimize():
             help="a cubin, PTX (nvcc's or Triton's) or CUDA source (.cu); "
             "with PTX at hand the search spans PTX moves, the producer's ptxas and SASS moves",
         )
-        p.add_argument("-o", "--output", required=True)
-        p.add_argument("--kernel", type=kernel_name)
+        p.add_argument(
+            "-o",
+            "--output",
+            required=True,
+            metavar="OUT.cubin",
+            help="the optimized cubin (never the input); the report goes to OUT.reorder/ beside it",
+        )
+        p.add_argument(
+            "--kernel",
+            type=kernel_name,
+            help="kernel name, signature or a unique part of one (default: the --launch spec's kernel, "
+            "else the cubin's only kernel); with --launch both must name the same kernel",
+        )
         p.add_argument(
             "--ptx",
             metavar="FILE",
@@ -437,7 +449,7 @@ def _optimize():
             metavar="FLAGS",
             help="for a .cu input: the flags of `nvcc -ptx` (default: -O3 -arch=sm_90)",
         )
-        p.add_argument("--launch", help="launch spec (TOML); needed on a GPU")
+        p.add_argument("--launch", metavar="SPEC.toml", help="launch spec (TOML); needed on a GPU; names the kernel")
         p.add_argument(
             "--check-launch",
             action="append",
@@ -495,7 +507,7 @@ def _optimize():
         )
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
         p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=int, default=0, help="the search's random seed (worker i adds i)")
         p.add_argument(
             "--workers", type=int, default=1, help="search processes sharing the study (one per GPU on a GPU host)"
         )
@@ -521,6 +533,7 @@ def _optimize():
             # still importing has left it reparented, and getppid() would name the new parent
             watch_parent(args.parent_pid or os.getppid())
         ptx = _optimize_ptx(args)
+        args.kernel = pick_kernel(args, args.kernel)
         optimize(
             OptimizeArgs(
                 cubin=Path(args.cubin),
@@ -692,7 +705,7 @@ def _probe():
 
         if args.launches < 1:
             raise InputError(f"--launches must be at least 1, got {args.launches}")
-        spec = cs.validated_spec(args.launch, [args.cubin], args.kernel)
+        spec = cs.validated_spec(args.launch, [args.cubin], pick_kernel(args, args.kernel))
         if args.host_clock and not args.stamps:
             raise InputError("--host-clock puts region stamps on the host clock: give --stamps too")
         if args.stamps:

@@ -1,5 +1,6 @@
 """The `reorder` command line. Every subcommand turns ReorderError into one line on stderr
-and its exit code (2 for unusable input, 1 for a rejected schedule); never a traceback."""
+and its exit code (reorder.base.exitcodes: 1 a verdict, 2 unusable input, 3 a GPU failure,
+4 no GPU); never a traceback."""
 
 from __future__ import annotations
 
@@ -18,12 +19,23 @@ from reorder.cli.registry import COMMANDS
 @functools.cache
 def build_parser() -> argparse.ArgumentParser:
     """The parser, built once per process (27 ms: the fuzzer and the tests call `main` often)."""
-    parser = argparse.ArgumentParser(prog="reorder", description="Search-based optimizer for NVIDIA SASS.")
+    from reorder import __version__
+    from reorder.cli.helptext import EPILOG, Formatter, show_defaults
+    from reorder.cli.outputs import add_mkdir
+
+    parser = argparse.ArgumentParser(
+        prog="reorder", description="Search-based optimizer for NVIDIA SASS.", epilog=EPILOG, formatter_class=Formatter
+    )
+    parser.add_argument("--version", action="version", version=f"reorder {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (handler, adder, help_text) in COMMANDS.items():
         # argparse %-formats help strings (not descriptions): "95% CI" must be escaped
-        p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
+        p = sub.add_parser(
+            name, help=help_text.replace("%", "%%"), description=help_text, epilog=EPILOG, formatter_class=Formatter
+        )
         adder(p)
+        add_mkdir(p)
+        show_defaults(p)
         p.set_defaults(handler=handler)
     return parser
 
@@ -38,9 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from reorder.base.lifetime import Terminated, run_folder, terminate_on_sigterm
+    from reorder.cli.outputs import check_output_folders
 
     try:
         with terminate_on_sigterm(), run_folder():
+            check_output_folders(args)
             _compile_ptx_inputs(args)
             return args.handler(args)
     except ReorderError as exc:
