@@ -27,6 +27,7 @@ from reorder.base.errors import InputError, ReorderError
 from reorder.binary.cubin import parse_cubin
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxcandidate import read_ptx, verdict
+from reorder.build.ptxnames import ptx_for_kernel
 from reorder.moves.core import LoadBatch, StallCut
 from reorder.moves.protocol import MoveOptions as SassOptions  # the PTX kinds' MoveOptions is another
 from reorder.moves.slicebatch import SliceBatch
@@ -50,6 +51,11 @@ class PtxLevel:
     kernel: str
     noalias: bool
     producer: str  # 'nvcc' or 'triton'
+    # when the PTX names the kernel with another anonymous-namespace suffix than the cubin
+    # (reorder.build.ptxnames): the --ptx file as given, and the kernel's name there; `path`
+    # is then the copy with the kernel renamed to the cubin's symbol
+    given: str = ""
+    given_name: str = ""
 
     @property
     def options(self) -> MoveOptions:
@@ -64,8 +70,13 @@ class PtxLevel:
     def size_line(self) -> str:
         offered = first_stage(self.module(), self.options)
         kinds = sorted({i.kind for i in offered})
+        renamed = (
+            f", its kernel {self.given_name} taken as the cubin's (anonymous-namespace suffix ignored)"
+            if self.given_name
+            else ""
+        )
         return (
-            f"PTX moves ({self.producer} PTX, {Path(self.path).name}): {len(offered)} decisions before any is "
+            f"PTX moves ({self.producer} PTX, {Path(self.path).name}{renamed}): {len(offered)} decisions before any is "
             f"taken ({', '.join(kinds) or 'none'}; later stages add decisions), then ptxas, then SASS "
             f"families {'/'.join(SASS_COMBOS[1:])}"
         )
@@ -84,12 +95,13 @@ def ptx_level(path: Path, kernel: str, noalias: bool, arch: int) -> PtxLevel:
         raise InputError(f"--ptx {path}: not a PTX file")
     if head.sm != arch:
         raise InputError(f"--ptx {path}: PTX for {head.target}, the cubin is sm_{arch}")
-    level = PtxLevel(str(path.resolve()), kernel, noalias, head.producer)
     try:
-        level.module().function(kernel)
+        source, name = ptx_for_kernel(path, read_ptx(path), kernel)
     except UnicodeDecodeError:
         raise InputError(f"--ptx {path}: not PTX text") from None
-    return level
+    if source == path:
+        return PtxLevel(str(path.resolve()), kernel, noalias, head.producer)
+    return PtxLevel(str(source), kernel, noalias, head.producer, given=str(path.resolve()), given_name=name)
 
 
 def sample(trial, level: PtxLevel) -> tuple[Pick, ...]:
