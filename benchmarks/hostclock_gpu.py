@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import subprocess
 import sys
@@ -31,7 +32,9 @@ from reorder.probe.hostaxis import (
     HOST_PER_GPU,
     LINK1_ASSUMES,
     LINK2_ASSUMES,
+    Checkpoint,
     FlagTest,
+    Round,
     SyncWindow,
     flag_check,
     host_axis,
@@ -205,13 +208,36 @@ def _write_csv(path: Path, fields, rows) -> None:
         w.writerows(rows)
 
 
+def dump_raw(m: Measured) -> dict[str, Any]:
+    """Everything measured, as JSON: the analysis can be run again from it (--analyse)."""
+    return {
+        "gpu": m.gpu,
+        "syncs": [[dataclasses.astuple(r) for r in s.rounds] for s in m.syncs],
+        "near": [_flag_json(t) for t in m.near],
+        "far": [_flag_json(t) for t in m.far],
+    }
+
+
+def _flag_json(t: FlagTest) -> dict[str, Any]:
+    return {**dataclasses.asdict(t), "checkpoints": [dataclasses.astuple(c) for c in t.checkpoints]}
+
+
+def load_raw(raw: dict[str, Any]) -> Measured:
+    def flag(d: dict[str, Any]) -> FlagTest:
+        return FlagTest(**{**d, "checkpoints": tuple(Checkpoint(*c) for c in d["checkpoints"])})
+
+    syncs = tuple(SyncWindow(i, tuple(Round(*r) for r in rounds)) for i, rounds in enumerate(raw["syncs"]))
+    return Measured(raw["gpu"], syncs, tuple(map(flag, raw["near"])), tuple(map(flag, raw["far"])))
+
+
 def write_study(out: Path, m: Measured) -> dict[str, Any]:
-    summary, widths, flags = analyse(m)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "raw.json").write_text(json.dumps(dump_raw(m)) + "\n")
+    _write_csv(out / "sync.csv", SYNC_FIELDS, sync_dicts(m.gpu, m.syncs))
+    summary, widths, flags = analyse(m)
     (out / "study.json").write_text(json.dumps(summary, indent=1) + "\n")
     _write_csv(out / "widths.csv", ("gpu_ns", "seconds_from_window", "width_ns"), widths)
     _write_csv(out / "flags.csv", FLAG_FIELDS, flags)
-    _write_csv(out / "sync.csv", SYNC_FIELDS, sync_dicts(m.gpu, m.syncs))
     return summary
 
 
@@ -259,17 +285,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=400)
     p.add_argument("--flags", type=int, default=10)
     p.add_argument("--skip-probe", action="store_true", help="only the windows and flag tests")
+    p.add_argument("--analyse", type=Path, metavar="RAW.json", help="CPU: analyse a raw.json again into --out")
+    p.add_argument("--probe-first", action="store_true", help="the two probe runs before the windows")
     args = p.parse_args(argv)
+    if args.analyse:
+        print(json.dumps(write_study(args.out, load_raw(json.loads(args.analyse.read_text()))), indent=1))
+        return 0
     from reorder.probe.hostclock import Session
 
+    failed = 0
+    if args.probe_first and not args.skip_probe:
+        failed = probe_run(args.out / "latency", 16, 100) | probe_run(args.out / "timeline", 2048, 2)
     with Session() as session:
         session.flag_test()  # warm-up: module loading stays out of the measured tests
         measured = measure(session, args.near, args.far, args.rounds, args.flags)
     print(json.dumps(write_study(args.out, measured), indent=1), flush=True)
-    if args.skip_probe:
-        return 0
-    failed = probe_run(args.out / "timeline", 2048, 2)
-    failed |= probe_run(args.out / "latency", 16, 100)
+    if not (args.skip_probe or args.probe_first):
+        failed = probe_run(args.out / "latency", 16, 100) | probe_run(args.out / "timeline", 2048, 2)
     return failed
 
 

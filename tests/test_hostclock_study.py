@@ -8,7 +8,7 @@ import json
 
 from clocksim import FakeSession
 
-from benchmarks.hostclock_gpu import FLAG_FIELDS, measure, write_study
+from benchmarks.hostclock_gpu import FLAG_FIELDS, load_raw, measure, write_study
 
 
 def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path):
@@ -26,3 +26,5 @@ def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path):
     assert len(rows) == 4 and set(FLAG_FIELDS) == set(rows[0])
     assert json.loads((tmp_path / "study.json").read_text())["gpu"] == "0000:00:00.0"
     assert sum(1 for _ in (tmp_path / "sync.csv").open()) == 3 * 60 + 1
+    again = load_raw(json.loads((tmp_path / "raw.json").read_text()))
+    assert again == measured  # what comes back from the GPU can be analysed again here

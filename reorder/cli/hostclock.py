@@ -60,6 +60,10 @@ def run_host_clock(args: argparse.Namespace, spec, offsets: list[int]) -> int:
     if not done.ok:
         raise GpuError(f"host-clock run {done.status}: {done.reason}")
     raw = done.value
+    from reorder.probe.hosttimeline import SYNC_FIELDS, csv_bytes, sync_dicts
+
+    # the rounds first: if they contradict the clocks' assumptions, what they were stays on disk
+    write_atomic(output_paths(out)["sync"], csv_bytes(SYNC_FIELDS, sync_dicts(raw["gpu"], raw["syncs"])))
     rows = tp.stamp_rows(build, code, raw["records"])
     timeline = host_timeline(
         raw["gpu"], code.kernel.name, rows, build.layout.warps_per_block, raw["syncs"], raw["calls"]

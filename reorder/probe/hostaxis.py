@@ -34,6 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from reorder.base.errors import ReorderError
 from reorder.probe.lines import LineSet, Number, Window, feasible_lines, inconsistency, proven_pairs
 
 STAMP_CLOCK_BITS = 32  # the region stamps read the low word of the cycle counter
@@ -237,8 +238,10 @@ class HostAxis:
         return gpu_ns < self.syncs[0].start or gpu_ns > self.syncs[-1].end
 
 
-class InconsistentSync(ValueError):
-    """Two sync windows that no constant-rate line can join."""
+class InconsistentSync(ReorderError, ValueError):
+    """Two sync windows that no constant-rate line can join: the clocks broke an assumption."""
+
+    exit_code = 1
 
 
 def host_axis(gpu: str, syncs: Sequence[SyncWindow]) -> HostAxis:

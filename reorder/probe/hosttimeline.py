@@ -263,7 +263,7 @@ def output_paths(csv_path: str | Path) -> dict[str, Path]:
     }
 
 
-def _csv(fields: Sequence[str], rows: Sequence[dict[str, Any]]) -> bytes:
+def csv_bytes(fields: Sequence[str], rows: Sequence[dict[str, Any]]) -> bytes:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
     w.writeheader()
@@ -309,9 +309,9 @@ def sync_dicts(gpu: str, syncs: Sequence[SyncWindow]) -> list[dict[str, Any]]:
 def write_outputs(t: HostTimeline, csv_path: str | Path, protect: Sequence[str | Path] = ()) -> dict[str, Path]:
     """The events CSV and its siblings (output_paths), each written atomically."""
     paths = output_paths(csv_path)
-    write_atomic(paths["events"], _csv(EVENT_FIELDS, t.events), protect=protect)
-    write_atomic(paths["launches"], _csv(LAUNCH_FIELDS, launch_dicts(t)), protect=protect)
-    write_atomic(paths["sync"], _csv(SYNC_FIELDS, sync_dicts(t.gpu, t.axis.syncs)), protect=protect)
+    write_atomic(paths["events"], csv_bytes(EVENT_FIELDS, t.events), protect=protect)
+    write_atomic(paths["launches"], csv_bytes(LAUNCH_FIELDS, launch_dicts(t)), protect=protect)
+    write_atomic(paths["sync"], csv_bytes(SYNC_FIELDS, sync_dicts(t.gpu, t.axis.syncs)), protect=protect)
     write_atomic(paths["summary"], (json.dumps(summary(t), indent=1) + "\n").encode(), protect=protect)
     return paths
 
