@@ -19,6 +19,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 import time
@@ -38,6 +39,7 @@ from reorder.probe.hostaxis import (
     SyncWindow,
     flag_check,
     host_axis,
+    needed_slack,
     rate_check,
 )
 from reorder.probe.hostclock import host_ns
@@ -119,6 +121,7 @@ def analyse(m: Measured) -> tuple[dict[str, Any], list[dict[str, Any]], list[dic
     w0, w1, w2 = m.syncs
     axis = host_axis(m.gpu, m.syncs)
     tick = max(s.tick_ns() for s in m.syncs)
+    slack = max(needed_slack(t.checkpoints, tick, bits=64) for t in m.near + m.far)
     mid_near, mid_far = (w0.end + w1.start) // 2, (w1.end + w2.start) // 2
     widths = []
     for k in range(401):
@@ -128,7 +131,7 @@ def analyse(m: Measured) -> tuple[dict[str, Any], list[dict[str, Any]], list[dic
     for group, tests in (("near", m.near), ("far", m.far)):
         for t in tests:
             try:
-                c = flag_check(t, axis, tick)
+                c = flag_check(t, axis, tick, slack)
             except ValueError as exc:  # the SM clock changed rate around both reads: reported, not hidden
                 print(f"flag test skipped: {exc}", flush=True)
                 continue
@@ -159,6 +162,11 @@ def analyse(m: Measured) -> tuple[dict[str, Any], list[dict[str, Any]], list[dic
         "host_clock": "CLOCK_MONOTONIC_RAW",
         "rounds_per_window": [len(s.rounds) for s in m.syncs],
         "timer_step_ns": {"value": tick, "kind": "empirical"},
+        "link1_slack_ns": {
+            "value": slack,
+            "kind": "empirical",
+            "needed_by_each_test": [needed_slack(t.checkpoints, tick, bits=64) for t in m.near + m.far],
+        },
         "round_trip_ns": {"min": min(trips), "median": percentile(trips, 50), "kind": "exact (host clock)"},
         "window_gaps_s": {"w0_w1": (w1.start - w0.end) / 1e9, "w1_w2": (w2.start - w1.end) / 1e9},
         "link2_width_ns": {
@@ -277,6 +285,22 @@ def probe_run(out: Path, rows: int, launches: int) -> int:
     return subprocess.run(command, check=False, timeout=540).returncode
 
 
+def reanalyse(events: Path, out: Path) -> int:
+    """A `probe --host-clock` run's files (warp-0 stamps, sync rounds, launch calls) analysed
+    again with this tree's code, into out/events.csv and its siblings, with the PNG."""
+    from reorder.cli.hostclock import plot_last, summary_lines
+    from reorder.probe.hosttimeline import host_timeline, load_run, write_outputs
+
+    gpu, kernel, rows, syncs, calls = load_run(events)
+    out.mkdir(parents=True, exist_ok=True)
+    warps_per_block = math.gcd(*(r["warp"] for r in rows))  # the rows are each block's warp 0
+    timeline = host_timeline(gpu, kernel, rows, warps_per_block, syncs, calls)
+    paths = write_outputs(timeline, out / "events.csv")
+    plot_last(timeline, paths)
+    print("\n".join(summary_lines(timeline, paths)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True)
@@ -287,7 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-probe", action="store_true", help="only the windows and flag tests")
     p.add_argument("--analyse", type=Path, metavar="RAW.json", help="CPU: analyse a raw.json again into --out")
     p.add_argument("--probe-first", action="store_true", help="the two probe runs before the windows")
+    p.add_argument("--reanalyse", type=Path, metavar="EVENTS.csv", help="CPU: a probe run's files again into --out")
     args = p.parse_args(argv)
+    if args.reanalyse:
+        return reanalyse(args.reanalyse, args.out)
     if args.analyse:
         print(json.dumps(write_study(args.out, load_raw(json.loads(args.analyse.read_text()))), indent=1))
         return 0

@@ -25,6 +25,7 @@ class FakeGPU:
     hz: Fraction = Fraction(198, 100)  # cycles per GPU ns
     sm_start: dict[int, int] = field(default_factory=lambda: {sm: 7_000_003 * sm for sm in range(132)})
     rng: random.Random = field(default_factory=lambda: random.Random(7))
+    jitter: int = 0  # ns a timer reading may stray from the ideal time (as the H200's do, by a few ns)
 
     def ideal(self, host: Fraction | int) -> Fraction:
         return self.rate * host + self.offset
@@ -43,7 +44,7 @@ class FakeGPU:
         seen = self.ideal(host_down + self.rng.randint(300, 3000))  # bus and polling delay
         g1 = self.timer(seen)
         g2, g3 = g1 + self.tick, g1 + 2 * self.tick
-        host_up = math.ceil(self.host_of(g3 + self.rng.uniform(0, 4)) + self.rng.randint(250, 2500))
+        host_up = math.ceil(self.host_of(g3 + self._fraction(0, 4)) + self.rng.randint(250, 2500))
         return Round(host_down, g1, g2, g3, host_up)
 
     def window(self, index: int, host_start: int, rounds: int) -> SyncWindow:
@@ -54,10 +55,16 @@ class FakeGPU:
             t = r.host_up + self.rng.randint(60, 600)
         return SyncWindow(index, tuple(out))
 
+    def _fraction(self, lo: int, hi: int) -> Fraction:
+        """A random ns offset in [lo, hi], exact (a float would round clock values of 1e18 ns)."""
+        return Fraction(self.rng.randint(1000 * lo, 1000 * hi), 1000)
+
     def checkpoint(self, sm: int, gpu_ns: Fraction, bits: int = 32) -> Checkpoint:
         """A clock read at ideal time gpu_ns between two timer reads a few ns either side."""
-        before = self.timer(gpu_ns - self.rng.randint(1, 12))
-        after = self.timer(gpu_ns + self.rng.randint(1, 12))
+        stray = self._fraction(-self.jitter, self.jitter)
+        before = self.timer(gpu_ns - self.rng.randint(1, 12) + stray)
+        stray = self._fraction(-self.jitter, self.jitter)
+        after = self.timer(gpu_ns + self.rng.randint(1, 12) + stray)
         return Checkpoint(sm, self.cycles(sm, gpu_ns) % (1 << bits), before, after)
 
     def flag_run(self, host_release: int, sm: int = 17) -> tuple[FlagTest, Fraction, Fraction]:

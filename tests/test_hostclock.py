@@ -24,9 +24,10 @@ from reorder.probe.hostaxis import (
     cycle_lines,
     flag_check,
     host_axis,
+    needed_slack,
     rate_check,
 )
-from reorder.probe.hosttimeline import EVENT_FIELDS, LAUNCH_FIELDS, host_timeline, read_table, write_outputs
+from reorder.probe.hosttimeline import EVENT_FIELDS, LAUNCH_FIELDS, host_timeline, load_run, read_table, write_outputs
 
 SECOND = 10**9
 
@@ -53,6 +54,21 @@ def test_link1_unwraps_a_wrapping_clock_and_every_interval_holds_its_read():
     between = base + 1700 * 30 + 850  # a cycle read that no timer read brackets
     span = line.at(gpu.cycles(5, between) % (1 << 32))
     assert span[0] <= between <= span[1]
+
+
+def test_timer_reads_that_stray_from_one_line_get_the_least_slack_that_fits():
+    """The H200's timer and cycle counter disagree with one line by a few ns; the slack the
+    data need is found, it never exceeds the stray, and at the stray every bound holds."""
+    gpu = FakeGPU(jitter=12)
+    base = gpu.ideal(10 * SECOND)
+    times = [base + 1700 * k + Fraction(k % 5, 2) for k in range(80)]
+    points = [gpu.checkpoint(9, t) for t in times]
+    assert cycle_lines(points, gpu.tick)[0].lines is None  # no line at all without slack
+    need = needed_slack(points, gpu.tick)
+    assert 0 < need <= gpu.jitter
+    assert cycle_lines(points, gpu.tick, slack=need)[0].lines is not None
+    (line,) = cycle_lines(points, gpu.tick, slack=gpu.jitter)
+    assert all(line.interval(k)[0] <= t <= line.interval(k)[1] for k, t in enumerate(times))
 
 
 def test_an_sm_clock_that_changes_rate_keeps_each_stamp_in_its_own_window():
@@ -225,6 +241,11 @@ def test_timeline_events_and_latency_contain_the_truth(tmp_path):
     assert len(read_table(paths["events"], EVENT_FIELDS, "events")) == len(timeline.events)
     assert len(read_table(paths["launches"], LAUNCH_FIELDS, "launches")) == 3
     assert paths["summary"].read_text().count('"kind": "hard"') >= 6
+    gpu_name, kernel, rows, syncs, calls = load_run(paths["events"])  # read back, analysed again
+    again = host_timeline(gpu_name, kernel, rows, 2, syncs, calls)
+    assert len(again.events) == len(timeline.events)
+    for e in again.events:
+        assert e["host_lo_ns"] <= gpu.host_of(truth[(e["launch"], e["warp"], e["stamp"])]) <= e["host_hi_ns"]
 
 
 def test_host_timeline_draws_two_gpus_on_one_axis(tmp_path, capsys):

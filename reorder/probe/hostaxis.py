@@ -5,8 +5,14 @@ cycle counter, then the timer again, so the clock read happened in [before, afte
 on the timer's axis, q being how far the timer's next tick can lie after a reading. Per
 SM (and launch) every checkpoint is a `Window` on the line ns = m*cycles + c; the lines
 meeting all of them bound any cycle count of that SM, and a checkpoint's own interval is
-the line set's span at its clock (never wider than its own window). When no line meets
-them all (the SM's clock changed rate), each checkpoint keeps its own window.
+the line set's span at its clock (never wider than its own window).
+
+On the H200 the windows of one SM are not quite consistent with one line: the timer and
+the cycle counter stray from it by a few ns (2-7 ns over a 200 us kernel, 2026-12-01). So
+every window is widened by a slack e: the least widening that makes every SM segment of the
+run consistent (`needed_slack`, an empirical figure stated with the result); the bounds
+are then hard under "the two clocks keep within e of one line". A segment that still has
+no line (slack given smaller than it needs) keeps its own widened windows.
 
 Link 2, GPU timer to host clock. A sync round (reorder.probe.hostclock) gives two
 observations: down, the host read its clock (host_down), then released the round; the
@@ -35,7 +41,7 @@ from fractions import Fraction
 import numpy as np
 
 from reorder.base.errors import ReorderError
-from reorder.probe.lines import LineSet, Number, Window, feasible_lines, inconsistency, proven_pairs
+from reorder.probe.lines import LineSet, Number, Window, feasible_lines, inconsistency, proven_pairs, widen
 
 STAMP_CLOCK_BITS = 32  # the region stamps read the low word of the cycle counter
 UNWRAP_GAP_NS = 500_000_000  # two reads further apart may be more than a wrap apart: a new segment
@@ -46,6 +52,8 @@ LINK1_ASSUMES = (
     "one global timer for every SM",
     "an SM's cycle counter runs at one rate during a launch (a count c is read during cycle c)",
     "a timer reading is followed by the next tick within q ns (q: the largest step the timer was seen to take)",
+    "the timer and the cycle counter keep within e ns of one line (e: the least widening that made every SM's "
+    "checkpoints of the run consistent, empirical)",
     "a warp issues its reads in program order",
 )
 LINK2_ASSUMES = (
@@ -80,10 +88,12 @@ class CycleLine:
     lines: LineSet | None
     tick_ns: int
     bits: int  # width of the clock as read
+    slack: int = 0  # ns every window was widened by on each side
 
     def interval(self, k: int) -> tuple[Fraction, Fraction]:
         """GPU-ns interval of checkpoint k: its window, narrowed by the line set."""
-        own = (Fraction(self.checkpoints[k].before), Fraction(self.checkpoints[k].after + self.tick_ns))
+        cp = self.checkpoints[k]
+        own = (Fraction(cp.before - self.slack), Fraction(cp.after + self.tick_ns + self.slack))
         if self.lines is None:
             return own
         lo, hi = self._span(self.clocks[k])
@@ -91,8 +101,8 @@ class CycleLine:
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray]:
         """Whole-ns enclosures of every checkpoint's interval (int64 arrays, in order)."""
-        before = np.array([cp.before for cp in self.checkpoints], dtype=np.int64)
-        after = np.array([cp.after for cp in self.checkpoints], dtype=np.int64) + self.tick_ns
+        before = np.array([cp.before for cp in self.checkpoints], dtype=np.int64) - self.slack
+        after = np.array([cp.after for cp in self.checkpoints], dtype=np.int64) + self.tick_ns + self.slack
         if self.lines is None:
             return before, after
         clocks = np.array(self.clocks, dtype=np.int64)
@@ -121,18 +131,36 @@ def _signed(delta: int, bits: int) -> int:
     return (delta + half) % (1 << bits) - half
 
 
-def cycle_lines(checkpoints: Iterable[Checkpoint], tick_ns: int, bits: int = STAMP_CLOCK_BITS) -> list[CycleLine]:
+def cycle_lines(
+    checkpoints: Iterable[Checkpoint], tick_ns: int, bits: int = STAMP_CLOCK_BITS, slack: int = 0
+) -> list[CycleLine]:
     """Per SM, the checkpoints in timer order cut where two reads lie over UNWRAP_GAP_NS
     apart (0.5 s: under a 32-bit wrap at up to 4 GHz), each segment's clocks unwrapped
-    and its line set solved."""
+    and its line set solved over windows widened by `slack` ns on each side."""
+    return [_cycle_line(sm, seg, tick_ns, bits, slack) for sm, seg in _sm_segments(checkpoints)]
+
+
+def needed_slack(checkpoints: Iterable[Checkpoint], tick_ns: int, bits: int = STAMP_CLOCK_BITS) -> int:
+    """The least widening (whole ns) that gives every SM segment of these checkpoints one
+    consistent line: 0 when the clocks kept to one line exactly (empirical)."""
+    need = 0
+    for _, segment in _sm_segments(checkpoints):
+        clocks = _unwrapped(segment, bits)
+        windows = [Window(c, cp.before, cp.after + tick_ns) for c, cp in zip(clocks, segment)]
+        if feasible_lines(widen(windows, need), CYCLE_NS).empty:  # only a segment needing more moves the max
+            need = inconsistency(windows, CYCLE_NS)
+    return need
+
+
+def _sm_segments(checkpoints: Iterable[Checkpoint]) -> list[tuple[int, list[Checkpoint]]]:
     by_sm: dict[int, list[Checkpoint]] = defaultdict(list)
     for cp in checkpoints:
         by_sm[cp.sm].append(cp)
-    out = []
-    for sm in sorted(by_sm):
-        for segment in _segments(sorted(by_sm[sm], key=lambda c: (c.before, c.after))):
-            out.append(_cycle_line(sm, segment, tick_ns, bits))
-    return out
+    return [
+        (sm, segment)
+        for sm in sorted(by_sm)
+        for segment in _segments(sorted(by_sm[sm], key=lambda c: (c.before, c.after)))
+    ]
 
 
 def _segments(ordered: list[Checkpoint]) -> list[list[Checkpoint]]:
@@ -145,13 +173,18 @@ def _segments(ordered: list[Checkpoint]) -> list[list[Checkpoint]]:
     return segments
 
 
-def _cycle_line(sm: int, segment: list[Checkpoint], tick_ns: int, bits: int) -> CycleLine:
+def _unwrapped(segment: list[Checkpoint], bits: int) -> list[int]:
     clocks = [segment[0].clock]
     for prev, cp in itertools.pairwise(segment):
         clocks.append(clocks[-1] + _signed(cp.clock - prev.clock, bits))
-    windows = [Window(c, cp.before, cp.after + tick_ns) for c, cp in zip(clocks, segment)]
+    return clocks
+
+
+def _cycle_line(sm: int, segment: list[Checkpoint], tick_ns: int, bits: int, slack: int) -> CycleLine:
+    clocks = _unwrapped(segment, bits)
+    windows = [Window(c, cp.before - slack, cp.after + tick_ns + slack) for c, cp in zip(clocks, segment)]
     lines = feasible_lines(windows, CYCLE_NS)
-    return CycleLine(sm, tuple(clocks), tuple(segment), None if lines.empty else lines, tick_ns, bits)
+    return CycleLine(sm, tuple(clocks), tuple(segment), None if lines.empty else lines, tick_ns, bits, slack)
 
 
 # ---------------------------------------------------------------- link 2
@@ -345,12 +378,13 @@ class FlagCheck:
         return self.release[0] > self.host_release
 
 
-def flag_check(test: FlagTest, axis: HostAxis, tick_ns: int, near: int = 16) -> FlagCheck:
-    """Both cycle reads through the SM's line set (64-bit clock) and the host axis. The line
-    set is solved over every checkpoint of the test, or, when no one line meets them all (the
-    SM clock changed rate), over the `near` checkpoints on each side of each read."""
-    release = _clock_span(test, test.release_clock, tick_ns, near)
-    flag = _clock_span(test, test.flag_clock, tick_ns, near)
+def flag_check(test: FlagTest, axis: HostAxis, tick_ns: int, slack: int = 0) -> FlagCheck:
+    """Both cycle reads through the SM's line set (64-bit clock, windows widened by `slack`)
+    and the host axis."""
+    lines = [c for c in cycle_lines(test.checkpoints, tick_ns, bits=64, slack=slack) if c.lines is not None]
+    if len(lines) != 1:
+        raise ValueError(f"flag test on SM {test.sm}: no cycle-to-ns line at a slack of {slack} ns")
+    release, flag = lines[0].at(test.release_clock), lines[0].at(test.flag_clock)
 
     def host(span: tuple[Fraction, Fraction]) -> tuple[int, int]:
         lo, hi = axis.interval(*span)
@@ -358,13 +392,3 @@ def flag_check(test: FlagTest, axis: HostAxis, tick_ns: int, near: int = 16) -> 
 
     width = math.ceil(flag[1]) - math.floor(flag[0])
     return FlagCheck(test.host_release, test.host_seen, host(release), host(flag), width)
-
-
-def _clock_span(test: FlagTest, clock: int, tick_ns: int, near: int) -> tuple[Fraction, Fraction]:
-    ordered = sorted(test.checkpoints, key=lambda c: c.clock)
-    at = bisect.bisect_left([c.clock for c in ordered], clock)
-    for points in (ordered, ordered[max(0, at - near) : at + near]):
-        lines = cycle_lines(points, tick_ns, bits=64)
-        if len(lines) == 1 and lines[0].lines is not None:
-            return lines[0].at(clock)
-    raise ValueError(f"flag test on SM {test.sm}: no cycle-to-ns line meets the checkpoints around {clock}")

@@ -35,7 +35,7 @@ def plot_host_timeline(
     calls = [r for _, launches in tables for r in launches if int(r["launch"]) == launch]
     t0 = min(int(r["host_call_ns"]) for r in calls)
     lanes = _lanes(tables, launch)
-    height = min(max(4.0, 0.012 * len(lanes) + 2.5), 30.0)
+    height = min(max(4.0, 0.012 * len(lanes) + 2.5), 14.0)
     fig, ax = plt.subplots(figsize=(12, height))
     colours = plt.get_cmap("tab10")
     phases: dict[tuple[int, str], tuple[list[int], list[float], list[float]]] = defaultdict(lambda: ([], [], []))
@@ -46,11 +46,28 @@ def plot_host_timeline(
             lefts.append((int(a["host_mid_ns"]) - t0) / US)
             widths.append((int(b["host_mid_ns"]) - int(a["host_mid_ns"])) / US)
     for (stamp, name), (ys, lefts, widths) in sorted(phases.items()):
-        ax.barh(ys, widths, left=lefts, height=0.8, color=colours(stamp % 10), label=f"phase {name} (estimate)")
+        ax.barh(
+            ys,
+            widths,
+            left=lefts,
+            height=1.0 if len(lanes) > 200 else 0.8,
+            linewidth=0,
+            color=colours(stamp % 10),
+            label=f"phase {name} (estimate)",
+        )
     ys = [y for y, (_, stamps) in enumerate(lanes) for _ in stamps]
     lo = [(int(s["host_lo_ns"]) - t0) / US for _, stamps in lanes for s in stamps]
     hi = [(int(s["host_hi_ns"]) - t0) / US for _, stamps in lanes for s in stamps]
-    ax.hlines(ys, lo, hi, colors="black", linewidth=0.6, label="stamp's host interval (hard)")
+    thin = len(lanes) > 200
+    ax.hlines(
+        ys,
+        lo,
+        hi,
+        colors="black",
+        linewidth=0.3 if thin else 0.6,
+        alpha=0.3 if thin else 1.0,
+        label="stamp's host interval (hard)",
+    )
     for n, r in enumerate(calls):
         first = n == 0
         ax.axvspan(
@@ -58,12 +75,14 @@ def plot_host_timeline(
             (int(r["host_return_ns"]) - t0) / US,
             color="0.6",
             alpha=0.5,
+            zorder=0,
             label="launch call, start to return (exact)" if first else None,
         )
         ax.axvspan(
             (int(r["first_entry_lo_ns"]) - t0) / US,
             (int(r["first_entry_hi_ns"]) - t0) / US,
             color="red",
+            zorder=0,
             alpha=0.3,
             label="first warp entry (hard bound)" if first else None,
         )

@@ -32,6 +32,7 @@ from reorder.probe.hostaxis import (
     SyncWindow,
     cycle_lines,
     host_axis,
+    needed_slack,
     proven_orders,
 )
 
@@ -103,9 +104,11 @@ class HostTimeline:
     events: tuple[dict[str, Any], ...]
     launches: tuple[LaunchRow, ...]
     link1_widths: np.ndarray  # ns, every checkpoint of every warp and launch, through its SM's lines
-    window_widths: np.ndarray  # ns, the same checkpoints' own windows
-    infeasible_segments: int  # SM runs whose checkpoints no one line meets
+    window_widths: np.ndarray  # ns, the same checkpoints' own windows (unwidened)
+    infeasible_segments: int  # SM runs whose checkpoints no one line meets, even with the slack
     segments: int
+    slack_ns: int  # link 1's slack e (hostaxis: empirical)
+    exact_segments: int  # SM runs consistent with one line with no slack at all
 
 
 def host_timeline(
@@ -122,11 +125,13 @@ def host_timeline(
     by_launch: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_launch[r["launch"]].append(r)
+    slack = max((needed_slack(map(_checkpoint, rs), tick) for rs in by_launch.values()), default=0)
+    exact = sum(_exact_segments(map(_checkpoint, rs), tick) for rs in by_launch.values())
     events: list[dict[str, Any]] = []
     launches, widths, own, bad, segs = [], [], [], 0, 0
     for call in calls:
         launch_rows = by_launch.get(call.launch, [])
-        gpu_lo, gpu_hi, kind, stats = _link1(launch_rows, tick)
+        gpu_lo, gpu_hi, kind, stats = _link1(launch_rows, tick, slack)
         widths.append(stats[0])
         own.append(stats[1])
         bad, segs = bad + stats[2], segs + stats[3]
@@ -142,16 +147,22 @@ def host_timeline(
         np.concatenate(own) if own else np.zeros(0, dtype=np.int64),
         bad,
         segs,
+        slack,
+        exact,
     )
+
+
+def _exact_segments(checkpoints, tick: int) -> int:
+    return sum(line.lines is not None for line in cycle_lines(checkpoints, tick))
 
 
 def _checkpoint(r: dict[str, Any]) -> Checkpoint:
     return Checkpoint(r["sm"], r["clock"], r["globaltimer_ns"], r["globaltimer_after_ns"])
 
 
-def _link1(rows: Sequence[dict[str, Any]], tick: int):
+def _link1(rows: Sequence[dict[str, Any]], tick: int, slack: int):
     """GPU-ns interval of every row (int64 arrays in row order), its kind, and width stats."""
-    lines = cycle_lines([_checkpoint(r) for r in rows], tick) if rows else []
+    lines = cycle_lines([_checkpoint(r) for r in rows], tick, slack=slack) if rows else []
     found: dict[Checkpoint, tuple[int, int, str]] = {}
     for line in lines:
         lo, hi = line.intervals()
@@ -232,6 +243,8 @@ def summary(t: HostTimeline) -> dict[str, Any]:
             "p90": value(percentile(t.link1_widths, 90), "hard", assumes=LINK1_ASSUMES),
             "max": value(int(t.link1_widths.max()) if t.link1_widths.size else None, "hard", assumes=LINK1_ASSUMES),
             "own_window_median": value(percentile(t.window_widths, 50), "hard", assumes=LINK1_ASSUMES[2:]),
+            "slack_e": value(t.slack_ns, "empirical"),
+            "segments_one_line_without_slack": value(t.exact_segments, "exact", unit="count"),
             "segments_without_one_line": value(t.infeasible_segments, "exact", unit="count"),
             "segments": value(t.segments, "exact", unit="count"),
         },
@@ -333,3 +346,26 @@ def read_table(path: str | Path, fields: Sequence[str], what: str) -> list[dict[
     except (ValueError, TypeError) as exc:
         raise InputError(f"{p}: not {what} (a row does not parse: {exc})") from None
     return rows
+
+
+def load_run(csv_path: str | Path) -> tuple[str, str, list[dict[str, Any]], list[SyncWindow], list[Any]]:
+    """(gpu, kernel, stamp rows, sync windows, launch calls) back from the files of a run, to
+    analyse it again on a CPU. The events CSV keeps each block's warp 0 only, so link 1 is
+    then solved from those warps' checkpoints alone."""
+    from reorder.probe.hostaxis import Round
+    from reorder.probe.hostclock import LaunchCall
+
+    paths = output_paths(csv_path)
+    events = read_table(paths["events"], EVENT_FIELDS, "an events CSV of `reorder probe --host-clock`")
+    ints = ("launch", "block", "warp", "sm", "stamp", "clock", "globaltimer_ns", "globaltimer_after_ns")
+    rows = [{**{k: e[k] for k in ("offset", "instruction")}, **{k: int(e[k]) for k in ints}} for e in events]
+    rounds: dict[int, list[Round]] = defaultdict(list)
+    for r in read_table(paths["sync"], SYNC_FIELDS, "a sync CSV"):
+        rounds[int(r["window"])].append(Round(*(int(r[f]) for f in SYNC_FIELDS[3:])))
+    syncs = [SyncWindow(i, tuple(rs)) for i, rs in sorted(rounds.items())]
+    calls = [
+        LaunchCall(int(r["launch"]), int(r["host_call_ns"]), int(r["host_return_ns"]))
+        for r in read_table(paths["launches"], LAUNCH_FIELDS, "a launches CSV")
+    ]
+    kernel = json.loads(read_input(paths["summary"]).decode())["kernel"]
+    return events[0]["gpu"], kernel, rows, syncs, calls

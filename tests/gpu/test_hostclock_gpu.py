@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 
 from benchmarks.kernels.sweep import apply_sweep, spec_toml  # noqa: E402
 from reorder.binary.tools import have_tool  # noqa: E402
-from reorder.probe.hostaxis import flag_check, host_axis  # noqa: E402
+from reorder.probe.hostaxis import flag_check, host_axis, needed_slack  # noqa: E402
 from reorder.probe.hostclock import Session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +38,9 @@ def test_the_bound_contains_what_the_host_saw() -> None:
         gpu = session.gpu
     axis = host_axis(gpu, [before, after])
     tick = max(before.tick_ns(), after.tick_ns())
+    slack = max(needed_slack(t.checkpoints, tick, bits=64) for t in tests)  # link 1's e, measured
     for t in tests:
-        check = flag_check(t, axis, tick)
+        check = flag_check(t, axis, tick, slack)
         assert check.release[0] <= check.release[1] and check.flag[0] <= check.flag[1]
         assert check.release[1] >= check.host_release  # the read after the release ends after it
         assert check.ends_before_seen, (check.flag, check.host_seen)  # ends before the host saw the flag
