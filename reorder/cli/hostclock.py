@@ -27,7 +27,7 @@ HOST_CLOCK_HELP = (
 def run_host_clock(args: argparse.Namespace, spec, offsets: list[int]) -> int:
     """Build the stamp variant (an entry stamp included), run it between sync windows in a
     worker, and write the events, launches, sync rounds, summary and PNG."""
-    from reorder.base.files import write_atomic
+    from reorder.base.files import check_output, write_atomic
     from reorder.binary.cubin import read_cubin
     from reorder.probe import run as tp
     from reorder.probe.hostclock import stamps_job
@@ -38,9 +38,8 @@ def run_host_clock(args: argparse.Namespace, spec, offsets: list[int]) -> int:
     from timing.worker import Job
 
     out = Path(args.output if args.output != "timeline.csv" else "events.csv")
-    inputs = [Path(args.cubin).resolve(), Path(args.launch).resolve()]
-    if any(p.resolve() in inputs for p in output_paths(out).values()):
-        raise InputError(f"-o {out}: would write over an input")
+    for path in output_paths(out).values():  # refused now, not after the GPU run
+        check_output(path, [args.cubin, args.launch])
     code = decode_kernel(read_cubin(args.cubin), spec.name)
     entry = probe_positions(code)[:1]
     positions = sorted(set(entry) | set(stamp_positions(code, offsets)))

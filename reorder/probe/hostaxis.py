@@ -40,6 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from reorder.base import exitcodes
 from reorder.base.errors import ReorderError
 from reorder.probe.lines import LineSet, Number, Window, feasible_lines, inconsistency, proven_pairs, widen
 
@@ -274,7 +275,7 @@ class HostAxis:
 class InconsistentSync(ReorderError, ValueError):
     """Two sync windows that no constant-rate line can join: the clocks broke an assumption."""
 
-    exit_code = 1
+    exit_code = exitcodes.VERDICT
 
 
 def host_axis(gpu: str, syncs: Sequence[SyncWindow]) -> HostAxis:
