@@ -1,4 +1,4 @@
-"""The three rules an H200 run of 2026-11-30 taught (benchmarks/results/2026-11-30_h200_session6):
+"""The three rules an H200 run of 2026-11-30 taught (benchmarks/results/2026-11-30_verifier_rules_triton_loops):
 verified candidates gave wrong bytes until the verifier knew them.
 
 1. A variable-latency op issued without a read scoreboard still reads its registers after

@@ -37,7 +37,7 @@ FATBIN_MAGIC = 0xBA55ED50
 # REGCOUNT is always the highest general register used + 1 + 2: true of every kernel of
 # the corpus and the suite (107 kernels, ptxas 13.0, sm_80 and sm_90). A kernel that used
 # a register at REGCOUNT-2 (REGCOUNT raised to highest + 1 only) raised
-# cudaErrorIllegalInstruction on the H200 (benchmarks/results/2026-11-29_h200_session.md).
+# cudaErrorIllegalInstruction on the H200 (benchmarks/results/2026-11-29_sass_moves/README.md).
 RESERVED_REGISTERS = 2
 # R1 holds the stack pointer: every kernel opens with `LDC R1, c[0x0][0x28]`, and ptxas writes R1
 # only for stack arithmetic, never for a value.
