@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from reorder.binary.branches import encode_target
 from reorder.sass.model import Instruction
 
 if sys.version_info >= (3, 11):
@@ -89,6 +90,17 @@ def code_bits(ins: Instruction) -> int:
     return ins.word & _CODE_MASK
 
 
+def placed_bits(ins: Instruction, arch: int) -> int:
+    """code_bits with a PC-relative immediate cleared: a branch re-targeted because code was
+    inserted before its target (a probe's clock read) is the instruction the compiler placed.
+    Its target is checked where code is inserted (reorder.probe.grow.changed_originals). The
+    probe after lastBlockSum's `@P0 BRA` (its window reaches the MEMBAR.SC.GPU five
+    instructions on) was refused for its BRA's new immediate."""
+    if ins.target is None:
+        return code_bits(ins)
+    return encode_target(ins.word, arch, 0, 16, ins.base) & _CODE_MASK
+
+
 def neighbour_violations(
     candidate: tuple[Instruction, ...], original: tuple[Instruction, ...], arch: int
 ) -> list[tuple[Instruction, Instruction, str]]:
@@ -111,15 +123,17 @@ def neighbour_violations(
             )
         ]
     found = []
-    kernel_bits = frozenset(code_bits(x) for x in original) if mine else frozenset()
+    kernel_bits = frozenset(placed_bits(x, arch) for x in original) if mine else frozenset()
     for c, o in zip(mine, theirs):
-        why = _changed(candidate, c, original, o, kernel_bits)
+        why = _changed(candidate, c, original, o, kernel_bits, arch)
         if why:
             found.append((candidate[c], why[0], why[1]))
     return found
 
 
-def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int, kernel_bits: frozenset):
+def _changed(
+    cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int, kernel_bits: frozenset, arch: int
+):
     """(instruction, why) for the first change to barrier cand[c] (orig[o]) or its neighbours
     (`kernel_bits`: every instruction of the original, without control codes)."""
     bar, was = cand[c], orig[o]
@@ -129,16 +143,16 @@ def _changed(cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...
         return bar, f"its control code shrank ({bar.ctrl.stall} < {was.ctrl.stall} cycles or fewer waits)"
     for dc, do in ((c - 1, o - 1), (c + 1, o + 1)):
         inside_c, inside_o = 0 <= dc < len(cand), 0 <= do < len(orig)
-        if inside_c != inside_o or (inside_c and code_bits(cand[dc]) != code_bits(orig[do])):
+        if inside_c != inside_o or (inside_c and placed_bits(cand[dc], arch) != placed_bits(orig[do], arch)):
             return (cand[dc] if inside_c else bar), "a different neighbour than the compiler placed"
-    return _window_changed(cand, c, orig, o, kernel_bits)
+    return _window_changed(cand, c, orig, o, kernel_bits, arch)
 
 
 WINDOW_CYCLES = 16  # no fixed latency in the tables reaches further (R2UR -> uniform reader: 15)
 
 
 def _window_changed(
-    cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int, kernel_bits: frozenset
+    cand: tuple[Instruction, ...], c: int, orig: tuple[Instruction, ...], o: int, kernel_bits: frozenset, arch: int
 ):
     """Every instruction the compiler placed within WINDOW_CYCLES before the barrier stays
     before it, in its order, with no fewer cycles into it, and nothing else of the kernel moves
@@ -149,14 +163,14 @@ def _window_changed(
     bytes or faulted, 2026-11-30."""
     k, into_c, into_o = c, 0, 0
     for m in range(1, o + 1):
-        want = code_bits(orig[o - m])
+        want = placed_bits(orig[o - m], arch)
         into_o += orig[o - m].ctrl.stall
         while True:
             k -= 1
             if k < 0:
                 return cand[c], "an instruction the compiler placed before it is gone"
             into_c += cand[k].ctrl.stall
-            bits = code_bits(cand[k])
+            bits = placed_bits(cand[k], arch)
             if bits == want:
                 break
             if bits in kernel_bits and cand[k].base != "NOP":  # a NOP does nothing a barrier could see

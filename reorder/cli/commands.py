@@ -700,7 +700,7 @@ def _probe():
 
         from reorder.base.errors import InputError
         from reorder.probe import run as tp
-        from reorder.probe.variants import parse_range, probe_positions
+        from reorder.probe.variants import barrier_neighbours, parse_range, probe_positions
         from timing import cli_support as cs
 
         if args.launches < 1:
@@ -715,6 +715,11 @@ def _probe():
         positions = probe_positions(code, first, last)
         if not positions:
             raise InputError(f"{args.cubin}: no instruction to probe in {args.range or 'the kernel'}")
+        beside = barrier_neighbours(code, first, last)
+        if beside:
+            named = ", ".join(f"{code.instructions[k].offset:#06x} {code.instructions[k].opcode}" for k in beside[:4])
+            more = f" and {len(beside) - 4} more" if len(beside) > 4 else ""
+            print(f"not probed after {len(beside)} instructions beside barriers kept as compiled: {named}{more}")
         if args.build_only:
             built = tp.build_variants(code, positions, tp.layout_of(spec), Path(args.build_only))
             print(

@@ -69,34 +69,43 @@ class ProbeRun:
 def build_variants(
     code: KernelCode, positions: Sequence[int], layout: ProbeLayout, folder: Path, check: bool = True, jobs: int = 1
 ) -> list[tuple[int, Path, ProbeBuild]]:
-    """Write one cubin per position into `folder` (built in `jobs` processes); every one
-    checked unless `check` is False."""
-    if jobs <= 1 or len(positions) < 2:
-        return [_build_variant(code, k, layout, folder, check) for k in positions]
-    from joblib import Parallel, delayed
+    """Write one cubin per position into `folder` (built in `jobs` processes, written here in
+    order); every one checked unless `check` is False. A variant that fails its check ends the
+    build and the variants it wrote are removed (156 stayed in the folder when one failed)."""
+    from reorder.base.errors import ReorderError
+    from reorder.base.files import undone_on_failure, write_atomic
 
-    return Parallel(n_jobs=jobs, backend="loky")(
-        delayed(_build_variant)(code, k, layout, folder, check) for k in positions
-    )
+    with undone_on_failure(folder, failures=(ReorderError,)):
+        if jobs <= 1 or len(positions) < 2:
+            built = (_build_variant(code, k, layout, check) for k in positions)
+        else:
+            from joblib import Parallel, delayed
+
+            built = Parallel(n_jobs=jobs, backend="loky", return_as="generator")(
+                delayed(_build_variant)(code, k, layout, check) for k in positions
+            )
+        return [
+            (k, write_atomic(folder / f"{code.kernel.name}.probe_{k:04d}.cubin", build.data), build)
+            for k, build in built
+        ]
 
 
-def _build_variant(
-    code: KernelCode, k: int, layout: ProbeLayout, folder: Path, check: bool
-) -> tuple[int, Path, ProbeBuild]:
+def _build_variant(code: KernelCode, k: int, layout: ProbeLayout, check: bool) -> tuple[int, ProbeBuild]:
     from reorder.base.errors import LegalityError
-    from reorder.base.files import write_atomic
 
     build = build_slide(code, k, layout)
     if check:
         result = check_build(code, build)
         if result.changed or result.violations:
             raise LegalityError(
-                f"probe after {k}: originals changed at {list(map(hex, result.changed))}, "
-                f"{len(result.violations)} verifier violations",
+                f"{code.kernel.name}: the probe after instruction {k} ({code.instructions[k].offset:#06x} "
+                f"{code.instructions[k].opcode}) fails its check: originals changed at "
+                f"{list(map(hex, result.changed))}, {len(result.violations)} verifier violations"
+                + (f" (first: {result.violations[0]})" if result.violations else "")
+                + "; no variant was kept",
                 result.violations,
             )
-    path = write_atomic(folder / f"{code.kernel.name}.probe_{k:04d}.cubin", build.data)
-    return k, path, build
+    return k, build
 
 
 def run_probe(

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
+from legality.barriers import load_rules
 from legality.latency import FRESH_SCOREBOARD_CYCLES, latency_class, load_table, lookup_read
 from legality.verify import verify_kernel
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
@@ -140,19 +141,32 @@ def stamp_positions(code: KernelCode, offsets: Sequence[int]) -> list[int]:
 
 
 def probe_positions(code: KernelCode, first: int = 0, last: int | None = None) -> tuple[int, ...]:
-    """Instruction indices in [first, last] after which a clock read is meaningful."""
+    """Instruction indices in [first, last] after which a clock read is meaningful, and legal:
+    not beside a barrier whose neighbours stay as compiled (barrier_neighbours)."""
     instructions = code.instructions
     end = len(instructions) - 2 if last is None else min(last, len(instructions) - 2)  # k + 1 must exist
     reachable = _reachable_indices(instructions)
+    beside = set(barrier_neighbours(code, first, last))
     out = []
     for k in range(max(0, first), end + 1):
         ins = instructions[k]
-        if k not in reachable or ins.ctrl.reuse:
+        if k not in reachable or ins.ctrl.reuse or k in beside:
             continue
         if ins.base in UNCONDITIONAL_ENDS and not ins.guard:
             continue
         out.append(k)
     return tuple(out)
+
+
+def barrier_neighbours(code: KernelCode, first: int = 0, last: int | None = None) -> tuple[int, ...]:
+    """Indices in [first, last] a probe may not follow: a barrier-like instruction whose
+    neighbours the verifier keeps as compiled (MEMBAR, ERRBAR, an unknown opcode...), or the
+    instruction just before one. Probing after lastBlockSum's `STG.E` put the probe's store
+    between it and its MEMBAR.SC.GPU: the variant was built, then refused by the verifier."""
+    keeps = load_rules(code.arch).keeps_neighbours
+    instructions = code.instructions
+    end = len(instructions) - 2 if last is None else min(last, len(instructions) - 2)
+    return tuple(k for k in range(max(0, first), end + 1) if keeps(instructions[k]) or keeps(instructions[k + 1]))
 
 
 def _reachable_indices(instructions: tuple[Instruction, ...]) -> set[int]:
@@ -401,9 +415,14 @@ def _need(p_op: Op, p: Instruction, c_op: Op, c: Instruction, table) -> tuple[in
 def build_slide(code: KernelCode, position: int, layout: ProbeLayout) -> ProbeBuild:
     """Variant with the entry stamp and one clock read after instruction `position`."""
     if position not in probe_positions(code, position, position):
+        beside = (
+            " (beside a barrier whose neighbours stay as compiled)"
+            if barrier_neighbours(code, position, position)
+            else ""
+        )
         raise InputError(
             f"{code.kernel.name}: cannot probe after instruction {position} "
-            f"({code.instructions[position].text if position < len(code.instructions) else 'none'})"
+            f"({code.instructions[position].text if position < len(code.instructions) else 'none'}){beside}"
         )
     return _build(code, (position,), layout, "slide")
 
