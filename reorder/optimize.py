@@ -7,7 +7,6 @@ same search runs on the static cost model and every figure is labelled predicted
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import tempfile
 import time
@@ -15,19 +14,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from legality.verify import verify_kernel
+from reorder.base.deadline import Deadline, move_on_at, process_start
 from reorder.base.errors import InputError, NoGpuError, ReorderError
 from reorder.base.files import check_output, undone_on_failure, write_atomic
-from reorder.base.lifetime import raise_if_terminated
+from reorder.base.lifetime import Terminated, raise_if_terminated, shielded
 from reorder.binary.cubin import parse_cubin, read_cubin
+from reorder.build.listing import list_space
 from reorder.build.ptxlevel import PtxLevel, ptx_level
-from reorder.build.space import Choice, build_cached, search_space
+from reorder.build.space import Choice, build_cached
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
 from reorder.report.sassdiff import sass_diff
 from reorder.sass.model import decode_kernel
 from reorder.sass.readback import read_back
+from reorder.search import budget
+from reorder.search.progress import phase_line
 from reorder.search.scoring import GpuScorer, Rejected, Score, StaticScorer
 from reorder.search.storagefail import storage_failures
-from reorder.search.study import SearchConfig, ranked_choices, run_search, study_name_for
+from reorder.search.study import SearchConfig, ranked_choices, search, study_name_for
 
 FINALISTS = 3
 
@@ -63,6 +66,32 @@ class OptimizeArgs:
     recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check
     ptx: Path | None = None  # the PTX the cubin was compiled from: the search then spans both levels
     ptx_level: PtxLevel | None = None  # set by optimize() from `ptx`
+    started: float | None = None  # when the command started (time.monotonic); None: this process's start
+    families: tuple[str, ...] | None = None  # the SASS families listed (reorder.build.listing); None: all
+
+
+class Clock:
+    """The run's time: its Deadline, the phase rule (reorder.search.budget) and the costs
+    measured so far, which move the phase ends as they come in; and the phase it is in."""
+
+    def __init__(self, deadline: Deadline, rule: budget.Rule, costs: budget.Costs) -> None:
+        self.deadline, self.rule, self.costs = deadline, rule, costs
+        self.phase = "start"
+        self.spent: list[tuple[str, float]] = []  # (phase, seconds) of the phases after the listing
+        self._since = time.monotonic()
+
+    def enter(self, phase: str) -> None:
+        """Begin `phase`; the one before it is booked in `spent` (from the search on)."""
+        now = time.monotonic()
+        if self.phase not in ("start", "listing"):
+            self.spent.append((self.phase, now - self._since))
+        self.phase, self._since = phase, now
+
+    def ends(self) -> budget.Ends:
+        return budget.ends(self.rule, self.costs, self.deadline.start, self.deadline.hard_end)
+
+    def say(self, what: str, end: float) -> None:
+        _say(phase_line(self.phase, what, end, self.deadline.end))
 
 
 def _say(line: str) -> None:
@@ -91,16 +120,43 @@ def _choose_device(args: OptimizeArgs) -> bool:
 
 def optimize(args: OptimizeArgs) -> Report | None:
     """Run the search and write the output and report; the Report (None for a helper worker).
-    A full disk, a read-only folder or a quota is one line naming the file it could not
-    write, and what this run added to the output's folder (a new study database too) is
-    removed; a resumed study's database stays as sqlite kept it."""
+    The whole command keeps to --time (reorder.search.budget): a SIGTERM or Ctrl-C ends it
+    within seconds, in any phase, with nothing half-written and no trial left RUNNING. A full
+    disk, a read-only folder or a quota is one line naming the file it could not write, and
+    what this run added to the output's folder (a new study database too) is removed; a
+    resumed study's database stays as sqlite kept it."""
+    deadline = Deadline(args.started if args.started is not None else process_start(), args.seconds)
+    clock = Clock(deadline, _rule(args, False), budget.Costs())
     folder = args.output.with_name(args.output.stem + ".reorder")
     undo = contextlib.nullcontext() if args.search_only else undone_on_failure(folder)
-    with undo, storage_failures(args.storage or _default_storage(folder, args.workers)):
-        return _optimize(args)
+    try:
+        with undo, storage_failures(args.storage or _default_storage(folder, args.workers)):
+            return _optimize(args, clock)
+    except Terminated:
+        raise Terminated(f"during the {clock.phase}; {_unwritten(args)}") from None
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"during the {clock.phase}; {_unwritten(args)}") from None
 
 
-def _optimize(args: OptimizeArgs) -> Report | None:
+def _unwritten(args: OptimizeArgs) -> str:
+    if args.search_only:
+        return "this helper's trials stay in the study"
+    return f"nothing written to {args.output}; the study keeps every finished trial (rerun to resume)"
+
+
+def _rule(args: OptimizeArgs, on_gpu: bool) -> budget.Rule:
+    return budget.Rule(
+        limit_s=args.seconds,
+        gpu=on_gpu,
+        finalists=max(1, args.finalists),
+        final_budget_s=args.final_budget_s,
+        recheck_sets=args.recheck_sets,
+        launches=1 + len(args.check_launches),
+        trial_launches=1 + bool(args.check_launches),
+    )
+
+
+def _optimize(args: OptimizeArgs, clock: Clock) -> Report | None:
     if not args.search_only:  # a folder, a device, a hard link to the input: refused before the search
         check_output(args.output, protect=[args.cubin])
     cubin = read_cubin(args.cubin)
@@ -115,15 +171,24 @@ def _optimize(args: OptimizeArgs) -> Report | None:
 
         for path in (args.launch, *args.check_launches):
             validated_spec(path, [args.cubin], kernel)
-    space = replace(search_space(code, args.noalias), ptx=args.ptx_level)
-    if not args.search_only:
-        _say(f"{kernel} (sm_{code.arch}): {space.size_line()}")
     on_gpu = _choose_device(args)
+    clock.rule = _rule(args, on_gpu)
+    clock.costs = budget.Costs(timing_s=args.candidate_budget_s if on_gpu else 0.0)
+    clock.enter("listing")
+    ends = clock.ends()
+    listed = list_space(code, args.noalias, args.ptx_level, until=min(ends.listing, ends.search))
+    space = listed.space
+    args = replace(args, ptx_level=space.ptx, families=space.families)
+    if not args.search_only:
+        _say(f"{kernel} (sm_{code.arch}, {len(code.instructions)} instructions): {space.size_line()}")
+        for line in listed.cut:
+            _say(f"listing: {line} (the search goes on without it)")
     folder = args.output.with_name(args.output.stem + ".reorder")
     folder.mkdir(parents=True, exist_ok=True)
     storage = args.storage or _default_storage(folder, args.workers)
-    helpers = [] if args.search_only else _start_helpers(args, kernel, on_gpu, storage)
     with contextlib.ExitStack() as stack:
+        helpers = [] if args.search_only else _start_helpers(args, kernel, on_gpu, storage, clock)
+        stack.callback(_stop, helpers)
         args = replace(args, build_cache=stack.enter_context(tempfile.TemporaryDirectory(prefix="reorder-builds-")))
         scorer = _scorer(args, kernel, on_gpu, stack)
         config = SearchConfig(
@@ -138,32 +203,55 @@ def _optimize(args: OptimizeArgs) -> Report | None:
             args.seed + args.worker_index,
             ptx=args.ptx_level,
             build_cache=args.build_cache,
+            until=(lambda c: clock.deadline.end) if args.search_only else (lambda c: _search_end(clock, c)),
+            limit_end=clock.deadline.end,
         )
         if not args.search_only:
             _say(f"study {config.study_name} in {storage} ({args.workers} worker(s))")
+        clock.enter("search")
         started = time.monotonic()
-        study = run_search(
-            config, space, scorer, progress=(lambda _: None) if args.search_only else (lambda line: _say(line))
+        searched = search(
+            config, space, scorer, progress=(lambda _: None) if args.search_only else _say, costs=clock.costs
         )
         raise_if_terminated()  # a SIGTERM whose raise was swallowed ends the run here, not after it
+        clock.costs = searched.costs
         if args.search_only:
             return None
-        _wait(helpers, args.seconds + 300)
-        searched = time.monotonic()
+        if searched.stopped:
+            _say(f"search: stopped: {searched.stopped}")
+        _wait(helpers, clock.ends().search + 5.0)
         study = _reload(config)
-        report = _conclude(args, code, space, study, scorer, folder, deadline=started + args.seconds)
-        report.notes.append(
-            f"phases: search {searched - started:.0f} s (--time {args.seconds:.0f} s); finalists, "
-            f"re-check and pruning {time.monotonic() - searched:.0f} s"
-        )
-        if args.timeline:
+        report = _conclude(args, code, space, study, scorer, folder, clock)
+        report.notes.append(_phases_note(clock, started, searched.stopped))
+        for line in listed.cut:
+            report.notes.append(f"move space: {line} of --time {args.seconds:g} s; the search ran without it")
+        if args.timeline and time.monotonic() < clock.ends().close:
             try:
-                _timeline(args, code, scorer, folder, report)
+                with move_on_at(clock.ends().closing_cut()) as cut:
+                    _timeline(args, code, scorer, folder, report)
+                if cut.reached:
+                    report.notes.append("timeline: not drawn: --time reached")
             except ReorderError as exc:  # the search's result stands without its picture
                 report.notes.append(f"timeline: not drawn: {str(exc).splitlines()[0]}")
     md, csv = write_report(folder, report, study)
     _say(f"report: {md}\ntrials: {csv}")
+    _say(report.outcome)
     return report
+
+
+def _search_end(clock: Clock, costs: budget.Costs) -> float:
+    clock.costs = costs
+    return clock.ends().search
+
+
+def _phases_note(clock: Clock, search_started: float, stopped: str) -> str:
+    spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in clock.spent)
+    why = f" ({stopped})" if stopped else ""
+    return (
+        f"phases of --time {clock.rule.limit_s:g} s (rule: docs/time_budget.md): start and listing "
+        f"{search_started - clock.deadline.start:.1f} s, {spent}{why}; ended {clock.deadline.used():.1f} s after "
+        "the command started"
+    )
 
 
 def _default_storage(folder: Path, workers: int) -> str:
@@ -174,46 +262,22 @@ def _default_storage(folder: Path, workers: int) -> str:
     return f"sqlite:///{(folder / 'study.db').resolve()}"
 
 
-def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) -> list:
+def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str, clock: Clock) -> list:
     """Workers 1..N-1 as processes running the same search on the same study; on a GPU host
-    worker i gets GPU i (worker 0 is this process, on GPU 0)."""
+    worker i gets GPU i (worker 0 is this process, on GPU 0). Each is given, as its --time,
+    the search's time as the phase rule plans it now."""
     import os
     import subprocess
 
+    search_s = max(1.0, clock.ends().search - time.monotonic())
     procs = []
     for i in range(1, args.workers):
-        cmd = [
-            sys.executable,
-            "-m",
-            "reorder",
-            "optimize",
-            str(args.cubin),
-            "-o",
-            str(args.output),
-            "--kernel",
-            kernel,
-            "--budget",
-            str(args.budget),
-            "--time",
-            f"{args.seconds}s",
-            "--jobs",
-            str(args.jobs),
-            "--storage",
-            storage,
-            "--l2",
-            args.l2,
-            "--device",
-            "gpu" if on_gpu else "cpu",
-            "--seed",
-            str(args.seed),
-            "--candidate-budget",
-            str(args.candidate_budget_s),
-            "--search-only",
-            "--worker-index",
-            str(i),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
+        cmd = [sys.executable, "-m", "reorder", "optimize", str(args.cubin), "-o", str(args.output)]
+        cmd += ["--kernel", kernel, "--budget", str(args.budget), "--time", f"{search_s:.1f}s"]
+        cmd += ["--jobs", str(args.jobs), "--storage", storage, "--l2", args.l2]
+        cmd += ["--device", "gpu" if on_gpu else "cpu", "--seed", str(args.seed)]
+        cmd += ["--candidate-budget", str(args.candidate_budget_s), "--search-only", "--worker-index", str(i)]
+        cmd += ["--parent-pid", str(os.getpid())]
         cmd += ["--launch", str(args.launch)] if args.launch else []
         cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]
         cmd += ["--assume-noalias"] if args.noalias else []
@@ -223,16 +287,36 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str) 
     return procs
 
 
-def _wait(procs: list, timeout_s: float) -> None:
+def _wait(procs: list, until: float) -> None:
+    """Wait for the helper searches until `until` (time.monotonic); one still running then
+    is stopped (_stop), its trials settled by its own SIGTERM handling."""
     import subprocess
 
     for p in procs:
         try:
-            if p.wait(timeout=timeout_s) != 0:
+            if p.wait(timeout=max(0.0, until - time.monotonic())) != 0:
                 _say(f"worker pid {p.pid} exited with {p.returncode}; its trials stay in the study")
         except subprocess.TimeoutExpired:
+            _say(f"worker pid {p.pid} did not finish its search in time and was stopped")
+    _stop(procs)
+
+
+STOP_WAIT_S = 1.0  # a helper told to stop settles its trials in this long, or is killed
+
+
+def _stop(procs: list) -> None:
+    """SIGTERM every helper still running, then SIGKILL the ones not gone within STOP_WAIT_S."""
+    import subprocess
+
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
             p.kill()
-            _say(f"worker pid {p.pid} did not finish in time and was stopped")
+            p.wait()
 
 
 def _reload(config: SearchConfig):
@@ -281,22 +365,44 @@ def recheck_first_set() -> int:
     return 1_000_000 + secrets.randbelow(2**30)
 
 
-def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, deadline: float = math.inf) -> Report:
+def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, clock: Clock) -> Report:
+    """The phases after the search, each within its end (reorder.search.budget): finalists,
+    re-check, pruning, then closing (verify, write, diff). The output is always written: the
+    best candidate that passed every check, or a copy of the input with the reason."""
+    report = _report(args, code, space, study)
+    clock.enter("finalists")
+    count, per_s = budget.final_budget(clock.rule, clock.costs)
+    ranked = ranked_choices(study, space, count)
+    picked, why = None, "no candidate was scored in the search"
+    if ranked:
+        with tempfile.TemporaryDirectory() as tmp:
+            picked, why = _pick_finalist(args, code.kernel.name, ranked, scorer, Path(tmp), report, clock, per_s)
+            if picked is not None and args.contributions:
+                clock.enter("pruning")
+                picked = _prune(args, code.kernel.name, picked, scorer, Path(tmp), report, clock, per_s)
+    clock.enter("closing")
+    with move_on_at(clock.ends().closing_cut()) as cut:
+        _close(args, code, picked, why, folder, report)
+    if cut.reached and not report.outcome:  # the verifier's walk did not finish: the original stands
+        _write_copy(args, report, f"the winner's verification did not finish by --time {args.seconds:g} s")
+    elif cut.reached:
+        report.notes.append("closing was cut at --time after the output was written: the SASS diff may be missing")
+    clock.enter("report")
+    return report
+
+
+def _report(args: OptimizeArgs, code, space, study) -> Report:
     import optuna
 
     trials = study.trials
-    failed = sum(t.state == optuna.trial.TrialState.FAIL for t in trials)
-    dups = sum(bool(t.user_attrs.get("duplicate")) for t in trials)  # a pruned kind, also named on its own
-    ranked = ranked_choices(study, space, max(1, args.finalists))
-    source = f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin)
     report = Report(
         code.kernel.name,
         f"sm_{code.arch}",
-        source,
+        f"{args.cubin} ({args.compiled_from})" if args.compiled_from else str(args.cubin),
         space.size_line(),
         len(trials),
-        failed,
-        dups,
+        sum(t.state == optuna.trial.TrialState.FAIL for t in trials),
+        sum(bool(t.user_attrs.get("duplicate")) for t in trials),  # a pruned kind, also named on its own
         "(none)",
         None,
         l2=args.l2,
@@ -306,7 +412,8 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, dead
     )
     if args.ptx_level is None:
         report.notes.append(
-            "PTX moves: unavailable (the input is a cubin and no --ptx was given): the search ran on SASS moves only"
+            "PTX moves: unavailable (no PTX at hand, or its decisions not listed in time): the search ran on "
+            "SASS moves only"
         )
         from reorder.analysis.loops import loops_note
 
@@ -316,23 +423,27 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, dead
             f"tuned at the launch of {args.launch}: the winner is this shape's; another launch shape "
             "(batch size) gets its own run with its own --launch"
         )
-    if not ranked:
+    if args.noalias:
+        report.notes.append("assumed: pointer parameters do not alias (--assume-noalias)")
+    return report
+
+
+def _write_copy(args: OptimizeArgs, report: Report, why: str) -> None:
+    """The output is the input's bytes; the report and the last line say why."""
+    with shielded():
         write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
-        report.notes.append("no candidate completed: the output is a copy of the input")
-        return report
-    with tempfile.TemporaryDirectory() as tmp:
-        picked = _pick_finalist(args, code.kernel.name, ranked, scorer, Path(tmp), report)
-        if picked is None:
-            write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
-            report.notes.append(
-                "every finalist failed its final scoring or its re-check: the output is a copy of the input"
-            )
-            return report
-        choice, built, final = picked
-        if args.contributions:
-            choice, built, final = _prune(args, code.kernel.name, picked, scorer, Path(tmp), report, deadline)
-        report.best_moves = choice.label()
-        report.result = final
+        report.outcome = f"result: wrote {args.output}: a copy of the input ({why})"
+    report.notes.append(f"the output is a copy of the input: {why}")
+
+
+def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Report) -> None:
+    """Verify the winner against its baseline, write it (or the input's copy), diff it."""
+    if picked is None:
+        _write_copy(args, report, why)
+        return
+    choice, built, final = picked
+    report.best_moves = choice.label()
+    report.result = final
     after = read_back(parse_cubin(built.data, "best"), code)
     baseline = _ptx_report(args, choice, folder, report) if choice.ptx else code.instructions
     verdict = verify_kernel(after, original=baseline)
@@ -342,20 +453,25 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, dead
         if final.measured
         else "not run: no GPU (the candidate is verified, not executed)"
     )
-    if args.noalias:
-        report.notes.append("assumed: pointer parameters do not alias (--assume-noalias)")
     better = final.high < 1.0 if final.measured else final.value < 1.0
     if verdict.ok and better:
-        write_atomic(args.output, built.data, protect=[args.cubin])
+        kind = "measured, byte-identical at every launch checked" if final.measured else "PREDICTED, not measured"
+        with shielded():
+            write_atomic(args.output, built.data, protect=[args.cubin])
+            report.outcome = (
+                f"result: wrote {args.output}: time(optimized)/time(original) {final.value:.4f} "
+                f"[{final.low:.4f}, {final.high:.4f}] ({kind}; verifier: legal)"
+            )
         report.notes.append(f"wrote the best candidate to {args.output}")
     else:
-        write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
-        report.notes.append("the best candidate is not proven faster: the output is a copy of the input")
+        reason = (
+            "the verifier rejected the best candidate" if not verdict.ok else "the best candidate is not proven faster"
+        )
+        _write_copy(args, report, f"{reason}: {final.line()}")
     diff = folder / "changes.diff"
     write_atomic(diff, ("\n".join(sass_diff(code, after)) + "\n").encode())
     kept = "the output" if verdict.ok and better else "the best candidate (not kept)"
     report.notes.append(f"SASS diff of {kept} against the original: {diff.name}")
-    return report
 
 
 def _ptx_report(args: OptimizeArgs, choice: Choice, folder: Path, report: Report) -> tuple:
@@ -389,30 +505,58 @@ def _check_line(detail: dict, several: bool) -> str:
     return line
 
 
-def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report):
+def _pick_finalist(args, kernel: str, ranked, scorer, tmp: Path, report: Report, clock: Clock, per_s: float):
     """Score the search's best few binaries again, longer, and keep the best of those
     scores: a single short timing that won among a hundred is biased low. On a GPU the
     best-scoring finalist must then pass the re-check (every launch, many fresh input
-    sets); one that fails is never the winner, and the next is re-checked instead."""
-    builds = _build_all(args, kernel, [choice for choice, _ in ranked])
+    sets); one that fails is never the winner, and the next is re-checked instead. Each step
+    starts only if it fits before its phase's end (reorder.search.budget), and is cut there.
+    ((choice, built, final) or None, why none)."""
+    end = clock.ends().finalists
+    clock.say(f"scoring up to {len(ranked)} binaries ({per_s:.1f} s of timing each)", end)
     scored = []
-    for rank, ((choice, search_value), built) in enumerate(zip(ranked, builds)):
-        path = tmp / f"finalist{rank}.cubin"
-        final, why = _score_built(built, path, lambda p: _final_score(scorer, p, args.final_budget_s))
-        report.finalists.append(
-            {"moves": choice.label(), "search": f"{search_value:.4f}", "final": final.line() if final else why}
-        )
-        if final:
-            scored.append((final.value, rank, choice, built, final, path))
-    launches = check_specs(args, kernel) if isinstance(scorer, GpuScorer) else ()
-    for _, rank, choice, built, final, path in sorted(scored, key=lambda s: s[:2]):
-        if not isinstance(scorer, GpuScorer):
-            return choice, built, final
-        checked, why = _recheck(scorer, path, launches, args.recheck_sets)
-        report.finalists[rank]["final"] += f"; {checked or why}"
-        if checked:
-            return choice, built, replace(final, detail={**final.detail, "recheck": checked})
-    return None
+    with move_on_at(end) as cut:
+        builds = _build_all(args, kernel, [choice for choice, _ in ranked])
+        for rank, ((choice, search_value), built) in enumerate(zip(ranked, builds)):
+            row = {"moves": choice.label(), "search": f"{search_value:.4f}", "final": "not scored: --time"}
+            report.finalists.append(row)
+            if not budget.fits(time.monotonic(), budget.finalist_s(clock.rule, clock.costs), clock.ends().finalists):
+                continue
+            path = tmp / f"finalist{rank}.cubin"
+            final, why = _score_built(built, path, lambda p: _final_score(scorer, p, per_s))
+            row["final"] = final.line() if final else why
+            if final:
+                scored.append((final.value, rank, choice, built, final, path))
+    if cut.reached:
+        clock.say(f"cut at its end with {len(scored)} finalist(s) scored", end)
+    if not scored:
+        return None, "no finalist was scored in the time left" if cut.reached or ranked else "no candidate was scored"
+    if not isinstance(scorer, GpuScorer):
+        _, rank, choice, built, final, _ = min(scored, key=lambda s: s[:2])
+        return (choice, built, final), ""
+    clock.enter("re-check")
+    return _recheck_best(args, kernel, scorer, sorted(scored, key=lambda s: s[:2]), report, clock)
+
+
+def _recheck_best(args, kernel: str, scorer, scored: list, report: Report, clock: Clock):
+    """The first finalist, best final score first, that passes the re-check in time."""
+    launches = check_specs(args, kernel)
+    end = clock.ends().recheck
+    why = "no finalist's re-check finished in the time left"
+    with move_on_at(end) as cut:
+        for _, rank, choice, built, final, path in scored:
+            if not budget.fits(time.monotonic(), budget.recheck_s(clock.rule, clock.costs), end):
+                report.finalists[rank]["final"] += "; not re-checked: --time"
+                continue
+            clock.say(f"re-checking {choice.label()} ({args.recheck_sets} input sets per launch)", end)
+            checked, failed = _recheck(scorer, path, launches, args.recheck_sets)
+            report.finalists[rank]["final"] += f"; {checked or failed}"
+            if checked:
+                return (choice, built, replace(final, detail={**final.detail, "recheck": checked})), ""
+            why = "every finalist re-checked failed its re-check"
+    if cut.reached:
+        clock.say("cut at its end: no finalist passed its re-check in time", end)
+    return None, why
 
 
 def _recheck(scorer: GpuScorer, path: Path, launches: tuple, sets: int) -> tuple[str, str]:
@@ -474,10 +618,11 @@ def _build_all(args, kernel: str, choices: list[Choice]) -> list:
 
     if len(choices) <= 1 or args.jobs <= 1:
         return [
-            build_cached(args.build_cache, str(args.cubin), kernel, args.noalias, c, args.ptx_level) for c in choices
+            build_cached(args.build_cache, str(args.cubin), kernel, args.noalias, c, args.ptx_level, args.families)
+            for c in choices
         ]
     return parallel(min(args.jobs, len(choices)))(
-        delayed(build_cached)(args.build_cache, str(args.cubin), kernel, args.noalias, c, args.ptx_level)
+        delayed(build_cached)(args.build_cache, str(args.cubin), kernel, args.noalias, c, args.ptx_level, args.families)
         for c in choices
     )
 
@@ -491,40 +636,49 @@ def _final_score(scorer, path: Path, budget_s: float) -> Score:
 MAX_PRUNE_ROUNDS = 3  # each round re-scores the winner without each move: bounded cost
 
 
-def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, deadline: float = math.inf):
+def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, clock: Clock, per_s: float):
     """Backward elimination over the winner's moves: score it without each move; while some
     removal scores no worse, drop the removal that scores best and repeat. A move that does
     not pay is a change with nothing to show for it. The contribution table of the last
     round goes into the report. On a GPU a pruned winner must pass the re-check too; if it
-    fails, the unpruned winner (which passed) stands. It is an improvement, not a check, so
-    it stops at `deadline` (the end of --time): removals not scored by then are listed as
-    such and the winner found so far stands."""
+    fails, the unpruned winner (which passed) stands. It is an improvement, not a check: it
+    runs only with time left before closing, a re-check's worth kept for the pruned winner,
+    and removals not scored by then are listed as such; the winner found so far stands."""
     choice, built, final = picked
-    for done in range(MAX_PRUNE_ROUNDS):
-        if time.monotonic() >= deadline:
-            report.notes.append(f"backward elimination stopped at --time after {done} round(s)")
-            break
-        rows, best = _without_each(args, kernel, choice, final, scorer, tmp, deadline)
-        report.contributions = rows
-        if best is None or best[2].value > final.value:
-            break
-        move, smaller, score, smaller_built = best
-        report.notes.append(f"pruned {move}: without it the winner scored {score.line()}, with it {final.line()}")
-        choice, built, final = smaller, smaller_built, score
+    ends = clock.ends()
+    stop = ends.recheck - budget.recheck_s(clock.rule, clock.costs)  # a pruned winner's re-check fits after
+    with move_on_at(stop) as cut:
+        for done in range(MAX_PRUNE_ROUNDS):
+            if not budget.fits(time.monotonic(), budget.finalist_s(clock.rule, clock.costs), stop):
+                if len(choice.moves()) > 1:
+                    report.notes.append(f"backward elimination stopped at --time after {done} round(s)")
+                break
+            rows, best = _without_each(args, kernel, choice, final, scorer, tmp, clock, stop, per_s)
+            report.contributions = rows
+            if best is None or best[2].value > final.value:
+                break
+            move, smaller, score, smaller_built = best
+            report.notes.append(f"pruned {move}: without it the winner scored {score.line()}, with it {final.line()}")
+            choice, built, final = smaller, smaller_built, score
+    if cut.reached:
+        report.notes.append("backward elimination was cut at its end (--time); the winner found so far stands")
     if choice is picked[0] or not isinstance(scorer, GpuScorer):
         return choice, built, final
     path = tmp / "pruned.cubin"
     write_atomic(path, built.data)  # a full disk names the file
-    checked, why = _recheck(scorer, path, check_specs(args, kernel), args.recheck_sets)
+    with move_on_at(ends.recheck) as cut:
+        checked, why = _recheck(scorer, path, check_specs(args, kernel), args.recheck_sets)
+    if cut.reached:
+        checked, why = "", "its re-check did not finish by --time"
     if checked:
         return choice, built, replace(final, detail={**final.detail, "recheck": checked})
     report.notes.append(f"the pruned winner failed its re-check ({why}): the unpruned winner stands")
     return picked
 
 
-def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path, deadline: float = math.inf):
+def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: Path, clock: Clock, stop, per_s):
     """(contribution rows, the best removal as (move, choice, score, built) or None); the
-    removals are built and scored `--jobs` at a time while `deadline` is ahead."""
+    removals are built and scored `--jobs` at a time while each still fits before `stop`."""
     rows: list[dict] = []
     best = None
     moves = choice.moves()
@@ -533,21 +687,21 @@ def _without_each(args, kernel: str, choice: Choice, final: Score, scorer, tmp: 
     smaller = [choice.without(family, index) for family, index in moves]
     step = max(1, args.jobs)
     for start in range(0, len(moves), step):
-        if time.monotonic() >= deadline:
+        if not budget.fits(time.monotonic(), budget.finalist_s(clock.rule, clock.costs), stop):
             left = len(moves) - start
             rows.append({"move": f"{left} more move(s)", "without": "not scored: --time reached", "effect": "-"})
             break
         chunk = list(zip(moves[start : start + step], smaller[start : start + step]))
         built_chunk = _build_all(args, kernel, [less for _, less in chunk])
-        best = _score_removals(args, choice, final, scorer, tmp, chunk, built_chunk, rows, best)
+        best = _score_removals(args, choice, final, scorer, tmp, chunk, built_chunk, rows, best, per_s)
     return rows, best
 
 
-def _score_removals(args, choice: Choice, final: Score, scorer, tmp: Path, chunk, builds, rows: list, best):
+def _score_removals(args, choice: Choice, final: Score, scorer, tmp: Path, chunk, builds, rows: list, best, per_s):
     """Score each removal of one chunk, append its contribution row; the best removal so far."""
     for ((family, index), less), built in zip(chunk, builds):
         score, why = _score_built(
-            built, tmp / f"without_{family}_{index}.cubin", lambda path: _final_score(scorer, path, args.final_budget_s)
+            built, tmp / f"without_{family}_{index}.cubin", lambda path: _final_score(scorer, path, per_s)
         )
         label = (
             choice.ptx[index].describe()

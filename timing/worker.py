@@ -194,6 +194,13 @@ class _Worker:
             conn.close()
 
     def run(self, job: Job) -> JobResult:
+        try:
+            return self._run(job)
+        except BaseException:  # a signal or a deadline (reorder.base.deadline) mid-job: the job's
+            self.stop(kill=True)  # state is unknown, the worker may hang in a kernel: never reused
+            raise
+
+    def _run(self, job: Job) -> JobResult:
         t0 = time.perf_counter()
 
         def result(status: Status, **kw: Any) -> JobResult:
@@ -275,18 +282,19 @@ class WorkerPool:
         futures = [self.submit(j) for j in jobs]
         return [f.result() for f in futures]
 
-    def close(self) -> None:
-        """Stop every worker (politely, then by force)."""
+    def close(self, kill: bool = False) -> None:
+        """Stop every worker: politely, then by force; at once with `kill` (a run ending on a
+        signal has no time for a worker's goodbye)."""
         if self._closed:
             return
         self._closed = True
         if self._executor is not None:
-            self._executor.shutdown(wait=True)
+            self._executor.shutdown(wait=not kill, cancel_futures=kill)
         for w in self._workers:
-            w.stop()
+            w.stop(kill=kill)
 
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(kill=exc_type is not None)

@@ -9,7 +9,7 @@ after a kill or a SIGTERM. So:
   flock on the folder's lock file, which the kernel drops when the process dies, so the next
   run removes every folder whose lock it can take (`run_folder`);
 - a SIGTERM unwinds like Ctrl-C, so `finally` blocks and temporary folders clean up
-  (`terminate_on_sigterm`);
+  (`terminate_on_sigterm`); a write that must not be cut in half is `shielded`;
 - worker processes watch their parent and exit within a second of its death (`watch_parent`,
   the initializer of every loky pool made by `parallel`, and of timing.worker's children).
 """
@@ -133,36 +133,75 @@ def _stop_pools() -> None:
         executor.shutdown(wait=True, kill_workers=True)
 
 
-_TERMINATED = threading.Event()  # a SIGTERM arrived inside terminate_on_sigterm
+_TERMINATED = threading.Event()  # a SIGTERM or SIGINT arrived inside terminate_on_sigterm
+_SIGNAL = {"kind": Terminated}  # which of the two came first
+_SHIELD = {"depth": 0, "pending": None}  # shielded(): how deep, and what a signal left to raise
 
 
 @contextlib.contextmanager
 def terminate_on_sigterm() -> Iterator[None]:
-    """While inside, SIGTERM raises Terminated in the main thread (elsewhere: no change), and
-    is remembered: an exception raised from a signal handler can land in a weakref or GC
-    callback, whose exceptions Python prints and drops (CI saw a SIGTERM land in SQLAlchemy's
-    `_collection_gced`, and optimize searched on), so long loops also ask
+    """While inside, SIGTERM raises Terminated and SIGINT KeyboardInterrupt in the main thread
+    (elsewhere: no change), at once or, inside `shielded`, when the shielded step ends. A
+    SIGTERM is also remembered: an exception raised from a signal handler can land in a
+    weakref or GC callback, whose exceptions Python prints and drops (CI saw a SIGTERM land in
+    SQLAlchemy's `_collection_gced`, and optimize searched on), so long loops also ask
     `raise_if_terminated` at their safe points."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def handler(signum, frame):
-        _TERMINATED.set()
-        raise Terminated()
+    def on_term(signum, frame):
+        _remember(Terminated)
+        deliver(Terminated())
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    def on_int(signum, frame):
+        _remember(KeyboardInterrupt)
+        deliver(KeyboardInterrupt())
+
+    previous = signal.signal(signal.SIGTERM, on_term), signal.signal(signal.SIGINT, on_int)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
         _TERMINATED.clear()
+        _SHIELD["pending"] = None
+
+
+def _remember(kind: type[KeyboardInterrupt]) -> None:
+    if not _TERMINATED.is_set():
+        _SIGNAL["kind"] = kind
+        _TERMINATED.set()
+
+
+def deliver(exc: BaseException) -> None:
+    """Raise `exc` (from a signal handler) now, or when the shielded step running now ends."""
+    if _SHIELD["depth"]:
+        _SHIELD["pending"] = _SHIELD["pending"] or exc
+        return
+    raise exc
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+    """A step a signal must not cut in half: a write to the study's storage, the rename of an
+    output. A SIGTERM, SIGINT or deadline (reorder.base.deadline) arriving inside is raised
+    when the step ends; steps shielded this way take milliseconds."""
+    _SHIELD["depth"] += 1
+    try:
+        yield
+    finally:
+        _SHIELD["depth"] -= 1
+    if not _SHIELD["depth"] and _SHIELD["pending"] is not None:
+        exc, _SHIELD["pending"] = _SHIELD["pending"], None
+        raise exc
 
 
 def raise_if_terminated() -> None:
-    """Raise Terminated when a SIGTERM arrived and its first raise was swallowed."""
+    """Raise Terminated (KeyboardInterrupt for a SIGINT) when the signal arrived and its first
+    raise was swallowed or is still held by a shield."""
     if _TERMINATED.is_set():
-        raise Terminated()
+        raise _SIGNAL["kind"]()
 
 
 def watch_parent(parent: int, poll_s: float = POLL_S) -> None:

@@ -40,6 +40,11 @@ class SearchSpace:
     swaps: tuple[Swap, ...]
     slice_batches: tuple[SliceBatch, ...] = ()
     ptx: PtxLevel | None = None  # the PTX at hand, None when there is none
+    families: tuple[str, ...] | None = None  # the SASS families listed (None: all); see reorder.build.listing
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        return FAMILIES if self.families is None else self.families
 
     def size_line(self) -> str:
         sass = (
@@ -47,6 +52,9 @@ class SearchSpace:
             f"{len(self.stall_cuts)} stall-cut blocks, "
             f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)"
         )
+        unlisted = [f for f in FAMILIES if f not in self.listed]
+        if unlisted:
+            sass += f" ({', '.join(f.replace('_', ' ') for f in unlisted)}: not listed in the time given)"
         if self.ptx is None:
             return sass + "; PTX moves unavailable (no PTX: give a .ptx or .cu input, or --ptx with a cubin)"
         return f"{sass}; {self.ptx.size_line()}"
@@ -100,14 +108,21 @@ class Choice:
         return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
 
 
-def search_space(code: KernelCode, noalias: bool) -> SearchSpace:
-    options = MoveOptions(noalias=noalias)
-    return SearchSpace(
-        tuple(LoadBatch.instances(code, options)),
-        tuple(StallCut.instances(code, options)),
-        tuple(Swap.instances(code, options)),
-        tuple(SliceBatch.instances(code, options)),
-    )
+FAMILIES = ("stall_cuts", "swaps", "slice_batches", "load_batches")  # SearchSpace's SASS lists
+_MOVES = {"load_batches": LoadBatch, "stall_cuts": StallCut, "swaps": Swap, "slice_batches": SliceBatch}
+
+
+def family_instances(code: KernelCode, noalias: bool, family: str) -> tuple:
+    """Every legal instance of one SASS move family (a FAMILIES name) in the kernel."""
+    return tuple(_MOVES[family].instances(code, MoveOptions(noalias=noalias)))
+
+
+def search_space(code: KernelCode, noalias: bool, families: tuple[str, ...] | None = None) -> SearchSpace:
+    """The space of `families` (None: all); a family left out has no instances. A build
+    lists the same families as the run did (listing is deterministic), so indices agree."""
+    listed = FAMILIES if families is None else families
+    found = {f: family_instances(code, noalias, f) if f in listed else () for f in FAMILIES}
+    return SearchSpace(families=families, **found)
 
 
 def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:
@@ -150,7 +165,14 @@ class Built:
     predicted_cycles: int = 0
 
 
-def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice, ptx: PtxLevel | None = None) -> Built:
+def build_candidate(
+    cubin_path: str,
+    kernel: str,
+    noalias: bool,
+    choice: Choice,
+    ptx: PtxLevel | None = None,
+    families: tuple | None = None,
+) -> Built:
     """Decode, rebuild the space (deterministic), apply the choice. Runs in joblib workers.
     A choice with PTX picks is built from the PTX (reorder.build.ptxlevel), not from the cubin."""
     from reorder.analysis.costmodel import kernel_cycles
@@ -169,7 +191,7 @@ def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice,
             predicted_cycles=made.predicted_cycles,
         )
     code = decode_kernel(read_cubin(cubin_path), kernel)
-    space = search_space(code, noalias)
+    space = search_space(code, noalias, families)
     try:
         out = apply_choice(code, space, choice)
     except ReorderError as exc:
@@ -184,7 +206,13 @@ def build_candidate(cubin_path: str, kernel: str, noalias: bool, choice: Choice,
 
 
 def build_cached(
-    cache: str | None, cubin_path: str, kernel: str, noalias: bool, choice: Choice, ptx: PtxLevel | None = None
+    cache: str | None,
+    cubin_path: str,
+    kernel: str,
+    noalias: bool,
+    choice: Choice,
+    ptx: PtxLevel | None = None,
+    families: tuple | None = None,
 ) -> Built:
     """`build_candidate`, kept in the folder `cache` (one run's, None for none): the finalists
     are the search's own best trials, and building them again cost as much as the search (on
@@ -192,7 +220,7 @@ def build_cached(
     kept instruction hashes). The key is every input of the build (the cubin's bytes, the kernel, the alias
     assumption, the choice, the PTX's bytes); the building code is the run's own."""
     if cache is None:
-        return build_candidate(cubin_path, kernel, noalias, choice, ptx)
+        return build_candidate(cubin_path, kernel, noalias, choice, ptx, families)
     key = hashlib.sha256(
         repr(
             (
@@ -201,6 +229,7 @@ def build_cached(
                 noalias,
                 choice,
                 (ptx, ptx.digest()) if ptx else None,
+                *((families,) if families is not None else ()),
             )
         ).encode()
     ).hexdigest()
@@ -211,6 +240,6 @@ def build_cached(
             return held
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
         pass
-    built = build_candidate(cubin_path, kernel, noalias, choice, ptx)
+    built = build_candidate(cubin_path, kernel, noalias, choice, ptx, families)
     write_atomic(path, pickle.dumps(built))  # whole or absent: workers write beside each other
     return built

@@ -470,15 +470,16 @@ def _optimize():
             "--budget",
             type=int,
             default=100,
-            help="scored trials in the study (resumed ones count; a candidate pruned before scoring, "
-            "being unbuildable, a duplicate or the original, does not)",
+            help="scored trials in the study (default: 100; resumed ones count; a candidate pruned before "
+            "scoring, being unbuildable, a duplicate or the original, does not)",
         )
         p.add_argument(
             "--time",
             default="30m",
-            help="wall-clock limit of the search and of the pruning of the winner's moves, e.g. 90s, 10m, 1h; "
-            "the finalists' timing and the winner's re-check always run after it (the report gives each phase's "
-            "duration)",
+            help="wall-clock limit of the whole command, e.g. 90s, 10m, 1h (default: 30m): listing, search, the "
+            "finalists' timing, the winner's re-check at every launch, pruning, report and write share it "
+            "(docs/time_budget.md); the run ends by --time + max(10 s, 5%%) with the best candidate that passed "
+            "every check, or a copy of the input and the reason",
         )
         p.add_argument("--jobs", type=int, default=2, help="candidates built in parallel on the CPU")
         p.add_argument("--storage", help="Optuna storage URL (default: SQLite next to the output)")

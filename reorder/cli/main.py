@@ -60,11 +60,11 @@ def _run(args: argparse.Namespace) -> int:
     except ReorderError as exc:
         print(f"reorder {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except Terminated:
-        print(f"reorder {args.command}: terminated", file=sys.stderr)
+    except Terminated as exc:  # a command may say where it was and what it left (reorder.optimize)
+        print(f"reorder {args.command}: terminated" + (f" {exc}" if str(exc) else ""), file=sys.stderr)
         return 143
-    except KeyboardInterrupt:
-        print(f"reorder {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"reorder {args.command}: interrupted" + (f" {exc}" if str(exc) else ""), file=sys.stderr)
         return 130
     except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
         where = f"{exc.filename}: " if exc.filename else ""

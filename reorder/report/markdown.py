@@ -35,6 +35,7 @@ class Report:
     versions: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)  # failure_class -> count (a quarter of a budget can go here)
     pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
+    outcome: str = ""  # the run's last line: what was written, its ratio and CI, measured or predicted
 
     def markdown(self) -> str:
         lines = [
@@ -60,6 +61,8 @@ class Report:
                     + "; ".join(f"{n} x {why}" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
                 ]
         lines += ["## Result", ""]
+        if self.outcome:
+            lines += [self.outcome.removeprefix("result: "), ""]
         if self.result is None:
             lines.append("No candidate completed; the original is kept.")
         else:
@@ -134,7 +137,8 @@ def failures_by_class(study) -> dict[str, int]:
     out: dict[str, int] = {}
     for t in study.trials:
         if t.state == optuna.trial.TrialState.FAIL:
-            key = failure_class(t.user_attrs.get("failure", ""))
+            stopped = t.user_attrs.get("interrupted")
+            key = f"interrupted: {stopped}" if stopped else failure_class(t.user_attrs.get("failure", ""))
             out[key] = out.get(key, 0) + 1
     return out
 
@@ -152,10 +156,10 @@ def pruned_by_class(study) -> dict[str, int]:
 
 def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
     """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
-    md = write_atomic(folder / "report.md", report.markdown().encode())  # whole or absent, on a full disk too
     frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
     for column, named in (("user_attrs_failure", "failure_class"), ("user_attrs_pruned", "pruned_class")):
         if column in frame:
             frame[named] = [failure_class(r) if isinstance(r, str) else "" for r in frame[column]]
+    md = write_atomic(folder / "report.md", report.markdown().encode())  # whole or absent, on a full disk too
     csv = write_atomic(folder / "trials.csv", frame.to_csv(index=False).encode())
     return md, csv

@@ -22,9 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reorder.base.deadline import DeadlineReached, checkpoint, move_on_at
 from reorder.base.files import write_atomic
+from reorder.base.lifetime import shielded
 from reorder.build import ptxlevel
 from reorder.build.space import MAX_SWAPS, Built, Choice, SearchSpace, build_cached
+from reorder.search import owners
+from reorder.search.budget import Costs, fits
+from reorder.search.progress import progress_line
 from reorder.search.scoring import Rejected, Score, Scorer
 from reorder.search.storagefail import storage_failure
 
@@ -51,6 +56,8 @@ class SearchConfig:
     grace_s: int = GRACE_S
     ptx: ptxlevel.PtxLevel | None = None  # the PTX at hand: candidates may be PTX moves first
     build_cache: str | None = None  # the run's folder of built candidates (space.build_cached)
+    until: Callable[[Costs], float] | None = None  # where the search must end (time.monotonic), given its costs
+    limit_end: float | None = None  # where --time ends (time.monotonic), for the progress lines
 
 
 def open_storage(url: str, heartbeat_s: int = HEARTBEAT_S, grace_s: int = GRACE_S):
@@ -241,6 +248,16 @@ def _seen_scores(study) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True)
+class Searched:
+    """What a search left: the study, what it measured, and how it ended ('' when it
+    reached its budget or ran out of candidates; else why it stopped)."""
+
+    study: object
+    costs: Costs
+    stopped: str = ""
+
+
 def run_search(
     config: SearchConfig,
     space: SearchSpace,
@@ -248,87 +265,182 @@ def run_search(
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ):
     """Run (or resume) the study until `budget` trials are finished or time runs out; return it."""
+    return search(config, space, scorer, progress).study
+
+
+def search(
+    config: SearchConfig,
+    space: SearchSpace,
+    scorer: Scorer,
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    costs: Costs | None = None,
+) -> Searched:
+    """Run (or resume) the study until `budget` trials are finished, the space runs out, or the
+    search's time is up: `config.until(costs)` (the phase rule, reorder.search.budget, fed
+    what this search measures) or else `config.seconds` from now. A round of trials starts
+    only when the longest round so far still fits; one in flight at the end is cut, and its
+    trials settled (reorder.search.owners), as they are on a signal or any other way out."""
     import warnings
 
     import optuna
-    from joblib import delayed
-
-    from reorder.base.lifetime import parallel, raise_if_terminated
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     # ask/tell with heartbeats is what we want (our own heartbeat thread keeps trials alive)
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
     storage, study = _open_study(config)
+    settled = owners.reconcile(study, storage)
+    if settled:
+        progress(
+            f"search: {settled} trial(s) of an earlier run that ended without finishing them: failed, queued again"
+        )
     _seed(study, space, config.budget)
     seen = _seen_scores(study)
     original = hashlib.sha256(config.cubin.read_bytes()).hexdigest()
-    deadline = time.monotonic() + config.seconds
+    started = time.monotonic()
+    state = _Round(study, costs or Costs())
     with tempfile.TemporaryDirectory(prefix="reorder-search-") as tmp, _Heartbeat(storage, config.heartbeat_s) as beat:
-        while time.monotonic() < deadline:
-            raise_if_terminated()  # a SIGTERM whose raise a GC callback swallowed
-            optuna.storages.fail_stale_trials(study)
-            n = min(config.jobs, config.budget - finished_trials(study))
-            if n <= 0:
-                break
-            if out_of_candidates(study, config.budget):
-                progress(
-                    f"stopping: {pruned_trials(study)} trials pruned before scoring (unbuildable, duplicates, the "
-                    "original): the space holds too few new legal binaries for the budget"
-                )
-                break
+        try:
+            while not state.stopped:
+                end = config.until(state.costs) if config.until else started + config.seconds
+                _one_round(config, space, scorer, state, beat, end, seen, Path(tmp), original, progress)
+        except BaseException as exc:
+            owners.settle(study, state.open, _why(exc))
+            raise
+    return Searched(study, state.costs, "" if state.stopped is True else state.stopped)
+
+
+class _Round:
+    """The search loop's running state: the trials asked and not yet told, the costs measured,
+    and why it stopped (False while it runs, True at its budget or out of candidates)."""
+
+    def __init__(self, study, costs: Costs) -> None:
+        self.study, self.costs = study, costs
+        self.open: list = []
+        self.stopped: bool | str = False
+
+
+def _why(exc: BaseException) -> str:
+    from reorder.base.lifetime import Terminated
+
+    if isinstance(exc, Terminated):
+        return "SIGTERM"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
+    if isinstance(exc, DeadlineReached):
+        return "--time reached"
+    return f"the run failed: {type(exc).__name__}"
+
+
+def _one_round(config, space, scorer, state: _Round, beat, end: float, seen, tmp: Path, original, progress) -> None:
+    """Ask up to --jobs trials, build them in parallel, score and tell each; or set
+    `state.stopped` when the budget is reached, the space is spent or the time is up."""
+    import optuna
+    from joblib import delayed
+
+    from reorder.base.lifetime import parallel
+
+    study = state.study
+    checkpoint()
+    optuna.storages.fail_stale_trials(study)
+    n = min(config.jobs, config.budget - finished_trials(study))
+    if n <= 0:
+        state.stopped = True
+        return
+    if out_of_candidates(study, config.budget):
+        progress(
+            f"stopping: {pruned_trials(study)} trials pruned before scoring (unbuildable, duplicates, the "
+            "original): the space holds too few new legal binaries for the budget"
+        )
+        state.stopped = True
+        return
+    if not fits(time.monotonic(), state.costs.round_s, end):
+        state.stopped = _time_up(state.costs, end)
+        return
+    begun = time.monotonic()
+    with move_on_at(end) as cut:
+        with shielded():
             trials = [study.ask() for _ in range(n)]
-            beat.trial_ids |= {t._trial_id for t in trials}
-            beat.beat()
-            choices = [suggest(t, space) for t in trials]
-            built = parallel(config.jobs)(  # workers that die with this process (reorder.base.lifetime)
-                delayed(build_cached)(
-                    config.build_cache, str(config.cubin), config.kernel, config.noalias, c, config.ptx
-                )
-                for c in choices
+            state.open += trials
+            for t in trials:
+                owners.claim(t)
+        beat.trial_ids |= {t._trial_id for t in trials}
+        beat.beat()
+        choices = [suggest(t, space) for t in trials]
+        built_at = time.monotonic()
+        built = parallel(config.jobs)(  # workers that die with this process (reorder.base.lifetime)
+            delayed(build_cached)(
+                config.build_cache, str(config.cubin), config.kernel, config.noalias, c, config.ptx, space.families
             )
-            for trial, choice, b in zip(trials, choices, built):
-                _finish(study, trial, choice, b, scorer, seen, Path(tmp), original)
-                beat.trial_ids.discard(trial._trial_id)
-                progress(_progress_line(study, config.budget))
-    return study
+            for c in choices
+        )
+        state.costs = state.costs.seen_build(time.monotonic() - built_at)
+        for trial, choice, b in zip(trials, choices, built):
+            scored_at = time.monotonic()
+            if _finish(study, trial, choice, b, scorer, seen, tmp, original):
+                state.costs = state.costs.seen_score(time.monotonic() - scored_at)
+            state.open.remove(trial)
+            beat.trial_ids.discard(trial._trial_id)
+            progress(progress_line(study, config.budget, end, config.limit_end))
+    if cut.reached:
+        settled = owners.settle(study, state.open, "--time reached")
+        state.open.clear()
+        state.stopped = f"the search's time ran out with {settled} trial(s) in flight (cut; queued for a resumed run)"
+        return
+    state.costs = state.costs.seen_round(time.monotonic() - begun)
+
+
+def _time_up(costs: Costs, end: float) -> str:
+    left = max(0.0, end - time.monotonic())
+    if costs.round_s is None:
+        return "no time was left for the search"
+    return (
+        f"the next round of trials ({costs.round_s:.1f} s, the longest so far) would not finish in the "
+        f"{left:.1f} s left"
+    )
 
 
 def _finish(
     study, trial, choice: Choice, built: Built, scorer: Scorer, seen: dict[str, float], tmp: Path, original: str = ""
-) -> None:
+) -> bool:
+    """Settle one built trial: pruned (unbuildable, the original, a duplicate), failed (the
+    scorer rejected it) or scored. True when the scorer ran."""
     import optuna
 
-    trial.set_user_attr("moves", choice.label())
-    if built.data is None:  # the verifier, the encoder or nvdisasm said no: nothing to score
-        _prune(study, trial, f"build: {built.reason}")
-        return
-    trial.set_user_attr("sha256", built.sha256)
-    trial.set_user_attr("moved", built.moved)
-    if built.sha256 == original:
-        _prune(study, trial, ORIGINAL, value=1.0)
-        return
-    if built.sha256 not in seen:
-        seen.update(_seen_scores(study))  # another worker may have scored it since
-    if built.sha256 in seen:
-        _prune(study, trial, DUPLICATE, value=seen[built.sha256])
-        return
-    if built.sha256 in _being_scored_elsewhere(study, trial):
-        _prune(study, trial, "a binary another worker is scoring")
-        return
+    with shielded():
+        trial.set_user_attr("moves", choice.label())
+        if built.data is None:  # the verifier, the encoder or nvdisasm said no: nothing to score
+            _prune(study, trial, f"build: {built.reason}")
+            return False
+        trial.set_user_attr("sha256", built.sha256)
+        trial.set_user_attr("moved", built.moved)
+        if built.sha256 == original:
+            _prune(study, trial, ORIGINAL, value=1.0)
+            return False
+        if built.sha256 not in seen:
+            seen.update(_seen_scores(study))  # another worker may have scored it since
+        if built.sha256 in seen:
+            _prune(study, trial, DUPLICATE, value=seen[built.sha256])
+            return False
+        if built.sha256 in _being_scored_elsewhere(study, trial):
+            _prune(study, trial, "a binary another worker is scoring")
+            return False
     path = tmp / f"{built.sha256[:16]}.cubin"
     write_atomic(path, built.data)  # a full disk names the file
     try:
         score = scorer.score(path)
     except Rejected as exc:
-        trial.set_user_attr("failure", str(exc))
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        return
-    trial.set_user_attr("ci_low", score.low)
-    trial.set_user_attr("ci_high", score.high)
-    trial.set_user_attr("measured", score.measured)
-    seen[built.sha256] = score.value
-    study.tell(trial, score.value)
+        with shielded():
+            trial.set_user_attr("failure", str(exc))
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        return True
+    with shielded():
+        trial.set_user_attr("ci_low", score.low)
+        trial.set_user_attr("ci_high", score.high)
+        trial.set_user_attr("measured", score.measured)
+        seen[built.sha256] = score.value
+        study.tell(trial, score.value)
+    return True
 
 
 def _prune(study, trial, reason: str, value: float | None = None) -> None:
@@ -352,27 +464,6 @@ def _being_scored_elsewhere(study, trial) -> set[str]:
 
     running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
     return {t.user_attrs["sha256"] for t in running if t.number < trial.number and "sha256" in t.user_attrs}
-
-
-def _progress_line(study, budget: int) -> str:
-    import optuna
-
-    done = finished_trials(study)
-    width = 30
-    bar = "#" * int(width * done / max(budget, 1))
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    failed = sum(t.state == optuna.trial.TrialState.FAIL for t in study.trials)
-    pruned = pruned_trials(study)
-    if complete:
-        best = min(complete, key=lambda t: t.value)
-        kind = "measured" if best.user_attrs.get("measured") else "predicted"
-        best_text = (
-            f"best {best.value:.4f} [{best.user_attrs.get('ci_low', best.value):.4f}, "
-            f"{best.user_attrs.get('ci_high', best.value):.4f}] {kind}"
-        )
-    else:
-        best_text = "no candidate yet"
-    return f"[{bar:<{width}}] {done}/{budget} trials, {failed} failed, {pruned} pruned, {best_text}"
 
 
 def best_choice(study, space: SearchSpace) -> tuple[Choice, float] | None:
