@@ -49,11 +49,11 @@ def left_text(end: float, limit_end: float | None = None) -> str:
     return text
 
 
-def progress_line(study, budget: int, end: float, limit_end: float | None = None, phase: str = "search") -> str:
-    """One search progress line: bar, counts, the best so far and the time left."""
-    from reorder.search.study import finished_trials
-
-    done = finished_trials(study)
+def progress_line(
+    study, done: int, budget: int, end: float, limit_end: float | None = None, phase: str = "search"
+) -> str:
+    """One search progress line: bar (`done` of `budget` trials), counts, the best so far and
+    the time left."""
     bar = "#" * int(WIDTH * min(done, budget) / max(budget, 1))
     scored, pruned, failed = counts(study)
     return (

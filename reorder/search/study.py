@@ -381,7 +381,7 @@ def _one_round(config, space, scorer, state: _Round, beat, end: float, seen, tmp
                 state.costs = state.costs.seen_score(time.monotonic() - scored_at)
             state.open.remove(trial)
             beat.trial_ids.discard(trial._trial_id)
-            progress(progress_line(study, config.budget, end, config.limit_end))
+            progress(progress_line(study, finished_trials(study), config.budget, end, config.limit_end))
     if cut.reached:
         settled = owners.settle(study, state.open, "--time reached")
         state.open.clear()
