@@ -47,7 +47,8 @@ def _load_slack() -> float:
 
 
 def _rule(**kw) -> budget.Rule:
-    base = dict(limit_s=60.0, gpu=True, finalists=3, final_budget_s=5.0, recheck_sets=20, launches=1, trial_launches=1)
+    base = {"limit_s": 60.0, "gpu": True, "finalists": 3, "final_budget_s": 5.0}
+    base |= {"recheck_sets": 20, "launches": 1, "trial_launches": 1}
     return budget.Rule(**{**base, **kw})
 
 
@@ -103,9 +104,8 @@ def test_a_cut_ends_a_busy_loop_and_a_child_process_and_the_run_goes_on() -> Non
             with move_on_at(time.monotonic() + 0.2) as inner:
                 time.sleep(3)
             assert inner.reached and not outer.reached
-        with move_on_at(time.monotonic() + 0.2) as outer:
-            with move_on_at(time.monotonic() + 5) as inner:
-                time.sleep(3)
+        with move_on_at(time.monotonic() + 0.2) as outer, move_on_at(time.monotonic() + 5) as inner:
+            time.sleep(3)
         assert outer.reached and not inner.reached
     assert time.monotonic() - t < 5
 

@@ -134,8 +134,14 @@ def _stop_pools() -> None:
 
 
 _TERMINATED = threading.Event()  # a SIGTERM or SIGINT arrived inside terminate_on_sigterm
-_SIGNAL = {"kind": Terminated}  # which of the two came first
-_SHIELD = {"depth": 0, "pending": None}  # shielded(): how deep, and what a signal left to raise
+_SIGNAL: dict[str, type[KeyboardInterrupt]] = {"kind": Terminated}  # which of the two came first
+
+
+class _Shield:
+    """shielded()'s state: how deep the current step is, and what a signal left to raise."""
+
+    depth = 0
+    pending: BaseException | None = None
 
 
 @contextlib.contextmanager
@@ -165,7 +171,7 @@ def terminate_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
         _TERMINATED.clear()
-        _SHIELD["pending"] = None
+        _Shield.pending = None
 
 
 def _remember(kind: type[KeyboardInterrupt]) -> None:
@@ -176,8 +182,8 @@ def _remember(kind: type[KeyboardInterrupt]) -> None:
 
 def deliver(exc: BaseException) -> None:
     """Raise `exc` (from a signal handler) now, or when the shielded step running now ends."""
-    if _SHIELD["depth"]:
-        _SHIELD["pending"] = _SHIELD["pending"] or exc
+    if _Shield.depth:
+        _Shield.pending = _Shield.pending or exc
         return
     raise exc
 
@@ -187,13 +193,13 @@ def shielded() -> Iterator[None]:
     """A step a signal must not cut in half: a write to the study's storage, the rename of an
     output. A SIGTERM, SIGINT or deadline (reorder.base.deadline) arriving inside is raised
     when the step ends; steps shielded this way take milliseconds."""
-    _SHIELD["depth"] += 1
+    _Shield.depth += 1
     try:
         yield
     finally:
-        _SHIELD["depth"] -= 1
-    if not _SHIELD["depth"] and _SHIELD["pending"] is not None:
-        exc, _SHIELD["pending"] = _SHIELD["pending"], None
+        _Shield.depth -= 1
+    if not _Shield.depth and _Shield.pending is not None:
+        exc, _Shield.pending = _Shield.pending, None
         raise exc
 
 

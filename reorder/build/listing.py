@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from reorder.base.deadline import move_on_at
 from reorder.build.ptxlevel import PtxLevel
-from reorder.build.space import FAMILIES, SearchSpace, family_instances
+from reorder.build.space import FAMILIES, SearchSpace, family_instances, from_lists
 from reorder.sass.model import KernelCode
 
 
@@ -39,16 +39,17 @@ def list_space(code: KernelCode, noalias: bool, ptx: PtxLevel | None, until: flo
         share = (until - time.monotonic()) / (len(order) - k)
         began = time.monotonic()
         with move_on_at(time.monotonic() + max(0.0, share)) as step:
-            if family == "ptx":
+            if ptx is not None and family == "ptx":
                 ptx.size_line()  # walks the first stage: what every trial's sampling walks again
             else:
                 found[family] = family_instances(code, noalias, family)
         if step.reached:
-            cut.append(f"{family.replace('_', ' ')}: not listed in its {time.monotonic() - began:.1f} s share")
+            name = "PTX moves" if family == "ptx" else family.replace("_", " ")
+            cut.append(f"{name}: not listed in its {time.monotonic() - began:.1f} s share")
     listed = tuple(f for f in FAMILIES if f in found)
-    space = SearchSpace(
-        families=listed if len(listed) < len(FAMILIES) else None,
-        ptx=ptx if ptx is not None and not any(c.startswith("ptx") for c in cut) else None,
-        **{f: found.get(f, ()) for f in FAMILIES},
+    space = from_lists(
+        found,
+        listed if len(listed) < len(FAMILIES) else None,
+        ptx if ptx is not None and not any(c.startswith("PTX") for c in cut) else None,
     )
     return Listed(space, tuple(cut))

@@ -15,6 +15,7 @@ import hashlib
 import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from reorder.base.errors import ReorderError
 from reorder.base.files import write_atomic
@@ -109,7 +110,7 @@ class Choice:
 
 
 FAMILIES = ("stall_cuts", "swaps", "slice_batches", "load_batches")  # SearchSpace's SASS lists
-_MOVES = {"load_batches": LoadBatch, "stall_cuts": StallCut, "swaps": Swap, "slice_batches": SliceBatch}
+_MOVES: dict[str, Any] = {"load_batches": LoadBatch, "stall_cuts": StallCut, "swaps": Swap, "slice_batches": SliceBatch}
 
 
 def family_instances(code: KernelCode, noalias: bool, family: str) -> tuple:
@@ -122,7 +123,19 @@ def search_space(code: KernelCode, noalias: bool, families: tuple[str, ...] | No
     lists the same families as the run did (listing is deterministic), so indices agree."""
     listed = FAMILIES if families is None else families
     found = {f: family_instances(code, noalias, f) if f in listed else () for f in FAMILIES}
-    return SearchSpace(families=families, **found)
+    return from_lists(found, families)
+
+
+def from_lists(found: dict[str, tuple], families: tuple[str, ...] | None, ptx: PtxLevel | None = None) -> SearchSpace:
+    """A SearchSpace from each family's instances (a missing family: none)."""
+    return SearchSpace(
+        found.get("load_batches", ()),
+        found.get("stall_cuts", ()),
+        found.get("swaps", ()),
+        found.get("slice_batches", ()),
+        ptx=ptx,
+        families=families,
+    )
 
 
 def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:

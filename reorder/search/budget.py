@@ -23,6 +23,13 @@ CLOSE_MIN_S = 2.0  # closing (verify, write, report) is never planned below this
 CHECK_DEFAULT_S = 5.0  # one re-check, before any byte check has been timed
 EXIT_MARGIN_S = 3.0  # closing is cut this long before the hard end: the exit itself
 TRIAL_SETS = 3  # input sets in every trial's byte check (timing.evaluate.check_job)
+MAX_SLOWDOWN = 5.0  # the closing floor stretches at most this much on a loaded machine
+
+
+def slowdown(wall_s: float, cpu_s: float) -> float:
+    """Wall over CPU seconds of a stretch that was busy on the CPU (a run's start: imports,
+    decoding, listing), at least 1: how much longer than its CPU time a step takes here now."""
+    return max(1.0, wall_s / cpu_s) if cpu_s > 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class Costs:
     build_s: float | None = None  # the longest candidate build (it includes the verifier's walk)
     score_s: float | None = None  # the longest trial scoring (GPU: byte check, then timing)
     timing_s: float = 0.0  # of score_s, the paired timing's own budget (--candidate-budget)
+    slowdown: float = 1.0  # wall seconds per CPU second of this run's start: a loaded machine's factor
 
     def seen_round(self, seconds: float) -> Costs:
         return replace(self, round_s=max(seconds, self.round_s or 0.0))
@@ -65,8 +73,9 @@ class Rule:
 def close_s(costs: Costs) -> float:
     """The closing reserve: the verifier's walk of the winner, its SASS diff, the write and
     the report; a candidate build walks the verifier over a candidate too, so the longest
-    build bounds it."""
-    return max(CLOSE_MIN_S, costs.build_s or 0.0)
+    build bounds it. On a machine shared with other work its floor stretches by the
+    slowdown the run's start measured."""
+    return max(CLOSE_MIN_S * min(MAX_SLOWDOWN, max(1.0, costs.slowdown)), costs.build_s or 0.0)
 
 
 def recheck_s(rule: Rule, costs: Costs) -> float:
