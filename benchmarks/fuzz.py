@@ -1,22 +1,24 @@
 """Seeded fuzzer: mutated cubins, PTX files and launch specs (flat, and struct: [[type]],
 struct parameters, descriptor [[buffer]]s, zeros counters) and kernel names (C++ signatures,
 parts of them, symbols) through every command that reads them, counting exit codes,
-tracebacks, hangs and signals (issue 20).
+tracebacks, hangs and signals.
 
     python -m benchmarks.fuzz --cases 2000 --seed 0 [--workers 2] [--out benchmarks/results]
     python -m benchmarks.fuzz --minutes 60 --seed 5 --workers 32 --out benchmarks/results
 
 A *mutant* (one mutated input, reproduced from `seed/index` alone) is run through each command
 that reads that kind of input: a case is one (mutant, command). Cases run in worker processes
-that call `reorder.cli.main.main` in-process (no interpreter start per case), so a case costs what
-the command costs: a few milliseconds when the input is refused, nvdisasm's half second when
-it is not. The supervisor reads one line per case from each worker: a worker silent for
-`--timeout` seconds is killed and its case counted as a hang; a worker that dies counts its
-case as a signal. Without a GPU, `check`, `time` and `probe` stop at the GPU probe (stubbed to
-answer "no GPU" at once); a spec they accept is also drawn (`timing.inputs.draw_inputs`) and
-its structs built on a host-memory stand-in for cupy, to find specs that validate but cannot
-be drawn or built. Without ptxas the PTX cases are skipped and the result says so; without
-nvdisasm the fuzzer refuses to start.
+that call `reorder.cli.main.main` in-process (no interpreter start per case), so a case costs
+what the command costs: a few milliseconds when the input is refused, nvdisasm's half second
+when it is not. The supervisor reads one line per case from each worker: a worker silent while
+it (with its child processes) spends `--timeout` CPU-seconds, or silent for WALL_FACTOR times as
+long on the wall clock (a case blocked without computing), is killed and its case counted as a
+hang: on a busy machine a case gets a fraction of a core, and a wall-clock bound alone counts
+that as a hang. A worker that dies counts its case as a signal. Without a GPU, `check`, `time`
+and `probe` stop at the GPU probe (stubbed to answer "no GPU" at once); a spec they accept is
+also drawn (`timing.inputs.draw_inputs`) and its structs built on a host-memory stand-in for
+cupy, to find specs that validate but cannot be drawn or built. Without ptxas the PTX cases are
+skipped and the result says so; without nvdisasm the fuzzer refuses to start.
 
 Outcomes: ok (exit 0 with output), verdict (exit 1 with a report), refused (exit 2, one error
 line), no-gpu (exit 4, one error line: a command that got as far as the GPU), and the failures:
@@ -448,6 +450,39 @@ def worker_env(work: Path, environ) -> dict:
     return dict(environ, PYTHONPATH=path, REORDER_CACHE=str(work / "cache"), CUDA_VISIBLE_DEVICES="")
 
 
+WALL_FACTOR = 10  # a silent worker using no CPU is a hang after this many times --timeout of wall time
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU-seconds used by process `pid`, its children it has waited for and its live
+    descendants (nvdisasm, ptxas), from /proc; None where there is no /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        child = int(entry)
+        parents[child] = int(fields[1])
+        used[child] = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
+    if pid not in used:
+        return None
+    total, frontier = 0.0, {pid}
+    while frontier:
+        total += sum(used[p] for p in frontier)
+        frontier = {c for c, parent in parents.items() if parent in frontier}
+    return total
+
+
 class _Worker:
     """One worker process, the mutant it is on and the case in flight."""
 
@@ -458,6 +493,7 @@ class _Worker:
         self.since = time.monotonic()
         self.pending = b""  # bytes read past the last complete line
         self.proc = self._start()
+        self.cpu_since = self.cpu()
 
     def _start(self) -> subprocess.Popen:
         with open(self.stderr_path, "ab") as stderr:
@@ -494,8 +530,26 @@ class _Worker:
             return ""
         return lines[-1][-200:] if lines else ""
 
+    def cpu(self) -> float:
+        """CPU-seconds the worker and its children have used so far (0 without /proc)."""
+        return tree_cpu_seconds(self.proc.pid) or 0.0
+
+    def heard(self) -> None:
+        """The worker spoke: its silence (wall and CPU) is counted from now."""
+        self.since, self.cpu_since = time.monotonic(), self.cpu()
+
+    def hung(self) -> bool:
+        """Silent past the bound: `timeout` CPU-seconds, or WALL_FACTOR x `timeout` of wall time
+        (wall time alone where /proc cannot tell the CPU time)."""
+        wall = time.monotonic() - self.since
+        cpu = tree_cpu_seconds(self.proc.pid)
+        if cpu is None:
+            return wall > self.timeout
+        return cpu - self.cpu_since > self.timeout or wall > WALL_FACTOR * self.timeout
+
     def give(self, index: int | None) -> None:
-        self.mutant, self.flight, self.since = index, None, time.monotonic()
+        self.mutant, self.flight = index, None
+        self.heard()
         if index is not None:
             self.proc.stdin.write(f"{index}\n".encode())
 
@@ -511,6 +565,7 @@ class _Worker:
     def restart(self) -> None:
         self.stop()
         self.proc, self.flight, self.pending = self._start(), None, b""
+        self.heard()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -598,7 +653,7 @@ def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
             )
             finished.append(w)
             continue
-        w.since = time.monotonic()
+        w.heard()
         for line in lines:
             message = json.loads(line)
             if "start" in message:
@@ -609,8 +664,13 @@ def _wait(pool: list[_Worker], tally: Tally) -> list[_Worker]:
                 tally.add(message)
                 w.flight = None
     for w in pool:
-        if w.mutant is not None and w not in finished and time.monotonic() - w.since > w.timeout:
-            _lost(w, tally, "hang", f"no answer within {w.timeout:g} s")
+        if w.mutant is not None and w not in finished and w.hung():
+            _lost(
+                w,
+                tally,
+                "hang",
+                f"no answer within {w.timeout:g} CPU-s (or {WALL_FACTOR * w.timeout:g} s of wall time)",
+            )
             finished.append(w)
     tally.mutants += len(finished)
     return finished
@@ -752,7 +812,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--first", type=int, default=0, help="the first mutant index (disjoint slices of one seed)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (one per core)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds a case may take (a hang past it)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="CPU-seconds a case may take (a hang past it; 10x on the wall clock)",
+    )
     parser.add_argument("--out", help="folder for the result files: <date>_fuzz_seed<S>.json and .md")
     parser.add_argument("--json", help="write the result (JSON) here")
     parser.add_argument("--markdown", help="write a results page here")

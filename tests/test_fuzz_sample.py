@@ -12,6 +12,7 @@ under benchmarks/results/ (*fuzz*.md)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,27 @@ def test_transforming_cases_stay_within_the_hang_bound(tmp_path) -> None:
     assert optimize and all("--no-contributions" in c.argv for c in optimize)
     transformed = {c.base for c in cases if c.command in ("stalls", "batch-loads", "optimize") and c.family != "spec"}
     assert transformed and "structs/cubin/kselect_tensor.cubin" not in transformed
+
+
+def test_a_hang_is_counted_in_cpu_seconds_of_the_whole_worker_tree() -> None:
+    """The hang bound is CPU time (a busy machine gives a case a fraction of a core): the
+    worker's CPU includes a live child's (nvdisasm, ptxas), read while the child still runs."""
+    import subprocess
+    import sys
+
+    from benchmarks.fuzz import tree_cpu_seconds
+
+    spin = "import sys, time\nwhile time.process_time() < 0.3: pass\nprint('spun', flush=True)\ntime.sleep(600)"
+    parent = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {spin!r}])"
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "spun"  # the grandchild has used 0.3 CPU-s and sleeps
+        used = tree_cpu_seconds(proc.pid)
+        assert used is not None and used >= 0.3, used
+    finally:
+        for child in subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        ).stdout.split():
+            os.kill(int(child), 9)
+        proc.kill()
+        proc.wait()

@@ -45,10 +45,13 @@ def hang() -> None:
         time.sleep(3600)
 
 
-def sleep(seconds: float) -> float:
-    """Returns after `seconds`, for parallelism tests."""
+def sleep(seconds: float) -> tuple[float, float]:
+    """Returns after `seconds`, for parallelism tests: when it started and ended on the
+    system-wide monotonic clock (comparable across processes), so a test can see two sleeps
+    overlap however busy the machine is."""
+    start = time.monotonic()
     time.sleep(seconds)
-    return seconds
+    return start, time.monotonic()
 
 
 def unpicklable() -> object:
