@@ -23,6 +23,7 @@ from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.build.listing import list_space
 from reorder.build.ptxlevel import PtxLevel, ptx_level
 from reorder.build.space import Choice, build_cached
+from reorder.ptx.compile import Recipe
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
 from reorder.report.sassdiff import sass_diff
 from reorder.sass.model import decode_kernel
@@ -67,6 +68,7 @@ class OptimizeArgs:
     recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check
     ptx: Path | None = None  # the PTX the cubin was compiled from: the search then spans both levels
     ptx_level: PtxLevel | None = None  # set by optimize() from `ptx`
+    ptx_recipe: Recipe | None = None  # the ptxas and flags that made `cubin` from `ptx` (a Triton config's own)
     started: float | None = None  # when the command started (time.monotonic); None: this process's start
     families: tuple[str, ...] | None = None  # the SASS families listed (reorder.build.listing); None: all
 
@@ -164,7 +166,7 @@ def _optimize(args: OptimizeArgs, clock: Clock) -> Report | None:
     code = decode_kernel(cubin, args.kernel)
     kernel = code.kernel.name
     if args.ptx is not None:
-        args = replace(args, ptx_level=ptx_level(args.ptx, kernel, args.noalias, code.arch))
+        args = replace(args, ptx_level=ptx_level(args.ptx, kernel, args.noalias, code.arch, args.ptx_recipe))
     if args.check_launches and args.launch is None:
         raise InputError("--check-launch needs --launch (the launch trials are timed at)")
     if args.launch is not None:  # a wrong spec is refused before anything is said or searched

@@ -243,7 +243,7 @@ def test_a_marked_feed_forward_gets_the_wgmma_step_then_the_sass_moves(triton_en
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
     from reorder.triton.compile import compile_call
-    from reorder.triton.tune import _static_verdict
+    from reorder.triton.prove import static_verdict
 
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
     case = family("ffn_swiglu_fp16").case((512, 512, 512))
@@ -261,5 +261,5 @@ def test_a_marked_feed_forward_gets_the_wgmma_step_then_the_sass_moves(triton_en
     marked = call(ptx_options="--reorder=moves,noalias")
     assert zero_waits(plain.cubin) == 8 and zero_waits(marked.cubin) == 1
     assert marked.kernel.metadata.reorder.startswith("wgmma waits made exact in 1 loop(s)")
-    legal, verdict = _static_verdict(plain, marked.cubin, Request(noalias=True))
+    legal, verdict = static_verdict(plain, marked.cubin, Request(noalias=True))
     assert legal, verdict

@@ -16,18 +16,27 @@ running it, so every GPU evaluation runs in a child process:
     'crashed'  it raised anything else (e.g. cupy's CUDARuntimeError for an
                illegal instruction) or the process died; the worker is replaced
     'timeout'  no answer within job.timeout_s; the worker is killed and replaced
-- Children are started with the 'spawn' method (fork after CUDA init is unsafe)
-  and restarted lazily, when the next job arrives.
+- Children are fresh interpreters (fork after CUDA init is unsafe), restarted lazily, when
+  the next job arrives. By default ('subprocess') a child is `python -c` importing this
+  module, given the parent's sys.path and a socket: it never re-runs the caller's
+  `__main__`, so a script without `if __name__ == "__main__":` (or a notebook, a REPL) can
+  start one, which multiprocessing's 'spawn' refuses ("...before the current process has
+  finished its bootstrapping phase": the child re-ran the script, which started a pool
+  again). Jobs name their function by import path, so a child needs nothing from
+  `__main__`. `start_method='spawn'` (or another multiprocessing method) is still accepted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import multiprocessing as mp
 import os
 import queue
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -137,6 +146,54 @@ def _child_main(conn: Any, device: Device, parent: int | None = None) -> None:
             conn.send(("crashed", type(e).__name__, f"result could not be sent back: {e}", ""))
 
 
+_CHILD = (
+    "import json, os, sys; sys.path[:] = json.loads(os.environ.pop('REORDER_WORKER_PATH')); "
+    "from timing.worker import _subprocess_main; _subprocess_main()"
+)
+
+
+def _subprocess_main() -> None:
+    """A 'subprocess' child's entry: argv carries the socket's fd, the device and the parent."""
+    from multiprocessing.connection import Connection
+
+    fd, device, parent = int(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+    _child_main(Connection(fd), device, parent)
+
+
+class _Child:
+    """A child started as a fresh interpreter (see the module docstring), with the part of
+    multiprocessing.Process's interface _Worker uses."""
+
+    def __init__(self, device: Device, parent: int) -> None:
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        path = [p if p else os.getcwd() for p in sys.path]
+        env = {**os.environ, "REORDER_WORKER_PATH": json.dumps(path)}
+        argv = [sys.executable, "-c", _CHILD, str(theirs.fileno()), json.dumps(device), str(parent)]
+        self.popen = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env=env)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+
 def _exit_reason(code: int | None) -> str:
     if code is None:
         return "worker closed its pipe but did not exit"
@@ -160,11 +217,15 @@ class _Worker:
 
     def _start(self) -> str:
         """Start a child and wait for 'ready'; returns '' or a reason it failed."""
-        parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_child_main, args=(child, self.device, os.getpid()), daemon=True)
-        self.proc.start()
-        child.close()
-        self.conn = parent
+        if self.ctx is None:
+            self.proc = _Child(self.device, os.getpid())
+            parent = self.conn = self.proc.conn
+        else:
+            parent, child = self.ctx.Pipe()
+            self.proc = self.ctx.Process(target=_child_main, args=(child, self.device, os.getpid()), daemon=True)
+            self.proc.start()
+            child.close()
+            self.conn = parent
         if not parent.poll(self.startup_timeout_s):
             self.stop(kill=True)
             return f"worker did not start within {self.startup_timeout_s:g} s"
@@ -243,11 +304,11 @@ class WorkerPool:
         self,
         devices: Sequence[Device] = (None,),
         startup_timeout_s: float = 120.0,
-        start_method: str = "spawn",
+        start_method: str = "subprocess",
     ) -> None:
         if not devices:
             raise ValueError("WorkerPool needs at least one device")
-        ctx = mp.get_context(start_method)
+        ctx = None if start_method == "subprocess" else mp.get_context(start_method)
         self._workers = [_Worker(ctx, d, startup_timeout_s) for d in devices]
         self._free: queue.Queue[_Worker] = queue.Queue()
         for w in self._workers:

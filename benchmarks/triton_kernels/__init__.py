@@ -24,12 +24,14 @@ SLOPE = 0.01
 class TensorArg:
     """A tensor argument to allocate: shape, numpy dtype name, 'in' (random) or 'out', and the
     standard deviation of its random contents (weights are drawn small enough that a K-long
-    dot product stays well inside fp16's range)."""
+    dot product stays well inside fp16's range); an integer input (an index) is drawn
+    uniformly from [0, high)."""
 
     shape: tuple[int, ...]
     dtype: str
     role: str = "in"
     std: float = 1.0
+    high: int = 0
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,13 @@ class Case:
     @property
     def inits(self) -> dict[str, dict]:
         """How a launch spec draws the inputs whose spread is not N(0, 1) (reorder.triton.launch)."""
-        return {
-            name: {"dist": "normal", "mean": 0.0, "std": a.std}
-            for name, a in zip(self.names, self.args)
-            if isinstance(a, TensorArg) and a.role == "in" and a.std != 1.0
-        }
+        out: dict[str, dict] = {}
+        for name, a in zip(self.names, self.args):
+            if isinstance(a, TensorArg) and a.role == "in" and a.high:
+                out[name] = {"dist": "integers", "low": 0, "high": a.high}
+            elif isinstance(a, TensorArg) and a.role == "in" and a.std != 1.0:
+                out[name] = {"dist": "normal", "mean": 0.0, "std": a.std}
+        return out
 
 
 @dataclass(frozen=True)
@@ -385,11 +389,12 @@ def torch_args(case: Case, device: str = "cuda", seed: int = 0) -> tuple[tuple, 
     for name, a in zip(case.names, case.args):
         if isinstance(a, TensorArg):
             dtype = getattr(torch, a.dtype)
-            t = (
-                (a.std * torch.randn(a.shape, generator=gen, device=device, dtype=torch.float32)).to(dtype)
-                if a.role == "in"
-                else torch.empty(a.shape, device=device, dtype=dtype)
-            )
+            if a.role != "in":
+                t = torch.empty(a.shape, device=device, dtype=dtype)
+            elif a.high:
+                t = torch.randint(0, a.high, a.shape, generator=gen, device=device, dtype=dtype)
+            else:
+                t = (a.std * torch.randn(a.shape, generator=gen, device=device, dtype=torch.float32)).to(dtype)
             named[name] = t
             args.append(t)
         else:

@@ -33,17 +33,26 @@ def sass_loops(code: KernelCode) -> tuple[SassLoop, ...]:
     graph = control_flow_graph(instructions)
     if not instructions or 0 not in graph:
         return ()
-    idom = nx.immediate_dominators(graph, 0)
-    bodies: dict[int, set[int]] = {}
-    for u, h in graph.edges:
-        if u in idom and _dominates(idom, h, u):
-            bodies.setdefault(h, {h}).update(_reaching(graph, u, h))
+    bodies = loop_bodies(graph)
     out = []
     for h, blocks in sorted(bodies.items()):
         indices = [i for b in blocks for i in graph.nodes[b]["block"].indices()]
         loads = sum(instructions[i].base == "LDG" for i in indices)
         out.append(SassLoop(instructions[h].offset, len(indices), loads))
     return tuple(out)
+
+
+def loop_bodies(graph: nx.DiGraph) -> dict[int, set[int]]:
+    """Natural loops of a control-flow graph (reorder.analysis.cfg) entered at block 0: header
+    block start -> the starts of its body's blocks."""
+    if 0 not in graph:
+        return {}
+    idom = nx.immediate_dominators(graph, 0)
+    bodies: dict[int, set[int]] = {}
+    for u, h in graph.edges:
+        if u in idom and _dominates(idom, h, u):
+            bodies.setdefault(h, {h}).update(_reaching(graph, u, h))
+    return bodies
 
 
 def _dominates(idom: dict[int, int], a: int, b: int) -> bool:

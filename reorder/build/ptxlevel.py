@@ -31,7 +31,7 @@ from reorder.build.ptxnames import ptx_for_kernel
 from reorder.moves.core import LoadBatch, StallCut
 from reorder.moves.protocol import MoveOptions as SassOptions  # the PTX kinds' MoveOptions is another
 from reorder.moves.slicebatch import SliceBatch
-from reorder.ptx.compile import compile_ptx, read_head
+from reorder.ptx.compile import Recipe, compile_ptx, read_head
 from reorder.ptx.model import Module, parse_module
 from reorder.ptx.peel import PeelLoop
 from reorder.ptx.plans import loads_reaching
@@ -56,6 +56,7 @@ class PtxLevel:
     # is then the copy with the kernel renamed to the cubin's symbol
     given: str = ""
     given_name: str = ""
+    recipe: Recipe | None = None  # the producer's exact ptxas and flags (a Triton config's), else its default
 
     @property
     def options(self) -> MoveOptions:
@@ -87,8 +88,10 @@ def _module(path: str) -> Module:
     return read_ptx(Path(path))
 
 
-def ptx_level(path: Path, kernel: str, noalias: bool, arch: int) -> PtxLevel:
-    """The PTX level for `kernel`, or one InputError saying why this PTX cannot serve it."""
+def ptx_level(path: Path, kernel: str, noalias: bool, arch: int, recipe: Recipe | None = None) -> PtxLevel:
+    """The PTX level for `kernel`, or one InputError saying why this PTX cannot serve it;
+    `recipe` compiles every candidate (the producer's own ptxas and flags when they are known
+    exactly, as for a Triton config), else the producer's default (reorder.ptx.compile)."""
     data = path.read_bytes() if path.is_file() else b""
     head = read_head(data)
     if head is None:
@@ -100,8 +103,10 @@ def ptx_level(path: Path, kernel: str, noalias: bool, arch: int) -> PtxLevel:
     except UnicodeDecodeError:
         raise InputError(f"--ptx {path}: not PTX text") from None
     if source == path:
-        return PtxLevel(str(path.resolve()), kernel, noalias, head.producer)
-    return PtxLevel(str(source), kernel, noalias, head.producer, given=str(path.resolve()), given_name=name)
+        return PtxLevel(str(path.resolve()), kernel, noalias, head.producer, recipe=recipe)
+    return PtxLevel(
+        str(source), kernel, noalias, head.producer, given=str(path.resolve()), given_name=name, recipe=recipe
+    )
 
 
 def sample(trial, level: PtxLevel) -> tuple[Pick, ...]:
@@ -186,7 +191,7 @@ def compiled(level: PtxLevel, module: Module) -> KernelCode:
     with tempfile.TemporaryDirectory(prefix="reorder-ptx-") as tmp:
         path = Path(tmp) / Path(level.path).name
         path.write_text(module.text)
-        made = compile_ptx(path)
+        made = compile_ptx(path, level.recipe)
         if made is None:
             raise InputError("the moved PTX does not read as PTX")
         checked = verdict(made.cubin, level.kernel)

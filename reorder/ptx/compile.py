@@ -118,8 +118,10 @@ def cache_dir() -> Path:
     return cache_folder("ptx")
 
 
-def compile_ptx(path: Path) -> CompiledPtx | None:
-    """Compile the PTX at `path` (None when it is not PTX); PTX no ptxas here takes is one InputError."""
+def compile_ptx(path: Path, only: Recipe | None = None) -> CompiledPtx | None:
+    """Compile the PTX at `path` (None when it is not PTX); PTX no ptxas here takes is one
+    InputError. `only` names the one ptxas and flags to use (a Triton config's own, which
+    reorder.triton.compile reads from its cubin stage and checks by reproducing its cubin)."""
     try:
         with path.open("rb") as handle:
             head = read_head(handle.read(_HEAD))  # a cubin is not read whole just to say so
@@ -142,7 +144,7 @@ def compile_ptx(path: Path) -> CompiledPtx | None:
             f"{path}: declares {declared} virtual registers (.reg %x<N>), more than the "
             f"{MAX_PTX_REGISTERS} ptxas can take in seconds"
         )
-    found = recipes(head)
+    found = [only] if only is not None else recipes(head)
     if not found:
         raise InputError(f"{path}: PTX needs ptxas, and none was found (install the CUDA toolkit or triton)")
     refusals = []

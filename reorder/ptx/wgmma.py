@@ -14,7 +14,7 @@ HGMMAs an iteration, each followed by `WARPGROUP.DEPBAR.LE gsb0, 0x0`).
 The move, on one such wait:
 
 1. **The exit wait moves onto the edges that need it.** The `wgmma.wait_group 0` at the top
-   of a join block goes to the end of each predecessor on whose way out a wgmma may be
+   of a join block (or of the blocks it falls into, when only labels cut them) goes to the end of each predecessor on whose way out a wgmma may be
    pending (each must lead only to the join, so the end of the block is the edge), and
    leaves the join. On the other edges nothing was pending: there it waited for nothing.
 2. **Register waits are made exact.** PTX makes it undefined to write a register that a
@@ -139,7 +139,9 @@ def pending_out(function: Function, cfg: Cfg) -> dict[int, bool]:
 
 def exit_waits(function: Function) -> list[int]:
     """Waits of 0 that start a join some of whose ways in carry no pending wgmma and write an
-    accumulator (what makes ptxas serialize), and whose other ways in lead only to it."""
+    accumulator (what makes ptxas serialize), and whose other ways in lead only to it. The
+    wait may sit a few blocks into the join when labels only (Triton's `$L__tmp` debug marks)
+    cut it: the join's fall-through chain (reorder.ptx.wgmma.join_chain) counts as one block."""
     cfg = Cfg(function)
     mmas = mma_operands(function)
     if not mmas:
@@ -149,28 +151,56 @@ def exit_waits(function: Function) -> list[int]:
     pending = pending_out(function, cfg)
     found = []
     for block in cfg.blocks:
-        wait = _leading_wait(function, block)
         preds = [p for p in cfg.graph.predecessors(block.index) if p != EXIT]
         dirty = [p for p in preds if pending[p]]
         clean = [p for p in preds if not pending[p]]
-        if wait is None or not dirty or not clean:
+        if not dirty or not clean:
             continue
-        if not all(_edge_is_block_end(function, cfg, p) for p in dirty):
+        wait = _leading_wait(function, cfg, block.index)
+        if wait is None or not all(_edge_is_block_end(function, cfg, p) for p in dirty):
             continue
         if any(effects[i].defs & accumulators for p in clean for i in cfg.blocks[p].instructions if effects[i]):
             found.append(wait)
     return found
 
 
-def _leading_wait(function: Function, block) -> int | None:
-    """The block's wait of 0 when no wgmma statement or branch comes before it in the block."""
-    for i in block.instructions:
-        s = function.body[i]
-        if wait_count(s) == 0:
-            return i
-        if _opcode(s).startswith("wgmma") or s.ins.base in BRANCHES:
-            return None
+def join_chain(function: Function, cfg: Cfg, start: int) -> list[int]:
+    """`start` and the blocks it falls into one after another: each next block has this one as
+    its only way in and is this one's only way out, with no branch between them (a label
+    that nothing jumps to cut them apart)."""
+    chain = [start]
+    while len(chain) <= len(cfg.blocks):
+        here = chain[-1]
+        succs = list(cfg.graph.successors(here))
+        if len(succs) != 1 or succs[0] == EXIT or succs[0] in chain:
+            break
+        last = cfg.blocks[here].terminator
+        if last is not None and function.body[last].ins.base in BRANCHES:
+            break
+        if [p for p in cfg.graph.predecessors(succs[0])] != [here]:
+            break
+        chain.append(succs[0])
+    return chain
+
+
+def _leading_wait(function: Function, cfg: Cfg, start: int) -> int | None:
+    """The wait of 0 of the join's chain when no wgmma statement or branch comes before it."""
+    for block in join_chain(function, cfg, start):
+        for i in cfg.blocks[block].instructions:
+            s = function.body[i]
+            if wait_count(s) == 0:
+                return i
+            if _opcode(s).startswith("wgmma") or s.ins.base in BRANCHES:
+                return None
     return None
+
+
+def _join_of(function: Function, cfg: Cfg, wait: int) -> int:
+    """The join block whose chain the exit wait at statement `wait` leads."""
+    for block in cfg.blocks:
+        if cfg.graph.in_degree(block.index) > 1 and _leading_wait(function, cfg, block.index) == wait:
+            return block.index
+    return cfg.block_of[wait]
 
 
 def _edge_is_block_end(function: Function, cfg: Cfg, p: int) -> bool:
@@ -186,7 +216,7 @@ def sink_exit_wait(function: Function, wait: int) -> Function:
     """Part 1: the wait at statement `wait` moved to the end of each predecessor that may
     carry a pending wgmma (before its branch, if it ends in one)."""
     cfg = Cfg(function)
-    block = cfg.blocks[cfg.block_of[wait]]
+    block = cfg.blocks[_join_of(function, cfg, wait)]
     pending = pending_out(function, cfg)
     dirty = [p for p in cfg.graph.predecessors(block.index) if p != EXIT and pending[p]]
     original = function.body[wait]

@@ -2,10 +2,9 @@
 
     import reorder.triton as rt
     rt.install()                                   # Triton 3.6+: the stages hook
-    configs = rt.with_reorder(configs)             # each config plus a twin marked --reorder
-    kernel = triton.autotune(configs, key=["N"])(kernel)
-    ...
-    rt.verify(kernel, x, w, y, N, grid=(rows,), outputs=["y"])   # the chosen build, byte-checked
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["N"])(kernel)
+    ...                                            # each config plus three twins, timed by the autotuner
+    print(rt.verify(kernel, x, w, y, N, grid=(rows,), outputs=["y"]).table())  # every twin, byte-checked
 
 or, with a GPU search per config (measured, byte-checked, stored by content):
 
@@ -16,7 +15,8 @@ Modules (each imports Triton only inside functions, so `import reorder.triton` w
 it): `request` the marker in `ptx_options`; `rewrite` a cubin to reorder's binary, cached,
 never failing a compile; `hook` the stages hook; `ptxas` the `reorder-ptxas` stand-in;
 `compile` the JIT's binding and compile for any target; `launch` LaunchSpec from metadata
-and live arguments; `tune` the search and the check.
+and live arguments; `twins` the builds a config's twins get; `tune` the search and the
+autotune axis; `prove` rt.verify.
 """
 
 from __future__ import annotations
@@ -24,17 +24,20 @@ from __future__ import annotations
 from reorder.triton.compile import compile_call
 from reorder.triton.hook import install, installed, uninstall
 from reorder.triton.launch import launch_spec, spec_toml
+from reorder.triton.prove import Verification, Verified, verify
 from reorder.triton.request import Request
-from reorder.triton.tune import TuneResult, Verified, tune, verify, with_reorder
+from reorder.triton.tune import TuneResult, pruned, tune, with_reorder
 
 __all__ = [
     "Request",
     "TuneResult",
+    "Verification",
     "Verified",
     "compile_call",
     "install",
     "installed",
     "launch_spec",
+    "pruned",
     "spec_toml",
     "tune",
     "uninstall",

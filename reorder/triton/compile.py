@@ -54,6 +54,31 @@ def jit_function(kernel: Any) -> Any:
     return kernel
 
 
+def with_heuristics(kernel: Any, args: tuple, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """`kwargs` with the values of every `@triton.heuristics` wrapper between `kernel` and its
+    JITFunction, computed as Heuristics.run computes them at a launch: outermost first, each
+    from the positional arguments by name and the keywords so far (a config's included), a
+    heuristic's value replacing a keyword of the same name. A heuristic that fails on these
+    arguments is one line."""
+    from triton.runtime.autotuner import Heuristics
+    from triton.runtime.jit import JITFunction
+
+    out = dict(kwargs)
+    for _ in range(8):
+        if kernel is None or isinstance(kernel, JITFunction):
+            break
+        if isinstance(kernel, Heuristics):
+            for name, heuristic in kernel.values.items():
+                try:
+                    out[name] = heuristic({**dict(zip(kernel.arg_names, args)), **out})
+                except Exception as exc:  # noqa: BLE001 - the user's function on the user's arguments
+                    raise InputError(
+                        f"@triton.heuristics value {name!r} failed on these arguments ({type(exc).__name__}: {exc})"
+                    ) from None
+        kernel = getattr(kernel, "fn", None)
+    return out
+
+
 def target(arch: int | None = None) -> Any:
     """GPUTarget for `arch` (e.g. 90), or the current device's when None (needs a GPU)."""
     from triton.backends.compiler import GPUTarget
@@ -102,13 +127,16 @@ def bind(fn: Any, args: tuple, kwargs: Mapping[str, Any], tgt: Any) -> tuple[Any
 
 def compile_call(kernel: Any, *args: Any, arch: int | None = None, **kwargs: Any) -> Call:
     """Compile `kernel` for `args` and keyword arguments (constexprs and options such as
-    num_warps, num_stages, ptx_options), for `arch` or the current GPU."""
+    num_warps, num_stages, ptx_options), for `arch` or the current GPU. Through
+    `@triton.autotune` and `@triton.heuristics` wrappers: the heuristics' values are
+    computed from these arguments, as a launch would (an autotuner's config is the caller's
+    to give: its keywords)."""
     import triton
     from triton.compiler import ASTSource
 
     fn = jit_function(kernel)
     tgt = target(arch)
-    opts, signature, constexprs, attrs, values = bind(fn, args, kwargs, tgt)
+    opts, signature, constexprs, attrs, values = bind(fn, args, with_heuristics(kernel, args, kwargs), tgt)
     compiled = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=tgt, options=opts.__dict__)
     return Call(compiled, values, dict(kwargs))
 
@@ -134,3 +162,32 @@ def config_kwargs(config: Any) -> dict[str, Any]:
     if hasattr(config, "all_kwargs"):
         return dict(config.all_kwargs())
     raise InputError(f"not a Triton config: {config!r}")
+
+
+def ptxas_recipe(options: Mapping[str, Any], arch: int) -> tuple[str, tuple[str, ...]]:
+    """(Triton's own ptxas, the flags its cubin stage passes before the input) for a call's
+    options, in make_cubin's order (Triton 3.6: debug info, --fmad=false without fp fusion,
+    -v, --opt-level 0 when ptxas optimisation is off, the PTX options, --gpu-name). ptxas
+    records its options in the cubin, so compiling the call's PTX with this recipe gives its
+    cubin byte for byte exactly when the recipe is Triton's: reorder.triton.tune checks that
+    before searching."""
+    from triton import knobs
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+    from triton.compiler import make_backend
+
+    from reorder.binary.tools import triton_release
+
+    backend = make_backend(target(arch))
+    opt = backend.parse_options({k: v for k, v in options.items() if k in CUBIN_OPTIONS})
+    if knobs.compilation.disable_line_info:
+        debug = ["-lineinfo", "-suppress-debug-info"]
+    elif knobs.nvidia.disable_ptxas_opt:
+        debug = ["-g"]
+    else:
+        debug = ["-lineinfo"]
+    flags = [*debug, *([] if opt.enable_fp_fusion else ["--fmad=false"]), "-v"]
+    flags += ["--regAllocOptLevel=2"] if triton_release() >= (3, 7) else []
+    flags += ["--opt-level", "0"] if knobs.nvidia.disable_ptxas_opt else []
+    flags += opt.ptx_options.split(" ") if opt.ptx_options else []
+    flags.append(f"--gpu-name={sm_arch_from_capability(backend.target.arch)}")
+    return str(get_ptxas(backend.target.arch).path), tuple(flags)

@@ -19,7 +19,9 @@ Inputs are drawn fresh for every check (that is the point of a byte check), shap
 live tensors: floats from N(0, 1), integers uniformly between the live tensor's minimum and
 maximum (indices stay in range), bf16 as bit patterns of values in [1, 2); `inits` names
 another distribution per argument. Buffers named in `outputs` are poisoned before every run;
-every other buffer is an input that is compared too (a kernel may write it). Scalars keep
+every other buffer is an input that is compared too (a kernel may write it; each run gets its
+own copy, as an autotuner's `restore_value` gives each timing run), and buffers named in
+`zeros` are cleared before every launch (its `reset_to_zero`). Scalars keep
 their live values, since Triton may have specialized the code on them.
 
 `spec_toml` writes the spec in the format `reorder optimize --launch` reads.
@@ -167,7 +169,9 @@ def _init_from(name: str, raw: Mapping[str, Any], dtype: str, shape: tuple[int, 
     return spec.params[0].init  # type: ignore[union-attr,return-value]
 
 
-def buffer_param(name: str, ty: str, value: Any, outputs: Sequence[str], inits: Mapping[str, Any]) -> BufferParam:
+def buffer_param(
+    name: str, ty: str, value: Any, outputs: Sequence[str], inits: Mapping[str, Any], zeros: Sequence[str] = ()
+) -> BufferParam:
     element = _element(ty)
     dtype = BUFFER_DTYPES.get(element)
     if dtype is None:
@@ -175,6 +179,8 @@ def buffer_param(name: str, ty: str, value: Any, outputs: Sequence[str], inits: 
             f"argument '{name}': pointer to {element} is not supported (supported: {', '.join(sorted(BUFFER_DTYPES))})"
         )
     shape, _ = tensor_extent(value)
+    if name in zeros:
+        return BufferParam(name, dtype, shape, "zeros")
     if name in outputs:
         return BufferParam(name, dtype, shape, "out")
     init = _init_from(name, inits[name], dtype, shape) if name in inits else default_init(name, element, value)
@@ -229,17 +235,19 @@ def launch_spec(
     inits: Mapping[str, Mapping[str, Any]] | None = None,
     seed: int = 0,
     signature: Mapping[str, str] | None = None,
+    zeros: Sequence[str] = (),
 ) -> LaunchSpec:
     """The LaunchSpec of a compiled Triton kernel called with `values` (every parameter by
     name, as reorder.triton.compile binds them). `signature` (name -> Triton type) defaults
-    to the kernel's source signature."""
+    to the kernel's source signature. `zeros` names buffers cleared before every launch (an
+    autotuner's `reset_to_zero`: a kernel that accumulates into them)."""
     metadata = kernel.metadata
     check_launchable(metadata)
     signature = dict(signature if signature is not None else kernel.src.signature)
     inits = dict(inits or {})
-    unknown = (set(outputs) | set(inits)) - set(signature)
+    unknown = (set(outputs) | set(inits) | set(zeros)) - set(signature)
     if unknown:
-        raise SpecError(f"{metadata.name}: outputs/inits name no parameter: {sorted(unknown)}")
+        raise SpecError(f"{metadata.name}: outputs/inits/zeros name no parameter: {sorted(unknown)}")
     dims = grid_of(grid, values)
     params: list[Param] = []
     for name, ty in signature.items():
@@ -253,8 +261,8 @@ def launch_spec(
         if name not in values:
             raise SpecError(f"{metadata.name}: no value for parameter '{name}'")
         if ty.startswith("*"):
-            params.append(buffer_param(name, ty, values[name], outputs, inits))
-        elif name in outputs or name in inits:
+            params.append(buffer_param(name, ty, values[name], outputs, inits, zeros))
+        elif name in outputs or name in inits or name in zeros:
             raise SpecError(f"{metadata.name}: '{name}' is a scalar ({ty}), not a buffer")
         else:
             params.append(scalar_param(name, ty, values[name]))

@@ -16,6 +16,9 @@ Grammar: ``--reorder`` or ``--reorder=ITEM[,ITEM...]`` with items
 - ``search:N``    `reorder optimize` on the static model with N trials;
 - ``tuned:KEY``   the binary `reorder.triton.tune` measured and byte-checked on a GPU for
                   this very cubin, stored under KEY (the original is kept when it is absent);
+- ``twin:K``      the K-th build of the config's twin list (reorder.triton.twins: stored GPU
+                  results for this cubin, then the PTX move menus and the SASS moves ranked by
+                  the static model); `reorder.triton.with_reorder` marks K = 1, 2, ...;
 - ``noalias``     pointer parameters do not alias (lets loads move above stores);
 - ``rev:HEX``     the reorder that made the marker (a digest of its sources). It changes
                   nothing in what is built; it is there for Triton's cache: ptx_options is
@@ -36,8 +39,9 @@ from reorder.base.errors import InputError
 from reorder.triton import digest
 
 PREFIX = "--reorder"
-MODES = ("moves", "search", "tuned")
+MODES = ("moves", "search", "tuned", "twin")
 MAX_BUDGET = 10_000
+MAX_TWINS = 16
 _KEY = re.compile(r"^[0-9a-f]{8,64}$")
 REV_LENGTH = 12
 
@@ -51,12 +55,12 @@ class Request:
     key: str = ""  # the stored winner, for mode 'tuned'
     noalias: bool = False
     rev: str = ""  # the reorder that made the marker (for Triton's cache key only)
+    rank: int = 0  # which twin, for mode 'twin' (1 = the first)
 
     def token(self) -> str:
         """The marker that asks for this (parse_token(r.token()) == r)."""
-        items = (
-            ["moves"] if self.mode == "moves" else [f"{self.mode}:{self.budget if self.mode == 'search' else self.key}"]
-        )
+        value = {"search": self.budget, "tuned": self.key, "twin": self.rank}.get(self.mode)
+        items = ["moves"] if self.mode == "moves" else [f"{self.mode}:{value}"]
         items += ["noalias"] if self.noalias else []
         items += [f"rev:{self.rev}"] if self.rev else []
         return PREFIX if items == ["moves"] else f"{PREFIX}={','.join(items)}"
@@ -65,7 +69,7 @@ class Request:
         """This request naming the current reorder (`rev`), unless its binary is named by content."""
         if self.mode == "tuned":
             return self
-        return Request(self.mode, self.budget, self.key, self.noalias, digest.code_digest()[:REV_LENGTH])
+        return Request(self.mode, self.budget, self.key, self.noalias, digest.code_digest()[:REV_LENGTH], self.rank)
 
 
 def is_marker(token: str) -> bool:
@@ -77,7 +81,7 @@ def parse_token(token: str) -> Request:
     if not is_marker(token):
         raise InputError(f"{token!r} is not a reorder marker (expected {PREFIX} or {PREFIX}=ITEMS)")
     _, _, body = token.partition("=")
-    mode, budget, key, noalias, rev = "moves", 0, "", False, ""
+    mode, budget, key, noalias, rev, rank = "moves", 0, "", False, "", 0
     for item in filter(None, body.split(",")):
         name, _, value = item.partition(":")
         if name == "noalias" and not value:
@@ -88,14 +92,16 @@ def parse_token(token: str) -> Request:
             mode, budget = "search", int(value)
         elif name == "tuned" and _KEY.match(value):
             mode, key = "tuned", value
+        elif name == "twin" and value.isdigit() and 1 <= int(value) <= MAX_TWINS:
+            mode, rank = "twin", int(value)
         elif name == "rev" and _KEY.match(value):
             rev = value
         else:
             raise InputError(
                 f"reorder marker {token!r}: cannot read {item!r} (items: moves, search:N with "
-                f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), noalias, rev:HEX)"
+                f"1 <= N <= {MAX_BUDGET}, tuned:KEY (hex), twin:K with 1 <= K <= {MAX_TWINS}, noalias, rev:HEX)"
             )
-    return Request(mode, budget, key, noalias, rev)
+    return Request(mode, budget, key, noalias, rev, rank)
 
 
 def split_tokens(tokens: Sequence[str]) -> tuple[Request | None, list[str]]:

@@ -236,7 +236,13 @@ def rewrite_or_keep(
     ptxas, flags and options; the stages hook and the ptxas stand-in both have one), a
     `moves` request first takes the wgmma PTX step (`async_wgmma`) and rewrites that step's
     cubin; a step that fails leaves the compiler's cubin to the SASS moves, and the note
-    says so."""
+    says so. A `twin` request takes its build from the config's twin list (reorder.triton.twins),
+    made from the same PTX and cubin stage."""
+    if request.mode == "twin":
+        result = _twin_or_keep(cubin, request, ptx, compile_cubin)
+        if say is not None and os.environ.get("REORDER_QUIET") != "1":
+            say(f"reorder: {result.note}")
+        return result
     base, first = _ptx_step(cubin, request, ptx, compile_cubin)
     try:
         result = rewrite(base, request)
@@ -247,6 +253,27 @@ def rewrite_or_keep(
     if say is not None and os.environ.get("REORDER_QUIET") != "1":
         say(f"reorder: {result.note}")
     return result
+
+
+def _twin_or_keep(
+    cubin: bytes, request: Request, ptx: str | None, compile_cubin: Callable[[str], bytes] | None
+) -> Rewritten:
+    """The request's twin, or the compiler's cubin with the reason."""
+    from reorder.triton import twins
+
+    try:
+        found = twins.ranked(cubin, ptx if isinstance(ptx, str) else None, compile_cubin, request.noalias)
+    except Exception as exc:  # noqa: BLE001 - a failed twin must never fail the compile
+        kind = "" if isinstance(exc, ReorderError) else f"{type(exc).__name__}: "
+        return Rewritten(cubin, False, f"reorder failed ({kind}{_first_line(exc)}): the compiler's cubin is kept")
+    if request.rank > len(found):
+        return Rewritten(
+            cubin,
+            False,
+            f"twin {request.rank}: this config has {len(found)} build(s) predicted faster; the compiler's cubin is kept",
+        )
+    build = found[request.rank - 1]
+    return Rewritten(build.data, True, twins.describe(build, request.rank, len(found)))
 
 
 def _ptx_step(

@@ -1,0 +1,173 @@
+"""Twins (reorder.triton.twins) and the one line around them: `rt.with_reorder` marks K twins
+per config, the stages hook gives each the K-th build of its config's list, `rt.verify`
+names what it proved per build, `rt.pruned` keeps the user's pruning; through Triton's own
+compile for sm_90 without a GPU, on a `tl.range` kernel under `@triton.heuristics`."""
+
+from __future__ import annotations
+
+import pytest
+
+from reorder.triton import twins
+from reorder.triton.request import Request, parse_token, split_options
+from reorder.triton.tune import pruned, twin_of, with_reorder
+
+triton = pytest.importorskip("triton")
+
+
+@pytest.fixture
+def triton_env(tmp_path, monkeypatch):
+    """Private Triton and reorder caches, and the hook slot restored afterwards."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    previous = triton.knobs.runtime.add_stages_inspection_hook
+    yield tmp_path
+    triton.knobs.runtime.add_stages_inspection_hook = previous
+
+
+def _args(n: int = 4096):
+    from benchmarks.triton_kernels import StandInTensor, TensorArg
+
+    return StandInTensor(TensorArg((64, n), "float32"), 0x10000), StandInTensor(TensorArg((64,), "float32"), 0x20000), n
+
+
+# ---------------------------------------------------------------- markers and configs
+
+
+def test_a_twin_marker_reads_back_and_out_of_range_ranks_are_one_line():
+    from reorder.base.errors import InputError
+
+    ask = Request("twin", noalias=True, rank=2).stamped()
+    assert parse_token(ask.token()) == ask and ask.token().startswith("--reorder=twin:2,noalias,rev:")
+    for bad in ("--reorder=twin:0", "--reorder=twin:17", "--reorder=twin:x"):
+        with pytest.raises(InputError, match="twin:K"):
+            parse_token(bad)
+
+
+def test_with_reorder_gives_each_config_k_twins_and_a_cluster_config_none(capsys):
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=4, num_ctas=2)]
+    axis = with_reorder(configs, Request(noalias=True))
+    assert axis[:2] == configs and len(axis) == 2 + twins_count()
+    asks = [split_options(c.kwargs["ptx_options"])[0] for c in axis[2:]]
+    assert [a.rank for a in asks] == [1, 2, 3] and all(a.mode == "twin" and a.noalias and a.rev for a in asks)
+    assert "num_ctas = 2" in capsys.readouterr().err
+    assert len(with_reorder(configs[:1], twins=0)) == 2  # the one static `moves` twin of before
+    (search,) = with_reorder(configs[:1], Request("search", budget=2))[1:]
+    assert split_options(search.kwargs["ptx_options"])[0].mode == "search"
+
+
+def twins_count() -> int:
+    from reorder.triton.tune import TWINS
+
+    return TWINS
+
+
+def test_pruned_lets_the_users_pruning_decide_among_originals_and_keeps_their_twins():
+    configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (128, 256, 512)]
+    axis = with_reorder(configs)
+    seen = []
+
+    def early(cs, named_args, **kwargs):
+        seen.append(len(cs))
+        return [c for c in cs if c.kwargs["BLOCK"] != 512]
+
+    def model(**kwargs):
+        assert "ptx_options" not in kwargs  # the perf model sees originals only
+        return kwargs["BLOCK"]
+
+    kept = pruned({"early_config_prune": early, "perf_model": model, "top_k": 1})["early_config_prune"](axis, {})
+    assert seen == [3]  # the user's function saw the three originals, not the twins
+    assert [c.kwargs["BLOCK"] for c in kept] == [128] * (1 + twins_count())
+    assert sum(twin_of(c) for c in kept) == twins_count()
+
+
+# ---------------------------------------------------------------- the list
+
+
+def _build(name: str, predicted: float) -> twins.Build:
+    return twins.Build(name, name.encode(), predicted)
+
+
+def test_the_second_twin_is_the_best_of_another_kind_of_move():
+    ranked = [_build(n, p) for n, p in (("loop:prefetch3", 1), ("loop:prefetch4", 2), ("loop:unroll4+sass", 3))]
+    assert [b.name for b in twins.twin_order(ranked)] == ["loop:prefetch3", "loop:unroll4+sass", "loop:prefetch4"]
+    assert twins.group("hoist:barrier") == "hoist" and twins.group("loop:unroll2+sass") == "unroll"
+    assert twins.per_trip(twins.Menu("loop:prefetch3", (("loop", "prefetch3"),))) == 3
+    assert twins.twin_order([]) == []
+
+
+def test_loop_aware_cycles_count_a_trip_laid_out_k_times_as_k_iterations():
+    from pathlib import Path
+
+    from reorder.analysis.costmodel import kernel_cycles, loop_aware_cycles
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.model import decode_kernel
+
+    cubin = Path(__file__).resolve().parent.parent / "benchmarks" / "triton_kernels" / "sm_90"
+    code = decode_kernel(parse_cubin((cubin / "rmsnorm_looped_fp16.cubin").read_bytes()))
+    once, twice = loop_aware_cycles(code.instructions), loop_aware_cycles(code.instructions, per_trip=2)
+    assert twice < once and once > kernel_cycles(code.instructions)  # the loop runs 8 times, not once
+
+
+@pytest.fixture
+def one_menu(monkeypatch):
+    """The twin list built from one loop menu (the whole space takes a minute per config)."""
+    monkeypatch.setattr(twins, "MENUS", (twins.Menu("loop:unroll2", (("loop", "unroll2"),)),))
+
+
+def test_the_hook_serves_each_twin_its_build_and_rt_verify_says_what_it_checked(triton_env, one_menu):
+    """Through autotune(heuristics(jit)): the heuristic's EVEN_N is computed for the compile
+    (it failed to bind before), twin 1 is the unrolled build, verified legal, twin 2 has no
+    build and keeps the compiler's cubin; without a GPU rt.verify is not ok and says why."""
+    import reorder.triton as rt
+    from reorder.triton.compile import compile_call
+    from tests.triton_twin_kernels import row_sums
+
+    rt.install(say=None)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=1)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True), twins=2), key=["n"])(row_sums)
+    plain, first, second = (compile_call(kernel, *_args(), arch=90, **c.all_kwargs()) for c in kernel.configs)
+    assert plain.values["EVEN_N"] is True
+    assert first.cubin != plain.cubin and first.kernel.metadata.reorder.startswith("twin 1 of 1: loop:unroll2")
+    assert second.cubin == plain.cubin and "has 1 build(s)" in second.kernel.metadata.reorder
+    checked = rt.verify(kernel, *_args(), grid=(64,), arch=90, outputs=["y_ptr"])
+    one, two = checked
+    assert one.legal and one.request == "twin:1" and one.check.startswith("not checked: no GPU")
+    assert two.same_binary and two.check == "same binary" and two.ok
+    assert not checked.ok and "NOT ok" in checked.table()
+
+
+def test_a_failing_heuristic_is_one_line(triton_env):
+    from reorder.base.errors import InputError
+    from reorder.triton.compile import compile_call
+    from tests.triton_twin_kernels import row_sums_broken
+
+    with pytest.raises(InputError, match="heuristics value 'EVEN_N' failed.*KeyError"):
+        compile_call(row_sums_broken, *_args(), arch=90, BLOCK=256)
+
+
+def test_verification_is_ok_only_when_every_build_was_proven():
+    from reorder.triton.prove import Verification, Verified
+
+    def row(check: str) -> Verified:
+        return Verified("c", "k", "twin:1", check == "same binary", True, "", check, "")
+
+    assert Verification([row("identical"), row("same binary")]).ok
+    assert not Verification([row("identical"), row("not checked: no GPU")]).ok
+    assert not Verification([]).ok and not Verification([row("MISMATCH")]).ok
+
+
+# ---------------------------------------------------------------- the search's PTX
+
+
+def test_tune_compiles_tritons_ptx_with_the_configs_own_ptxas_and_flags(triton_env):
+    from reorder.triton.compile import compile_call
+    from reorder.triton.tune import _ptx_of
+    from tests.triton_twin_kernels import row_sums
+
+    call = compile_call(row_sums, *_args(), arch=90, BLOCK=256, num_warps=1)
+    path, recipe, note = _ptx_of(call, triton_env)
+    assert path.read_text() == call.kernel.asm["ptx"] and recipe.flags[-1] == "--gpu-name=sm_90a"
+    assert note.startswith("Triton's PTX, compiled as the config is")
+    odd = compile_call(row_sums, *_args(), arch=90, BLOCK=256, num_warps=1, ptx_options="--maxrregcount=64")
+    (triton_env / "odd").mkdir()
+    assert "--maxrregcount=64" in _ptx_of(odd, triton_env / "odd")[1].flags  # its PTX options too

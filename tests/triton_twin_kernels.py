@@ -1,0 +1,32 @@
+"""Small Triton kernels for tests/test_triton_twins.py (Triton reads a kernel's source from
+its module file): a `tl.range` row sum under `@triton.heuristics`, small enough that its twin
+list builds in seconds."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.heuristics({"EVEN_N": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def row_sums(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN_N: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    lanes = tl.arange(0, BLOCK)
+    total = tl.zeros([BLOCK], tl.float32)
+    for start in tl.range(0, n, BLOCK, num_stages=1):
+        if EVEN_N:
+            total += tl.load(x_ptr + row * n + start + lanes)
+        else:
+            total += tl.load(x_ptr + row * n + start + lanes, mask=start + lanes < n, other=0.0)
+    tl.store(y_ptr + row, tl.sum(total, axis=0))
+
+
+def broken_heuristic(args):
+    return args["no_such_argument"]
+
+
+@triton.heuristics({"EVEN_N": broken_heuristic})
+@triton.jit
+def row_sums_broken(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN_N: tl.constexpr):
+    tl.store(y_ptr + tl.program_id(0), tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
