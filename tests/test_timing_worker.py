@@ -145,3 +145,23 @@ def test_job_of_a_function_of_a_script_run_with_dash_m(tmp_path) -> None:
         [sys.executable, "mainjob.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert as_file.stdout.startswith("refused:"), as_file.stderr
+
+
+def test_a_script_without_a_main_guard_starts_a_worker(tmp_path) -> None:
+    """multiprocessing's spawn re-runs the calling script in the child, which then starts a pool
+    again and fails ("...bootstrapping phase"); the worker is a fresh interpreter instead."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "from timing.worker import Job, WorkerPool\n"
+        "with WorkerPool(devices=[None], startup_timeout_s=30) as pool:\n"
+        "    print('result', pool.run(Job.of('timing.fake_jobs:add', 2, 5, timeout_s=10)).value)\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.count("result 7") == 1, done.stderr[-500:]
