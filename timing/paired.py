@@ -227,6 +227,7 @@ def time_pair(
     confidence: float = 0.95,
     seed: int = 0,
     b_shared: int | None = None,
+    b_block: tuple[int, int, int] | None = None,
 ) -> TimingResult:
     """Time B against A on input set 0 of `spec`; see the module docstring for the method.
 
@@ -234,7 +235,9 @@ def time_pair(
     on top); give the worker job a timeout comfortably above it. `b_shared`: B's
     dynamic shared memory when it differs from A's (a Triton build that stages its
     loads in shared memory against one that does not): each kernel launches with
-    its own, so neither's occupancy is set by the other's needs.
+    its own, so neither's occupancy is set by the other's needs. `b_block`: B's block when
+    it differs (two Triton configs of one kernel with different num_warps, over the same
+    parameters and grid).
     """
     from timing import gpu
 
@@ -244,7 +247,8 @@ def time_pair(
         raise ValueError(f"method must be 'graph' or 'backtoback', got {method!r}")
     t_begin = time.perf_counter()
     cp = gpu.cupy_module()
-    specs = (spec, spec if b_shared is None else dataclasses.replace(spec, shared=b_shared))
+    b_spec = spec if b_shared is None else dataclasses.replace(spec, shared=b_shared)
+    specs = (spec, b_spec if b_block is None else dataclasses.replace(b_spec, block=tuple(b_block)))
     kernels = (gpu.load_kernel(a_cubin, specs[0]), gpu.load_kernel(b_cubin, specs[1]))
     host = draw_inputs(spec, 0)
     dev = gpu.to_device(host, spec)  # one buffer set for both: same addresses, same DRAM/L2 mapping

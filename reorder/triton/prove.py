@@ -152,15 +152,17 @@ def verify(
     inits: Mapping[str, Any] | None = None,
     sets: int = 3,
     arch: int | None = None,
+    pool: Any = None,
     **kwargs: Any,
 ) -> Verification:
     """Prove every build of reorder's the autotuner may pick at these arguments (see the
-    module docstring); `outputs` names output-only buffers (poisoned before each run)."""
+    module docstring); `outputs` names output-only buffers (poisoned before each run);
+    `pool` is a timing.worker.WorkerPool to check in (default: a fresh worker per call)."""
     with _hooked():
-        return _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs)
+        return _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool)
 
 
-def _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs) -> Verification:
+def _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool) -> Verification:
     autotuner = hasattr(kernel, "prune_configs") and hasattr(kernel, "configs")
     if autotuner:
         configs, chosen = _autotuner_builds(kernel, args, kwargs)
@@ -209,13 +211,13 @@ def _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs) -> Verificat
             continue
         rows.append(Verified(**row, same_binary=False, legal=legal, verifier=verdict, check="", detail=""))
         pending.append((len(rows) - 1, plain, built, spec))
-    rows = _checked(rows, pending, sets)
+    rows = _checked(rows, pending, sets, pool)
     out = Verification(rows)
     out.chosen = chosen
     return out
 
 
-def _checked(rows: list[Verified], pending: list, sets: int) -> list[Verified]:
+def _checked(rows: list[Verified], pending: list, sets: int, pool: Any = None) -> list[Verified]:
     """The GPU's verdict on every build waiting for one (one worker job for all of them)."""
     if not pending:
         return rows
@@ -236,7 +238,8 @@ def _checked(rows: list[Verified], pending: list, sets: int) -> list[Verified]:
             b.write_bytes(built.cubin)
             groups.append((Build(f"{index}/plain", str(a), spec), [Build(f"{index}/reorder", str(b), spec)]))
             where[f"{index}/reorder"] = (index, spec)
-        result = run_one(Job.of(check_job, groups, sets=sets, timeout_s=120 + 4 * sets * len(groups)))
+        job = Job.of(check_job, groups, sets=sets, timeout_s=120 + 4 * sets * len(groups))
+        result = pool.run(job) if pool is not None else run_one(job)
     if result.status != "ok":
         row = describe_status(result)
         return _mark(rows, waiting, f"not checked: {row['status']}: {row['reason']}")
@@ -273,6 +276,19 @@ def check_job(groups, sets: int = 3) -> dict[str, dict]:
 
 
 def static_verdict(plain: Call, candidate: bytes, request: Request | None) -> tuple[bool, str]:
+    """The verifier's judgment of `candidate` (_judged), kept in reorder's cache: it depends
+    only on the two builds, the request and reorder's sources, and an autotuner's twins are
+    judged again at every shape that compiles to the same cubins."""
+    from reorder.base.diskcache import cached_json, key_of
+    from reorder.triton.digest import code_digest
+
+    asked = Request(request.mode, request.budget, request.key, request.noalias, "", request.rank) if request else None
+    key = key_of(plain.cubin, candidate, asked.token() if asked else "", code_digest())
+    legal, verdict = cached_json("triton-verdicts", key, lambda: list(_judged(plain, candidate, request)))
+    return bool(legal), str(verdict)
+
+
+def _judged(plain: Call, candidate: bytes, request: Request | None) -> tuple[bool, str]:
     """The candidate judged against what it was made from: for a twin, the compiler's cubin
     its SASS moves started from (the config's own, or a PTX move's, itself judged as a
     compiler's cubin is); for the hook's `moves` path, the wgmma step's compile when it
