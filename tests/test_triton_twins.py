@@ -141,7 +141,7 @@ def test_a_failing_heuristic_is_one_line(triton_env):
     from reorder.triton.compile import compile_call
     from tests.triton_twin_kernels import row_sums_broken
 
-    with pytest.raises(InputError, match="heuristics value 'EVEN_N' failed.*KeyError"):
+    with pytest.raises(InputError, match=r"heuristics value 'EVEN_N' failed.*KeyError"):
         compile_call(row_sums_broken, *_args(), arch=90, BLOCK=256)
 
 

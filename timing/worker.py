@@ -184,10 +184,8 @@ class _Child:
             self.popen.kill()
 
     def join(self, timeout: float | None = None) -> None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
 
     @property
     def exitcode(self) -> int | None:

@@ -14,9 +14,10 @@ HGMMAs an iteration, each followed by `WARPGROUP.DEPBAR.LE gsb0, 0x0`).
 The move, on one such wait:
 
 1. **The exit wait moves onto the edges that need it.** The `wgmma.wait_group 0` at the top
-   of a join block (or of the blocks it falls into, when only labels cut them) goes to the end of each predecessor on whose way out a wgmma may be
-   pending (each must lead only to the join, so the end of the block is the edge), and
-   leaves the join. On the other edges nothing was pending: there it waited for nothing.
+   of a join block (or of the blocks it falls into, when only labels cut them) goes to the
+   end of each predecessor on whose way out a wgmma may be pending (each must lead only to
+   the join, so the end of the block is the edge), and leaves the join. On the other edges
+   nothing was pending: there it waited for nothing.
 2. **Register waits are made exact.** PTX makes it undefined to write a register that a
    pending wgmma reads (an A fragment or the accumulator) or to read a pending
    accumulator (a chain of wgmma of one shape on one accumulator aside). Once ptxas stops
@@ -177,7 +178,7 @@ def join_chain(function: Function, cfg: Cfg, start: int) -> list[int]:
         last = cfg.blocks[here].terminator
         if last is not None and function.body[last].ins.base in BRANCHES:
             break
-        if [p for p in cfg.graph.predecessors(succs[0])] != [here]:
+        if list(cfg.graph.predecessors(succs[0])) != [here]:
             break
         chain.append(succs[0])
     return chain

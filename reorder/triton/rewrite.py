@@ -270,7 +270,8 @@ def _twin_or_keep(
         return Rewritten(
             cubin,
             False,
-            f"twin {request.rank}: this config has {len(found)} build(s) predicted faster; the compiler's cubin is kept",
+            f"twin {request.rank}: this config has {len(found)} build(s) predicted faster; "
+            "the compiler's cubin is kept",
         )
     build = found[request.rank - 1]
     return Rewritten(build.data, True, twins.describe(build, request.rank, len(found)))
