@@ -11,7 +11,7 @@ compiles it, it gets the K-th build of this list, made from the config's own PTX
    1-4 and UnrollBatch 2/4, each hoist plan (reorder.ptx.plans), `reuse`, with the `wgmma`
    move on top wherever it is offered, and `wgmma` alone. Each menu's PTX is compiled by the
    config's own cubin stage (the same ptxas, flags and options), verified as a compiler's
-   cubin is, then the static SASS moves run on it (reorder.triton.rewrite.moves_binary); the
+   cubin is, then the static SASS moves run on it (reorder.triton.builds.moves_binary); the
    menu keeps the better-predicted of the two. The SASS moves on the config's own cubin are
    one more build. A build counts only when the static model predicts it faster than the
    original (reorder.analysis.costmodel.loop_aware_cycles, a trip laid out k times counted as
@@ -132,7 +132,7 @@ def _compiled(text: str, compile_cubin: Callable[[str], bytes]) -> bytes:
 
 def menu_build(ptx_cubin: bytes, name: str, trip: int, noalias: bool) -> Build:
     """The better-predicted of a PTX build and the SASS moves on top of it."""
-    from reorder.triton.rewrite import moves_binary
+    from reorder.triton.builds import moves_binary
 
     plain = Build(name, ptx_cubin, _predicted(ptx_cubin, trip), base=None)
     try:
@@ -156,7 +156,7 @@ def static_builds(
     menu that failed). The SASS moves run on the `depth` best-predicted PTX builds only (they
     cost the most of a build, and only the first twins are ever asked for)."""
     from reorder.ptx.model import parse_module
-    from reorder.triton.rewrite import moves_binary
+    from reorder.triton.builds import moves_binary
 
     original = _predicted(cubin)
     builds, notes = [], []
@@ -216,7 +216,7 @@ def _distinct(builds: Sequence[Build]) -> list[Build]:
 
 def measured_builds(cubin: bytes) -> list[Build]:
     """Every winner `rt.tune` stored for `cubin` that differs from it, newest first."""
-    from reorder.triton.rewrite import store_dir
+    from reorder.triton.builds import store_dir
 
     base = key_of(cubin)[:40]
     found = sorted(store_dir("tuned").glob(f"{base}-*.cubin"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -233,7 +233,7 @@ def measured_builds(cubin: bytes) -> list[Build]:
 
 
 def _list_path(cubin: bytes, ptx: str | None, noalias: bool, root: Path | None) -> Path:
-    from reorder.triton.rewrite import store_dir
+    from reorder.triton.builds import store_dir
 
     return store_dir("twins", root) / key_of(cubin, ptx or "", str(noalias), digest.code_digest())[:40]
 
