@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -167,9 +166,12 @@ def build(out: Path, set_name: str, jobs: int, only: set[str] | None) -> dict:
         for row in pool.map(build_unit, *zip(*units)):
             rows.append(row)
             print(f"[{time.monotonic() - started:.0f} s] {row['family']} {row['config']}: {row['status']}", flush=True)
+    from triton.runtime.cache import triton_key
+
     manifest = {
         "set": set_name,
         "triton": triton.__version__,
+        "triton_key": triton_key(),
         "commit": provenance.commit(),
         "code_digest": code_digest(),
         "source": str(Path(__file__).resolve().parents[1]),
@@ -180,6 +182,368 @@ def build(out: Path, set_name: str, jobs: int, only: set[str] | None) -> dict:
     path = out / f"manifest_{set_name}.json"
     path.write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+# ---------------------------------------------------------------- run (GPU)
+
+
+def _caches(build: Path, set_name: str) -> dict:
+    """Unpack the build, point reorder at a writable copy of its cache, and serve Triton's
+    cache entries the build made (see _transplanting); the counts of what was served."""
+    import shutil
+    import tarfile
+    import tempfile
+
+    pack = build / f"pack_{set_name}.tgz"
+    if pack.is_file() and not (build / f"manifest_{set_name}.json").is_file():
+        with tarfile.open(pack) as tar:
+            tar.extractall(build, filter="data")
+    source = build / "reorder_cache"
+    if source.is_dir():
+        target = Path(tempfile.mkdtemp(prefix="reorder_cache-")) / "cache"
+        shutil.copytree(source, target)
+        os.environ["REORDER_CACHE"] = str(target)
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_cache-")
+    manifest = json.loads((build / f"manifest_{set_name}.json").read_text())
+    return _transplanting(build / "triton_cache", manifest["triton_key"])
+
+
+def _transplanting(carried: Path, built_key: str) -> dict:
+    """Serve the build's Triton cache entries under this machine's cache keys, as Triton asks
+    for them. Triton's key starts with a hash of its own shared library, which differs between
+    the build machine's Python and this one's wheel; the rest (source, signature, options,
+    backend with its ptxas, environment) is what decides the compile. So when Triton computes
+    a key here, the entry the build stored under the build's first part and the same rest is
+    copied to where Triton looks, its file list pointed at the copy. Only compile time is
+    saved; `cache_check` compiles one config afresh and compares the cubin."""
+    import hashlib
+    import shutil
+
+    import triton.compiler.compiler as compiler
+    from triton import knobs
+    from triton.runtime.cache import _base32, triton_key
+
+    inner, here = compiler.get_cache_key, triton_key()
+    served = {"served": 0, "missed": 0, "on": True}
+
+    def key(src, backend, options, env_vars):
+        found = inner(src, backend, options, env_vars=env_vars)
+        new = Path(knobs.cache.dir) / _base32(hashlib.sha256(found.encode()).hexdigest())
+        old = carried / _base32(hashlib.sha256((built_key + found[len(here) :]).encode()).hexdigest())
+        if not served["on"]:
+            return found
+        if not new.exists() and old.is_dir():
+            shutil.copytree(old, new)
+            for group in new.glob("__grp__*.json"):
+                data = json.loads(group.read_text())
+                data["child_paths"] = {k: str(new / Path(v).name) for k, v in data["child_paths"].items()}
+                group.write_text(json.dumps(data))
+            served["served"] += 1
+        elif not new.exists():
+            served["missed"] += 1
+        return found
+
+    compiler.get_cache_key = key
+    return served
+
+
+def cache_check(fam, served: dict) -> str:
+    """One config compiled afresh here (its own empty cache) against the served entry."""
+    import tempfile
+
+    from benchmarks.triton_kernels import torch_args
+    from reorder.triton.compile import compile_call
+
+    case = fam.case(fam.shapes[0])
+    args, _ = torch_args(case)
+    config = configs_of(fam)[0].all_kwargs()
+    served = compile_call(case.kernel, *args, **case.constexprs, **config).cubin
+    previous = os.environ["TRITON_CACHE_DIR"]
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_fresh-")
+    served["on"] = False
+    try:
+        fresh = compile_call(case.kernel, *args, **case.constexprs, **config).cubin
+    finally:
+        os.environ["TRITON_CACHE_DIR"] = previous
+        served["on"] = True
+    return "served cubin = fresh compile" if fresh == served else "served cubin DIFFERS from a fresh compile"
+
+
+def do_bench(fn, quantiles=None):
+    """The timer both autotuners use (Triton's own, shorter than its default)."""
+    import triton
+
+    return triton.testing.do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, quantiles=quantiles)
+
+
+def pair_job(a_cubin: str, b_cubin: str, spec, b_block, b_shared: int, l2: str, budget_s: float) -> dict:
+    """Worker job: B's time over A's, paired (timing.paired), with its 95% CI."""
+    from timing.paired import time_pair
+
+    t = time_pair(a_cubin, b_cubin, spec, l2=l2, budget_s=budget_s, b_shared=b_shared, b_block=tuple(b_block))
+    return {
+        "ratio": t.ratio.ratio,
+        "ratio_ci_low": t.ratio.low,
+        "ratio_ci_high": t.ratio.high,
+        "plain_us": t.a_us,
+        "reorder_us": t.b_us,
+        "rounds": t.rounds,
+        "dropped_rounds": t.dropped_rounds,
+        "clock_mhz": t.clock_mhz,
+    }
+
+
+def _autotuned(case, configs, args) -> tuple[Any, float]:
+    """An autotuner over `configs` run once at these arguments: (it, wall seconds)."""
+    import torch
+    import triton
+
+    kernel = triton.autotune(configs, key=key_of(case), do_bench=do_bench)(case.kernel)
+    started = time.perf_counter()
+    kernel[case.grid](*args, **case.constexprs)
+    torch.cuda.synchronize()
+    return kernel, time.perf_counter() - started
+
+
+def _math(fam, case, kernel, args, named) -> str:
+    """The one-line autotuner's outputs on these inputs against torch, within the family's tolerance."""
+    import torch
+
+    kernel[case.grid](*args, **case.constexprs)
+    torch.cuda.synchronize()
+    expected = case.reference(named)
+    worst = 0.0
+    for name, want in expected.items():
+        got = named[name].float()
+        if not torch.allclose(got, want.float(), rtol=fam.tol, atol=fam.tol):
+            return f"OUTSIDE tolerance at {name} (max abs {float((got - want.float()).abs().max()):.3g})"
+        worst = max(worst, float((got - want.float()).abs().max()))
+    return f"within {fam.tol:g} (max abs {worst:.2g})"
+
+
+def case_rows(fam, shape, index: int, pool, sets: int, folder: Path) -> tuple[list[dict], list[dict]]:
+    """One shape: both autotuners, rt.verify, the math, the picks timed paired (warm, cold)."""
+    import reorder.triton as rt
+    from benchmarks.triton_kernels import torch_args
+    from reorder.triton.compile import compile_call
+    from reorder.triton.launch import launch_spec
+    from timing.worker import Job
+
+    case = fam.case(shape)
+    args, named = torch_args(case, seed=index)
+    configs = configs_of(fam)
+    plain, plain_wall = _autotuned(case, configs, args)
+    one, one_wall = _autotuned(case, rt.with_reorder(configs, rt.Request(noalias=True)), args)
+    a, b = plain.best_config, one.best_config
+    checked = rt.verify(
+        one, *args, grid=case.grid, outputs=case.outputs, inits=case.inits, sets=sets, pool=pool, **case.constexprs
+    )
+    base = {"family": fam.name, "shape": "x".join(map(str, shape))}
+    checks = [
+        {
+            **base,
+            "config": v.label,
+            "build": v.request,
+            "check": v.check,
+            "detail": v.detail,
+            "verifier": v.verifier,
+            "chosen": v.chosen,
+        }
+        for v in checked
+    ]
+    calls = [compile_call(case.kernel, *args, **case.constexprs, **c.all_kwargs()) for c in (a, b)]
+    specs = [launch_spec(c.kernel, c.values, case.grid, outputs=case.outputs, inits=case.inits) for c in calls]
+    pick = next((v for v in checked if v.chosen), None)
+    row = {
+        **base,
+        "configs": len(configs),
+        "builds": len(one.configs),
+        "plain_pick": label(a),
+        "reorder_pick": label(b) + (f" {request_of(b)}" if request_of(b) else ""),
+        "reorder_pick_is_twin": bool(request_of(b)),
+        "reorder_pick_note": getattr(calls[1].kernel.metadata, "reorder", "") or "",
+        "pick_check": pick.check if pick else "Triton's own build",
+        "twins_identical": sum(v.check == "identical" for v in checked),
+        "twins_same_binary": sum(v.check == "same binary" for v in checked),
+        "twins_not_identical": sum(not v.ok for v in checked),
+        "verify_ok": checked.ok,
+        "math": _math(fam, case, one, args, named),
+        "plain_bench_s": round(plain.bench_time, 3),
+        "reorder_bench_s": round(one.bench_time, 3),
+        "plain_autotune_s": round(plain_wall, 3),
+        "reorder_autotune_s": round(one_wall, 3),
+    }
+    cells = []
+    same = calls[0].cubin == calls[1].cubin and specs[0] == specs[1]
+    paths = []
+    for k, c in enumerate(calls):
+        path = folder / f"{fam.name}-{base['shape']}-{'ab'[k]}.cubin"
+        path.write_bytes(c.cubin)
+        paths.append(str(path))
+    for l2 in ("warm", "cold"):
+        if same:
+            cells.append(
+                {
+                    **row,
+                    "l2": l2,
+                    "ratio": 1.0,
+                    "ratio_ci_low": 1.0,
+                    "ratio_ci_high": 1.0,
+                    "timing": "same build: not timed",
+                }
+            )
+            continue
+        result = pool.run(
+            Job.of(
+                pair_job,
+                paths[0],
+                paths[1],
+                specs[0],
+                specs[1].block,
+                specs[1].shared,
+                l2,
+                PAIR_BUDGET_S,
+                timeout_s=120,
+            )
+        )
+        if result.status == "ok":
+            cells.append({**row, "l2": l2, **result.value, "timing": "paired"})
+        else:
+            cells.append({**row, "l2": l2, "timing": f"{result.status}: {result.reason}"})
+    for cell in cells:
+        if "ratio" in cell:
+            cell.update(
+                {
+                    "speedup": 1 / cell["ratio"],
+                    "speedup_ci_low": 1 / cell["ratio_ci_high"],
+                    "speedup_ci_high": 1 / cell["ratio_ci_low"],
+                }
+            )
+    return cells, checks
+
+
+def run(build: Path, out: Path, set_name: str, only: set[str] | None, deadline: float, sets: int) -> int:
+    import tempfile
+
+    from reorder.base import provenance
+    from reorder.triton.digest import code_digest
+    from timing.cli_support import worker_device
+    from timing.worker import WorkerPool
+
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    served = _caches(build, set_name)
+    os.environ["REORDER_QUIET"] = "1"
+    import reorder.triton as rt
+
+    rt.install(say=None)
+    manifest = json.loads((build / f"manifest_{set_name}.json").read_text())
+    chosen = [f for f in families(set_name) if only is None or f.name in only]
+    stamps = {
+        "gpu": provenance.gpu_name(),
+        "commit": provenance.commit(),
+        "digest": code_digest(),
+        "built_digest": manifest["code_digest"],
+        "cache_check": cache_check(chosen[0], served),
+    }
+    print(f"{stamps}", flush=True)
+    cells, checks = [], []
+    scratch = Path(tempfile.mkdtemp(prefix="one-line-"))
+    with WorkerPool(devices=[worker_device()]) as pool:
+        for fam in chosen:
+            for index, shape in enumerate(fam.shapes):
+                base = {"family": fam.name, "shape": "x".join(map(str, shape))}
+                if time.monotonic() - started > deadline:
+                    cells.append({**stamps, **base, "timing": "skipped: deadline"})
+                    continue
+                t0 = time.monotonic()
+                try:
+                    got, seen = case_rows(fam, shape, index, pool, sets, scratch)
+                except Exception as exc:  # noqa: BLE001 - a failed shape is a row; the next runs
+                    got, seen = [{**base, "timing": f"failed: {error_line(exc)}"}], []
+                counts = {k: v for k, v in served.items() if k != "on"}
+                cells += [{**stamps, **c, **counts, "seconds": round(time.monotonic() - t0, 1)} for c in got]
+                checks += seen
+                write_rows(out / "one_line_cells.csv", cells)
+                write_rows(out / "one_line_checks.csv", checks)
+                last = got[-1]
+                print(
+                    f"[{time.monotonic() - started:.0f} s] {fam.name} {base['shape']}: "
+                    f"{last.get('plain_pick')} -> {last.get('reorder_pick')} speedup "
+                    f"{[round(c.get('speedup', 0), 3) for c in got]} {last.get('timing')} "
+                    f"verify_ok={last.get('verify_ok')}",
+                    flush=True,
+                )
+    report(out, None)
+    return 0
+
+
+# ---------------------------------------------------------------- tune (GPU)
+
+
+def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: float) -> int:
+    """rt.tune on the plain autotuner's pick at each family's middle shape (see the module docstring)."""
+    import reorder.triton as rt
+    from benchmarks.triton_kernels import torch_args
+
+    out.mkdir(parents=True, exist_ok=True)
+    _caches(build, "user")
+    os.environ["REORDER_QUIET"] = "1"
+    rows = []
+    for name in names:
+        fam = family(name)
+        shape = fam.tune_shape
+        case = fam.case(shape)
+        args, _ = torch_args(case, seed=7)
+        t0 = time.monotonic()
+        row: dict[str, Any] = {"family": name, "shape": "x".join(map(str, shape))}
+        try:
+            plain, _ = _autotuned(case, configs_of(fam), args)
+            row["config"] = label(plain.best_config)
+            result = rt.tune(
+                case.kernel,
+                *args,
+                grid=case.grid,
+                configs=[plain.best_config],
+                budget=budget,
+                seconds=seconds,
+                outputs=case.outputs,
+                inits=case.inits,
+                noalias=True,
+                device="gpu",
+                folder=out / "tune" / name,
+                **case.constexprs,
+            )
+            (tuned,) = result.rows
+            row.update(
+                {
+                    "score": tuned.score,
+                    "measured": tuned.measured,
+                    "changed": tuned.changed,
+                    "moves": tuned.moves,
+                    "check": tuned.check,
+                    "ptx": tuned.ptx,
+                    "key": tuned.key,
+                }
+            )
+        except Exception as exc:  # noqa: BLE001 - one family's failure is a row
+            row["error"] = error_line(exc)
+        row["seconds"] = round(time.monotonic() - t0, 1)
+        rows.append(row)
+        write_rows(out / "one_line_tune.csv", rows)
+        print(row, flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------- report
+
+
+def report(out: Path, prebuilt: Path | None) -> int:
+    """summary.md from the rows in OUT (the prebuilt-candidate harness's cells beside, when given)."""
+    from benchmarks.triton_one_line_report import write_summary
+
+    print(write_summary(out, prebuilt))
+    return 0
 
 
 # ---------------------------------------------------------------- command line

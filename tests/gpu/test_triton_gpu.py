@@ -103,3 +103,31 @@ def test_the_hooks_feed_forward_twin_is_byte_identical(shape, tmp_path, monkeypa
     kernel[grid](*args)
     (checked,) = rt.verify(kernel, *args, grid=grid, outputs=["out_ptr"])
     assert not checked.same_binary and checked.legal and checked.check == "identical", checked
+
+
+def test_the_one_line_under_heuristics_verifies_every_twin_on_the_gpu(tmp_path, monkeypatch):
+    """autotune(rt.with_reorder(configs))(heuristics(jit)) runs, and rt.verify byte-checks
+    every twin against its plain config on fresh inputs: ok means each one was the compiler's
+    binary or identical on the GPU."""
+    import torch
+    import triton
+
+    import reorder.triton as rt
+    from reorder.triton import twins
+    from tests.triton_twin_kernels import row_sums
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    monkeypatch.setattr(twins, "MENUS", twins.MENUS[:6])  # the loop menus: a minute less to build
+    runtime = triton.knobs.runtime
+    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
+    rt.install(say=None)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=w) for w in (1, 4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(row_sums)
+    x = torch.randn(64, 4096, device="cuda")
+    y = torch.empty(64, device="cuda")
+    kernel[(64,)](x, y, 4096)
+    torch.testing.assert_close(y, x.sum(dim=1), rtol=1e-4, atol=1e-3)
+    checked = rt.verify(kernel, x, y, 4096, grid=(64,), outputs=["y_ptr"])
+    assert len(checked) == 6 and checked.ok, checked.table()
+    assert any(v.check == "identical" and "fresh input set" in v.detail for v in checked)
