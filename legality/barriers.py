@@ -6,7 +6,9 @@ behind `BAR.SYNC.DEFER_BLOCKING`, 1 cycle after it, and on an H200 it read share
 before the other warps' stores had landed (wrong at 4 rows, right at 1). The latency
 tables say nothing about that, because no register links the two.
 
-Two kinds of rule, from `tables/barriers.toml`:
+Two kinds of rule, from `tables/barriers.toml` and, for an arch whose GPU ran
+`reorder latency-probe --barriers`, from the `barriers_sm_XX.toml` it wrote (found like the
+measured latency tables, `legality.latency.measured_path`; its distances replace the family's):
 - a distance: a memory access issued after a barrier with a rule needs that many cycles
   from the barrier's issue. It is checked in the verifier's dataflow (`record`, `check`),
   so it holds on every path, across branches, standalone;
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from legality.latency import measured_path
+from reorder.binary.arches import family
 from reorder.binary.branches import encode_target
 from reorder.sass.model import Instruction
 
@@ -67,14 +71,14 @@ def _matches(opcode: str, prefix: str) -> bool:
 
 @lru_cache(maxsize=4)
 def load_rules(arch: int) -> BarrierRules:
-    """The rules of an arch family (sm_90 rules for 9.x and above, sm_80 otherwise)."""
-    family = 90 if arch >= 90 else 80
+    """The rules of an arch family (sm_80's for sm_75..sm_89, sm_90's for Hopper; Blackwell's
+    families have none: their barriers keep their neighbours) or the arch's own measured ones."""
     doc = tomllib.loads(TABLE.read_text())
-    distances = tuple(
-        DistanceRule(d["barrier"], int(d["cycles"]), d["provenance"])
-        for d in doc.get("distance", [])
-        if int(d["arch"]) == family
-    )
+    measured = measured_path(arch, "barriers")
+    rows = tomllib.loads(measured.read_text()).get("distance", []) if measured else None
+    if rows is None:
+        rows = [d for d in doc.get("distance", []) if int(d["arch"]) == family(arch)]
+    distances = tuple(DistanceRule(d["barrier"], int(d["cycles"]), d["provenance"]) for d in rows)
     return BarrierRules(arch, distances, frozenset(doc.get("neighbours", {}).get("opcodes", ())))
 
 

@@ -51,10 +51,14 @@ def source_of(entry: Entry) -> str:
     """Which kind of evidence a table entry is: silicon (a floor from `reorder latency-probe`,
     or a distance a wrong result on an H200 showed too short), ptxas-observed, reference
     (NVIDIA's tables, and bounds kept conservative after a wrong result on an H200 that say
-    exact ptxas pairs may lower them) or default (an unknown pair's worst case)."""
+    exact ptxas pairs may lower them), unmeasured (an arch's reference carried from another
+    arch's, never measured on its own silicon: `legality.calibration.carry`) or default (an
+    unknown pair's worst case)."""
     text = entry.provenance
     if text.startswith("measured") or (text.startswith("H200") and "can lower it" not in text):
         return "silicon"
+    if text.startswith("unmeasured"):
+        return "unmeasured"
     if text.startswith("ptxas-observed"):
         return "ptxas-observed"
     if text.startswith("default"):
@@ -172,7 +176,7 @@ class Tally:
         return out
 
 
-SOURCES = ("reference", "silicon", "ptxas-observed", "default")
+SOURCES = ("reference", "silicon", "ptxas-observed", "unmeasured", "default")
 
 
 def verify_as_compiled(

@@ -7,7 +7,8 @@ accumulated between them must cover it. Variable-latency producers (loads, MUFU,
 
 Sources, in order of trust (an entry says which one it came from):
 1. `measured`: a stall sweep on silicon (`reorder latency-probe`), loaded from
-   `legality/tables/measured_sm_XX.toml` when present; the floor found there is used.
+   `measured_sm_XX.toml` in `$REORDER_TABLES` (a folder the probe wrote) or in
+   `legality/tables/` when present; the floor found there is used.
 2. `ptxas-observed`: the smallest distance ptxas itself leaves over the project corpus
    and the generated calibration kernels (`legality.calibration.calibrate`, `legality.calibration`,
    `tables/ptxas_sm_XX.toml`, one per arch where calibrated); used where it is below the
@@ -17,7 +18,10 @@ Sources, in order of trust (an entry says which one it came from):
    (an H200 run found LEA.HI.X -> LDG address at 4 wrong, where ptxas leaves 5, because a
    conversion's operand is read at 4).
 3. `reference`: measured on an H200 or read from NVIDIA's own scheduling tables as
-   recovered in reference/sass_hopper_facts.md §3 (section cited per entry).
+   recovered in reference/sass_hopper_facts.md §3 (section cited per entry). An arch never
+   measured on its own silicon (Blackwell: sm_100, sm_103, sm_120) has its own `sm_XX.toml`,
+   Hopper's entries carried over and raised to that arch's compiler floors, every one labelled
+   `unmeasured on sm_XX silicon` (`legality.calibration.carry`).
 4. `default`: the largest value of the compiler table for the producer's row, used for
    any pair without 1-3.
 
@@ -30,11 +34,13 @@ pair that has no `measured` or `reference` entry.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from reorder.binary.arches import family
 from reorder.sass import opcodes as op
 from reorder.sass.model import Instruction
 
@@ -256,17 +262,19 @@ def read_table(path: Path) -> dict:
     return cached_json("table", key_of(data), lambda: tomllib.loads(data.decode("utf-8")))
 
 
-def _observed_table(arch: int, family: int) -> Path:
+def _observed_table(arch: int, fam: int) -> Path:
     """The ptxas-observed table of this very arch where one was calibrated (sm_86 and sm_89
     schedule differently from sm_80: ptxas' choices for one say nothing about the other),
     else its family's."""
     own = TABLE_DIR / f"ptxas_sm_{arch}.toml"
-    return own if own.exists() else TABLE_DIR / f"ptxas_sm_{family}.toml"
+    return own if own.exists() else TABLE_DIR / f"ptxas_sm_{fam}.toml"
 
 
 def _reference(arch: int) -> tuple[dict[tuple[str, str, str], Entry], dict[tuple[str, str], Entry]]:
-    """Entries and row defaults of the arch family's reference table."""
-    base = TABLE_DIR / f"sm_{90 if arch >= 90 else 80}.toml"
+    """Entries and row defaults of the arch's own reference table where it has one (Blackwell's,
+    carried), else its family's (sm_80's for sm_75..sm_89, sm_90's for Hopper)."""
+    own = TABLE_DIR / f"sm_{arch}.toml"
+    base = own if own.exists() else TABLE_DIR / f"sm_{90 if family(arch) >= 90 else 80}.toml"
     doc = tomllib.loads(base.read_text())
     entries = {(e.producer, e.consumer, e.kind): e for e in _entries_from_toml(doc, str(base.name))}
     defaults = {
@@ -278,10 +286,18 @@ def _reference(arch: int) -> tuple[dict[tuple[str, str, str], Entry], dict[tuple
     return entries, defaults
 
 
+def measured_path(arch: int, name: str = "measured") -> Path | None:
+    """Where this arch's silicon table `<name>_sm_XX.toml` is: in `$REORDER_TABLES` (the folder
+    `reorder latency-probe --out` wrote, used as it stands) first, then in legality/tables/."""
+    folders = [Path(os.environ["REORDER_TABLES"])] if os.environ.get("REORDER_TABLES") else []
+    found = [f / f"{name}_sm_{arch}.toml" for f in [*folders, TABLE_DIR]]
+    return next((p for p in found if p.is_file()), None)
+
+
 def _measured(arch: int) -> dict[tuple[str, str, str], Entry]:
     """Silicon floors of this very arch (`reorder latency-probe`), where measured."""
-    measured = TABLE_DIR / f"measured_sm_{arch}.toml"
-    if not measured.exists():
+    measured = measured_path(arch)
+    if measured is None:
         return {}
     return {
         (e.producer, e.consumer, e.kind): e
@@ -314,7 +330,7 @@ def load_table(arch: int) -> LatencyTable:
     """The table for an arch: the reference table of its family, the compiler's own lower
     distances (`ptxas_sm_XX.toml`: class-wide entries and exact pairs), and silicon
     measurements, which replace both."""
-    observed = _observed_table(arch, 90 if arch >= 90 else 80)
+    observed = _observed_table(arch, 90 if family(arch) >= 90 else 80)
     if not observed.exists():
         return class_table(arch, [])
     doc = read_table(observed)

@@ -77,6 +77,34 @@ def corpus_dir(tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "corpus", make)[0]
 
 
+@pytest.fixture(scope="session")
+def blackwell_corpus_dir(tmp_path_factory) -> Path:
+    """The corpus built for sm_100a and sm_120 (not checked in), once per test run, through the
+    build cache of tests/corpus/build.py; skipped without nvcc."""
+    build = _load_build()
+    if not build.nvcc_available():
+        pytest.skip("the Blackwell corpus is built at test time and needs nvcc")
+
+    def make(out: Path) -> list[Path]:
+        build.build_cached(out)
+        return [out, *corpus_files(out)]
+
+    return built_once(tmp_path_factory, "corpus-blackwell", make)[0]
+
+
+@pytest.fixture(scope="session")
+def blackwell_corpus(blackwell_corpus_dir) -> list:
+    """Every (cubin, KernelCode) of the Blackwell corpus, decoded once per session."""
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+
+    out = []
+    for path in corpus_files(blackwell_corpus_dir):
+        cubin = read_cubin(path)
+        out += [(cubin, decode_kernel(cubin, k.name)) for k in cubin.kernels]
+    return out
+
+
 def _decode_all(cubins: list[Path]) -> None:
     """Decode every kernel of `cubins` once (nvdisasm runs in its own processes, in parallel)."""
     from reorder.binary.cubin import read_cubin

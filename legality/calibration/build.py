@@ -18,6 +18,9 @@ from pathlib import Path
 from reorder.base.errors import ToolError
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")  # reorder.binary.cubin.SUPPORTED_ARCHS, minus 75 and 87
+# Blackwell, calibrated on its own (`python -m legality.calibration --archs sm_100a,sm_103,sm_120`):
+# sm_100a cubins say sm_100; the project's sources and the generated ones alike.
+BLACKWELL_ARCHS = ("sm_100a", "sm_103", "sm_120")
 OPT_LEVELS = (1, 2, 3)
 # For the generated kernels -O2 gave the same code as -O3 (0 of 800 sm_90 kernels differ)
 # and sm_90a the same as sm_90: they are built for the project's sources only, and the

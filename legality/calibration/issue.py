@@ -71,6 +71,14 @@ def table_text(arch: int, counts: dict[tuple[str, str], Counter]) -> str:
     return "\n".join(lines)
 
 
+def write_table(arch: int, paths: list[Path]) -> Path:
+    """issue_sm_XX.toml for one arch from the given cubins (an arch with no checked-in cubins:
+    Blackwell, from the calibration build, `legality.calibration --archs`)."""
+    path = TABLE_DIR / f"issue_sm_{arch}.toml"
+    path.write_text(table_text(arch, floors(paths).get(arch, {})))
+    return path
+
+
 def main() -> int:
     paths = sorted(p for pattern in SOURCES for p in ROOT.glob(pattern))
     for arch, counts in sorted(floors(paths).items()):

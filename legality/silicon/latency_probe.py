@@ -177,6 +177,28 @@ def probe_pair(entry: dict, folder: Path, seeds: tuple[int, ...] = SEEDS, cp: An
     return row
 
 
+def canary_ran(folder: Path, canary: dict | None, cp: Any = None) -> bool | None:
+    """Whether the GPU ran the patched `.text` (legality.silicon.canary): the canary's output
+    differs from its original's on the first input set. None when the build has no canary."""
+    if canary is None:
+        return None
+    cp = cp or _cupy()
+    entry = next(e for e in read_manifest(folder)["pairs"] if e["pair"] == canary["pair"])
+    host = make_inputs(entry["inputs"], SEEDS[0], LONE[0] * LONE[1])
+    dev = cp.asarray(np.ascontiguousarray(host).reshape(-1))
+    loaded: dict[str, Any] = {}
+    ref, _ = _launch(cp, loaded, folder / canary["original"], canary["kernel"], dev, *LONE)
+    got, _ = _launch(cp, loaded, folder / canary["cubin"], canary["kernel"], dev, *LONE)
+    return got != ref
+
+
+NOT_RUN = (
+    "the GPU ran the compiler's code, not the patched .text: the canary (its first global store "
+    "silenced) gave the original's output, so every stall would read as correct; no table written "
+    "(a driver that finalizes sm_100+ kernels from their Capsule Mercury sections does this)"
+)
+
+
 def floor_of(status: dict[int, str]) -> int | None:
     """Smallest s such that every s' >= s is correct (None if the largest stall is not)."""
     floor = None

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from legality.latency import latency_class
+from reorder.binary.arches import arch_number
 from reorder.base.errors import InputError, ToolError
 from reorder.base.files import write_atomic
 from reorder.binary.cubin import read_cubin
@@ -469,14 +470,20 @@ class Located:
     edges: int = 0  # measured producer -> consumer edges
 
 
-def compile_pair(pair: Pair, workdir: Path, arch: int = 90) -> Path:
-    """Write and compile one pair's kernel; returns the cubin path."""
+def target_name(arch: int | str) -> str:
+    """The nvcc target of an arch given as a number (90) or a name (`sm_100a`, kept as given)."""
+    return arch if isinstance(arch, str) else f"sm_{arch}"
+
+
+def compile_pair(pair: Pair, workdir: Path, arch: int | str = 90) -> Path:
+    """Write and compile one pair's kernel for `arch` (a number or a target name such as
+    `sm_100a`); returns the cubin path."""
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / f"{kernel_name(pair)}.cu"
     out = workdir / f"{kernel_name(pair)}.cubin"
     src.write_text(cuda_source(pair))
     nvcc = str(find_tool("nvcc"))
-    cmd = [nvcc, "-cubin", "-O3", f"-arch=sm_{arch}", "-o", str(out), str(src)]
+    cmd = [nvcc, "-cubin", "-O3", f"-arch={target_name(arch)}", "-o", str(out), str(src)]
     done = subprocess.run(cmd, capture_output=True, timeout=300, check=False)
     if done.returncode != 0:
         err = done.stderr.decode(errors="replace").strip()
@@ -636,7 +643,7 @@ class Built:
         }
 
 
-def build_pair(pair: Pair, outdir: Path, arch: int = 90, verify: bool = True) -> Built:
+def build_pair(pair: Pair, outdir: Path, arch: int | str = 90, verify: bool = True) -> Built:
     """Compile, locate and write every stall variant of one pair into `outdir/<kernel>/`."""
     from legality.verify import verify_instructions
 
@@ -671,16 +678,23 @@ def build_pair(pair: Pair, outdir: Path, arch: int = 90, verify: bool = True) ->
 
 
 def build_all(
-    outdir: str | Path, pairs: Iterable[Pair] = PAIRS, arch: int = 90, jobs: int | None = None, verify: bool = True
+    outdir: str | Path,
+    pairs: Iterable[Pair] = PAIRS,
+    arch: int | str = 90,
+    jobs: int | None = None,
+    verify: bool = True,
 ) -> list[Built]:
-    """Build every pair (compiles in parallel) and write `outdir/manifest.json`."""
+    """Build every pair (compiles in parallel) and write `outdir/manifest.json`; `arch` as for
+    `compile_pair` (the manifest records the number a cubin of that target says, and the target)."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     pairs = list(pairs)
     with ThreadPoolExecutor(max_workers=jobs or min(8, os.cpu_count() or 1)) as pool:
         built = list(pool.map(lambda p: build_pair(p, out, arch, verify), pairs))
     doc = {
-        "arch": arch,
+        "canary": write_canary(out, built),
+        "arch": arch_number(target_name(arch)),
+        "target": target_name(arch),
         "links": LINKS,
         "words": WORDS,
         "out_words": OUT_WORDS,
@@ -689,6 +703,19 @@ def build_all(
     }
     write_atomic(out / MANIFEST, json.dumps(doc, indent=1).encode())
     return built
+
+
+def write_canary(out: Path, built: list[Built]) -> dict | None:
+    """The canary of the first located pair (legality.silicon.canary): its original with the first
+    global store silenced, which the GPU must run differently, or the patched `.text` did not run."""
+    from legality.silicon.canary import canary_bytes
+
+    first = next((b for b in built if b.located.ok), None)
+    if first is None:
+        return None
+    code = decode_kernel(read_cubin(out / first.original), first.kernel)
+    write_atomic(out / "canary.cubin", canary_bytes(code))
+    return {"pair": first.pair, "kernel": first.kernel, "original": first.original, "cubin": "canary.cubin"}
 
 
 def read_manifest(folder: str | Path) -> dict:

@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reorder.binary.arches import SUPPORTED_ARCHS
 from reorder.base.errors import InputError, ReorderError
 from reorder.base.files import read_input
 from reorder.binary.cubincheck import check_kernel_limits, check_relocations
@@ -32,7 +33,6 @@ from reorder.binary.nvinfocheck import check_global_records, check_kernel_record
 
 EM_CUDA = 190
 SHT_CUDA_INFO = 0x70000000
-SUPPORTED_ARCHS: frozenset[int] = frozenset({75, 80, 86, 87, 89, 90})
 FATBIN_MAGIC = 0xBA55ED50
 # REGCOUNT is always the highest general register used + 1 + 2: true of every kernel of
 # the corpus and the suite (107 kernels, ptxas 13.0, sm_80 and sm_90). A kernel that used

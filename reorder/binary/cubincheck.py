@@ -13,35 +13,12 @@ from __future__ import annotations
 
 import itertools
 import struct
-from dataclasses import dataclass
-
 from reorder.base.errors import InputError
 from reorder.binary.elf import SHT_REL, SHT_RELA, Section, Symbol
 from reorder.binary.elfcheck import defined_in
 from reorder.binary.nvinfo import ATTR_CBANK_PARAM_SIZE, FMT_SVAL
 
-
-@dataclass(frozen=True, slots=True)
-class ArchLimits:
-    """What one architecture allows a kernel: registers per thread, shared memory per block
-    (the opt-in maximum, static and dynamic together), and bytes of kernel parameters."""
-
-    registers: int
-    shared_bytes: int
-    param_bytes: int
-
-
-# CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": 255 registers
-# per thread; maximum shared memory per thread block 64 KB (7.5), 163 KB (8.0, 8.7), 99 KB
-# (8.6, 8.9), 227 KB (9.0); kernel parameters up to 32,764 bytes (CUDA 12.1 on, Volta and later).
-ARCH_LIMITS: dict[int, ArchLimits] = {
-    75: ArchLimits(255, 64 * 1024, 32764),
-    80: ArchLimits(255, 163 * 1024, 32764),
-    86: ArchLimits(255, 99 * 1024, 32764),
-    87: ArchLimits(255, 163 * 1024, 32764),
-    89: ArchLimits(255, 99 * 1024, 32764),
-    90: ArchLimits(255, 227 * 1024, 32764),
-}
+from reorder.binary.arches import ARCHS
 
 
 def check_relocations(data: bytes, sections: tuple[Section, ...], symbols: tuple[Symbol, ...], where: str) -> None:
@@ -82,7 +59,7 @@ def _check_relocations(data: bytes, rel: Section, sections, symbols: tuple[Symbo
 def check_kernel_limits(kernel, arch: int, where: str) -> None:
     """Register count, shared memory and parameter bytes within what the architecture allows
     (a mutated header would otherwise pass `verify` as legal and reach a written output)."""
-    limits = ARCH_LIMITS[arch]
+    limits = ARCHS[arch]  # registers, shared memory, parameter bytes, with their source (reorder.binary.arches)
     if not 1 <= kernel.regcount <= limits.registers:
         missing = " (no EIATTR_REGCOUNT for it?)" if kernel.regcount == 0 else " (corrupt EIATTR_REGCOUNT?)"
         raise InputError(

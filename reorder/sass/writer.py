@@ -33,7 +33,7 @@ def kernel_text(arch: int, ordered: Sequence[Instruction]) -> tuple[bytes, dict[
     for i, ins in enumerate(ordered):
         word = ins.word
         if ins.target is not None and ins.offset != 16 * i:
-            word = branches.encode_target(word, arch, 16 * i, ins.target)
+            word = branches.encode_target(word, arch, 16 * i, ins.target, ins.base)
         words.append(word.to_bytes(16, "little"))
     return b"".join(words), new_offset_of
 

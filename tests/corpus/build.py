@@ -10,10 +10,15 @@ Usage::
 
     python tests/corpus/build.py                # rebuild tests/corpus/cubin/
     python tests/corpus/build.py OUT_DIR sm_80  # custom output dir / archs
+
+Blackwell (sm_100a, sm_103, sm_120) is not checked in: the tests build it with `build_cached`,
+which keeps each cubin under a key of its source, arch and nvcc version, so a test run after the
+first copies instead of compiling.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -96,6 +101,49 @@ def build_corpus(
         futures = [pool.submit(_compile_one, nvcc, src, out, arch) for src, out, arch in tasks]
         # .result() re-raises the first CorpusBuildError in task order.
         return [f.result() for f in futures]
+
+
+BLACKWELL_ARCHS: tuple[str, ...] = ("sm_100a", "sm_120")
+
+
+def default_cache() -> Path:
+    """Where built cubins are kept between test runs (`$REORDER_TEST_CORPUS_CACHE`)."""
+    return Path(os.environ.get("REORDER_TEST_CORPUS_CACHE") or Path.home() / ".cache" / "reorder-test-corpus")
+
+
+def _nvcc_version(nvcc: str) -> str:
+    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "unknown"
+
+
+def build_cached(
+    out_dir: Path, archs: Sequence[str] = BLACKWELL_ARCHS, cache: Path | None = None, jobs: int | None = None
+) -> list[Path]:
+    """`build_corpus`, through a cache: a cubin whose source, arch and nvcc version were built
+    before is copied from `cache`, the others are compiled and stored there."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise CorpusBuildError("nvcc not found on PATH; the Blackwell corpus is built at test time")
+    cache = cache or default_cache()
+    version = _nvcc_version(nvcc)
+    tasks = [(src, Path(out_dir) / arch / f"{src.stem}.cubin", arch) for arch in archs for src in corpus_sources()]
+
+    def one(src: Path, out: Path, arch: str) -> Path:
+        key = hashlib.sha256(src.read_bytes() + f"\0{arch}\0-O3\0{version}".encode()).hexdigest()[:32]
+        kept = cache / f"{src.stem}_{arch}_{key}.cubin"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if kept.is_file():
+            shutil.copyfile(kept, out)
+            return out
+        _compile_one(nvcc, src, out, arch)
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_suffix(f".{os.getpid()}.part")
+        shutil.copyfile(out, partial)
+        os.replace(partial, kept)
+        return out
+
+    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+        return [f.result() for f in [pool.submit(one, *t) for t in tasks]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
