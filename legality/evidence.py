@@ -195,3 +195,18 @@ def verify_as_compiled(
         return Report(report.kernel, report.arch, report.violations, report.unknown, sources=sources)
     kept, chosen = compiler_choices(ins, report.violations, table)
     return Report(report.kernel, report.arch, kept, report.unknown, compiler=chosen, sources=sources)
+
+
+def unmeasured_facts(
+    code: KernelCode, instructions: tuple[Instruction, ...], original: tuple[Instruction, ...] | None = None
+) -> tuple[str, ...]:
+    """One line per table fact the verdict on `instructions` consulted that no silicon measured
+    (every source but `silicon`): what a result on an arch without measured floors rests on."""
+    tally = Tally(load_table(code.arch))
+    verify_kernel(code, instructions, original=original, table=tally)
+    lines = {
+        f"{e.producer} -> {e.consumer} {e.kind} {e.cycles} cycles ({source_of(e)}): {e.provenance[:160]}"
+        for e in tally.used
+        if source_of(e) != "silicon"
+    }
+    return tuple(sorted(lines))

@@ -294,6 +294,16 @@ def measured_path(arch: int, name: str = "measured") -> Path | None:
     return next((p for p in found if p.is_file()), None)
 
 
+def unmeasured_arch(arch: int) -> bool:
+    """True for an arch whose class-level facts were never measured on its own silicon and for
+    which no silicon table is at hand (`reorder.binary.arches`: Blackwell until `reorder
+    latency-probe` has run on its GPU): its tables rest on the compiler and on Hopper alone."""
+    from reorder.binary.arches import ARCHS
+
+    info = ARCHS.get(arch)
+    return info is not None and info.silicon is None and info.family >= 100 and measured_path(arch) is None
+
+
 def _measured(arch: int) -> dict[tuple[str, str, str], Entry]:
     """Silicon floors of this very arch (`reorder latency-probe`), where measured."""
     measured = measured_path(arch)

@@ -71,6 +71,7 @@ class OptimizeArgs:
     ptx_recipe: Recipe | None = None  # the ptxas and flags that made `cubin` from `ptx` (a Triton config's own)
     started: float | None = None  # when the command started (time.monotonic); None: this process's start
     families: tuple[str, ...] | None = None  # the SASS families listed (reorder.build.listing); None: all
+    unmeasured_arch: bool = False  # without a GPU, write a result for an arch never measured on silicon
 
 
 class Clock:
@@ -121,6 +122,23 @@ def _choose_device(args: OptimizeArgs) -> bool:
     return False
 
 
+def _refuse_unmeasured(args: OptimizeArgs, arch: int) -> None:
+    """No GPU and an arch whose latency facts were never measured on its silicon: nothing checks a
+    candidate on hardware and the tables rest on the compiler and on Hopper, so nothing is written
+    unless the user says so (`--unmeasured-arch`); one line, before any file is made."""
+    from legality.latency import unmeasured_arch
+    from timing.cli_support import gpu_unavailable_reason
+
+    if args.unmeasured_arch or not unmeasured_arch(arch):
+        return
+    if args.device == "cpu" or gpu_unavailable_reason():
+        raise InputError(
+            f"{args.cubin}: sm_{arch}: no latency fact of this arch was measured on its silicon and there is no GPU "
+            f"to check candidates on; calibrate on its GPU (reorder latency-probe --arch sm_{arch}, then "
+            f"REORDER_TABLES=<its --out folder>) or pass --unmeasured-arch to write an unchecked result anyway"
+        )
+
+
 def optimize(args: OptimizeArgs) -> Report | None:
     """Run the search and write the output and report; the Report (None for a helper worker).
     The whole command keeps to --time (reorder.search.budget): a SIGTERM or Ctrl-C ends it
@@ -165,6 +183,7 @@ def _optimize(args: OptimizeArgs, clock: Clock) -> Report | None:
     cubin = read_cubin(args.cubin)
     code = decode_kernel(cubin, args.kernel)
     kernel = code.kernel.name
+    _refuse_unmeasured(args, code.arch)
     if args.ptx is not None:
         args = replace(args, ptx_level=ptx_level(args.ptx, kernel, args.noalias, code.arch, args.ptx_recipe))
     if args.check_launches and args.launch is None:
@@ -266,6 +285,16 @@ def _phases_note(clock: Clock, search_started: float, stopped: str) -> str:
     )
 
 
+def _list_unmeasured(report: Report, code, after, baseline) -> None:
+    """On an arch never measured on its silicon, every table fact the winner's verdict rests on
+    that no silicon measured, in the report (legality.evidence.unmeasured_facts)."""
+    from legality.evidence import unmeasured_facts
+    from legality.latency import unmeasured_arch
+
+    if unmeasured_arch(code.arch):
+        report.unmeasured = list(unmeasured_facts(after, after.instructions, original=baseline))
+
+
 def _default_storage(folder: Path, workers: int) -> str:
     """SQLite for one worker; for several on one host Optuna's journal file (many writers to
     one SQLite file is what the journal exists to avoid). Many hosts: pass --storage postgresql://."""
@@ -293,6 +322,7 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str, 
         cmd += ["--launch", str(args.launch)] if args.launch else []
         cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]
         cmd += ["--assume-noalias"] if args.noalias else []
+        cmd += ["--unmeasured-arch"] if args.unmeasured_arch else []
         cmd += ["--ptx", str(args.ptx)] if args.ptx else []
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": str(i)} if on_gpu else {}))
         procs.append(subprocess.Popen(cmd, env=env))
@@ -460,6 +490,7 @@ def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Rep
     baseline = _ptx_report(args, choice, folder, report) if choice.ptx else code.instructions
     verdict = verify_kernel(after, original=baseline)
     report.verifier = verdict.verdict()
+    _list_unmeasured(report, code, after, baseline)
     report.check = (
         _check_line(final.detail, bool(args.check_launches))
         if final.measured

@@ -506,6 +506,12 @@ def _optimize():
             "--no-contributions", action="store_true", help="skip re-scoring the winner without each of its moves"
         )
         p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto")
+        p.add_argument(
+            "--unmeasured-arch",
+            action="store_true",
+            help="without a GPU, write a result for an arch none of whose latency facts was measured on its "
+            "silicon (Blackwell before `reorder latency-probe`); the report lists the facts it rests on",
+        )
         p.add_argument("--assume-noalias", action="store_true", help="pointer parameters do not alias")
         p.add_argument("--seed", type=int, default=0, help="the search's random seed (worker i adds i)")
         p.add_argument(
@@ -559,6 +565,7 @@ def _optimize():
                 recheck_sets=args.recheck_sets,
                 compiled_from=getattr(args, "compiled_from", {}).get("cubin", ""),
                 ptx=ptx,
+                unmeasured_arch=args.unmeasured_arch,
             )
         )
         return 0

@@ -437,6 +437,13 @@ def build_stamps(code: KernelCode, positions: Sequence[int], layout: ProbeLayout
 
 
 def _build(code: KernelCode, positions: tuple[int, ...], layout: ProbeLayout, mode: str) -> ProbeBuild:
+    from reorder.binary.arches import family
+
+    if family(code.arch) > 90:  # Blackwell: the templates' words and constant-bank offsets are sm_80/sm_90's
+        raise InputError(
+            f"{code.kernel.name}: sm_{code.arch}: probe clock reads are encoded for sm_80 and sm_90 only "
+            "(docs/blackwell.md)"
+        )
     arch = 90 if code.arch >= 90 else 80
     scratch = allocate_scratch(code, layout, mode)
     record = SLIDE_RECORD_BYTES if mode == "slide" else STAMP_RECORD_BYTES * len(positions)

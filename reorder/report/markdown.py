@@ -36,6 +36,7 @@ class Report:
     failures: dict = field(default_factory=dict)  # failure_class -> count (a quarter of a budget can go here)
     pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
     outcome: str = ""  # the run's last line: what was written, its ratio and CI, measured or predicted
+    unmeasured: list[str] = field(default_factory=list)  # facts the verdict rests on, never measured on silicon
 
     def markdown(self) -> str:
         lines = [
@@ -98,6 +99,13 @@ class Report:
             lines += ["", "## Timeline (sliding probe, original vs optimized)", "", f"![timeline]({self.timeline})"]
         lines += ["", "## Evidence", "", f"- byte check: {self.check}", f"- verifier: {self.verifier}"]
         lines += [f"- note: {n}" for n in self.notes]
+        if self.unmeasured:
+            lines += [
+                "",
+                f"## Facts never measured on {self.arch} silicon ({len(self.unmeasured)}, all the verdict used)",
+                "",
+            ]
+            lines += [f"- {fact}" for fact in self.unmeasured]
         lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in sorted(self.versions.items())]
         return "\n".join(lines) + "\n"
 

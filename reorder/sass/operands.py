@@ -95,14 +95,24 @@ def _operand_resources(operand: str, width: int) -> list[str]:
     return out
 
 
-def _type_widths(modifiers: list[str]) -> tuple[int, int]:
-    """(destination width, source width) of a conversion from its type modifiers."""
-    types = [op.TYPE_WIDTH[m] for m in modifiers if m in op.TYPE_WIDTH]
+def _type_widths(base: str, modifiers: list[str]) -> tuple[int, int]:
+    """(destination width, source width) of a conversion from its type modifiers. nvdisasm omits
+    the default type (S32 for integers, F32 for floats), so a lone type is the destination's or
+    the source's by its kind: `I2F.U64.RP R5, UR4` reads UR4:UR5 and writes R5 alone (sm_120's
+    int_divmod: a pair destination there made a false write-after-write with the LDC.64 into R6),
+    `I2F.F64 R2, R4` writes R2:R3 from R4, `F2I.F64.TRUNC R2, R4` writes R2 from R4:R5."""
+    types = [m for m in modifiers if m in op.TYPE_WIDTH]
     if not types:
         return 1, 1
     if len(types) == 1:
-        return types[0], max(types[0], 1) if types[0] == 2 else 1
-    return types[0], types[1]
+        width = op.TYPE_WIDTH[types[0]]
+        is_float = types[0].startswith(("F", "BF", "TF", "E"))
+        if base == "I2F":
+            return (width, 1) if is_float else (1, width)
+        if base == "F2I":
+            return (1, width) if is_float else (width, 1)
+        return width, width
+    return op.TYPE_WIDTH[types[0]], op.TYPE_WIDTH[types[1]]
 
 
 def _widths(base: str, modifiers: list[str]) -> tuple[int, int]:
@@ -111,7 +121,7 @@ def _widths(base: str, modifiers: list[str]) -> tuple[int, int]:
     if base in op.DOUBLE_PRECISION:
         return 2, 2
     if base in ("F2F", "I2F", "F2I", "FRND", "I2I"):
-        return _type_widths(modifiers)
+        return _type_widths(base, modifiers)
     if base == "CS2R":
         return (1 if "32" in modifiers else 2), 1
     if base in ("LEPC", "ULEPC"):
