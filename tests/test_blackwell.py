@@ -122,7 +122,7 @@ def test_control_fields_sit_where_nvdisasm_reads_them(blackwell_corpus, arch):
     pairs = _distinct_words(blackwell_corpus, arch)
     assert len(pairs) > 100
     words, expect = [], []
-    for ins, record in pairs:
+    for ins, _ in pairs:
         for bit in range(CONTROL_SHIFT, CONTROL_SHIFT + 20):
             word = ins.word ^ (1 << bit)
             c = ControlCode.from_word(word)

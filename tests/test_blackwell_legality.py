@@ -66,7 +66,8 @@ def test_a_measured_table_in_reorder_tables_replaces_the_carried_facts(tmp_path)
         from legality.latency import load_table, unmeasured_arch
         from legality.barriers import load_rules
         e = load_table(100).lookup("FMAI", "FMAI", "raw")
-        print(e.cycles, e.provenance.split(",")[0], unmeasured_arch(100), load_rules(100).distance_for("BAR.SYNC.DEFER_BLOCKING").cycles)
+        bar = load_rules(100).distance_for("BAR.SYNC.DEFER_BLOCKING")
+        print(e.cycles, e.provenance.split(",")[0], unmeasured_arch(100), bar.cycles)
         """
     )
     env = dict(os.environ, REORDER_TABLES=str(tmp_path), PYTHONPATH=str(ROOT))

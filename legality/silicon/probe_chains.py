@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from legality.latency import latency_class
-from reorder.binary.arches import arch_number
 from reorder.base.errors import InputError, ToolError
 from reorder.base.files import write_atomic
+from reorder.binary.arches import arch_number
 from reorder.binary.cubin import read_cubin
 from reorder.binary.tools import find_tool
 from reorder.sass.model import Instruction, decode_kernel

@@ -14,9 +14,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reorder.binary.arches import SUPPORTED_ARCHS
 from reorder.base.errors import InputError, ReorderError
 from reorder.base.files import read_input
+from reorder.binary.arches import SUPPORTED_ARCHS
 from reorder.binary.cubincheck import check_kernel_limits, check_relocations
 from reorder.binary.elf import SHT_NOBITS, Section, Symbol, read_sections, read_symbols
 from reorder.binary.elfcheck import check_section_table, check_sections, check_symbols

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import itertools
 import struct
+
 from reorder.base.errors import InputError
+from reorder.binary.arches import ARCHS
 from reorder.binary.elf import SHT_REL, SHT_RELA, Section, Symbol
 from reorder.binary.elfcheck import defined_in
 from reorder.binary.nvinfo import ATTR_CBANK_PARAM_SIZE, FMT_SVAL
-
-from reorder.binary.arches import ARCHS
 
 
 def check_relocations(data: bytes, sections: tuple[Section, ...], symbols: tuple[Symbol, ...], where: str) -> None:
