@@ -176,7 +176,7 @@ def test_latency_probe_barriers_lists_the_variants() -> None:
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[-1] == "28 variants"
+    assert lines[-1] == "30 variants for sm_90 (barrier_probe_sm_90.cubin)"  # 28 and one canary per kernel
     assert sum("bar_sync_lds" in x and "after_d" in x and "legal otherwise" in x for x in lines) == 8
 
 

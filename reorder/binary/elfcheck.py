@@ -94,6 +94,9 @@ def check_sections(data: bytes, sections: tuple[Section, ...], where: str) -> No
             _check_belongs(s, kernel, sections, where)
 
 
+MERCURY = ".nv.merc."
+
+
 def _spans(data: bytes, sections: tuple[Section, ...]) -> list[tuple[int, int, str]]:
     """(start, end, what) of every range of the file something claims: the headers, the
     header tables and each section holding bytes."""
@@ -106,7 +109,15 @@ def _spans(data: bytes, sections: tuple[Section, ...]) -> list[tuple[int, int, s
     ]
     if phnum:
         spans.append((phoff, phoff + phentsize * phnum, "the program headers"))
-    spans += [(s.offset, s.offset + s.size, s.label) for s in sections[1:] if s.occupies_file]
+    held = [s for s in sections[1:] if s.occupies_file]
+    ranges = {(s.offset, s.size) for s in held if not s.name.startswith(MERCURY)}
+    # nvcc 13 writes some of an sm_100+ kernel's Capsule Mercury tables over the very bytes of the
+    # section they copy (`.nv.merc.nv.constant.pic` is `.nv.constant4`): such a twin claims nothing new
+    spans += [
+        (s.offset, s.offset + s.size, s.label)
+        for s in held
+        if not (s.name.startswith(MERCURY) and (s.offset, s.size) in ranges)
+    ]
     return sorted(spans)
 
 
