@@ -473,7 +473,7 @@ def _report(args: OptimizeArgs, code, space, study) -> Report:
 def _write_copy(args: OptimizeArgs, report: Report, why: str) -> None:
     """The output is the input's bytes; the report and the last line say why."""
     with shielded():
-        write_atomic(args.output, args.cubin.read_bytes(), protect=[args.cubin])
+        _write_output(args, report.kernel, args.cubin.read_bytes(), report.cubin)
         report.outcome = f"result: wrote {args.output}: a copy of the input ({why})"
     report.notes.append(f"the output is a copy of the input: {why}")
 
@@ -500,7 +500,7 @@ def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Rep
     if verdict.ok and better:
         kind = "measured, byte-identical at every launch checked" if final.measured else "PREDICTED, not measured"
         with shielded():
-            write_atomic(args.output, built.data, protect=[args.cubin])
+            _write_output(args, code.kernel.name, built.data, report.cubin, choice)
             report.outcome = (
                 f"result: wrote {args.output}: time(optimized)/time(original) {final.value:.4f} "
                 f"[{final.low:.4f}, {final.high:.4f}] ({kind}; verifier: legal)"
@@ -515,6 +515,15 @@ def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Rep
     write_atomic(diff, ("\n".join(sass_diff(code, after)) + "\n").encode())
     kept = "the output" if verdict.ok and better else "the best candidate (not kept)"
     report.notes.append(f"SASS diff of {kept} against the original: {diff.name}")
+
+
+def _write_output(args: OptimizeArgs, kernel: str, data: bytes, source: str, choice: Choice | None = None) -> None:
+    """The output, with its provenance record beside it (reorder.build.record): what
+    `reorder verify OUT --against IN` needs to judge it by the route that made it."""
+    from reorder.build.record import output_record, write_with_record
+
+    record = output_record(data, kernel, args.cubin, source, args.ptx_level, choice)
+    write_with_record(args.output, data, record, protect=(args.cubin,))
 
 
 def _ptx_report(args: OptimizeArgs, choice: Choice, folder: Path, report: Report) -> tuple:

@@ -40,72 +40,9 @@ def _disasm():
 
 @command("verify", "prove or reject a schedule: exit 0 legal, 1 with a report of violations or what cannot be judged")
 def _verify():
-    def add(p: argparse.ArgumentParser) -> None:
-        p.add_argument("cubin")
-        p.add_argument("--kernel", type=kernel_name, help="kernel name (default: every kernel)")
-        p.add_argument(
-            "--against",
-            metavar="ORIGINAL",
-            help="the compiler's cubin this one was made from: a "
-            "violation the original has itself, at no fewer cycles, is reported as inherited",
-        )
-        p.add_argument(
-            "--tables-only",
-            action="store_true",
-            help="without --against: judge by the latency tables "
-            "alone, not also by the distances this cubin's compiler chose (legality.evidence)",
-        )
+    from reorder.cli import verify as verify_command
 
-    def run(args: argparse.Namespace) -> int:
-        from legality.evidence import verify_as_compiled
-        from legality.verify import verify_kernel
-
-        cubin = read_cubin(args.cubin)
-        against = read_cubin(args.against) if args.against else None
-        names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels]
-        bad = own = 0
-        for name in names:
-            code = decode_kernel(cubin, name)
-            if against:
-                report = verify_kernel(code, original=decode_kernel(against, name).instructions)
-            else:
-                report = verify_as_compiled(code, tables_only=args.tables_only)
-            print("\n".join(_report_lines(report)))
-            bad += not report.ok
-            own += bool(report.compiler)
-        if own:
-            print(
-                "(compiler-in-this-cubin: a distance below the tables is accepted because this cubin's compiler "
-                "chose it for exactly that pair; that holds for the compiler's own output only: judge a modified "
-                "cubin with --against ORIGINAL.cubin, or --tables-only)"
-            )
-        if bad and not against:
-            print(
-                "(judged as the compiler's own output; to judge a reorder output against its original, add "
-                "--against ORIGINAL.cubin)",
-                file=sys.stderr,
-            )
-        return 1 if bad else 0
-
-    return run, add
-
-
-def _report_lines(report) -> list[str]:
-    """A kernel's verdict, then where each accepted distance came from, then any violations."""
-    unknown = f", {len(report.unknown)} unknown opcodes kept as barriers" if report.unknown else ""
-    status = "legal" if report.ok else f"{len(report.violations)} violations"
-    kept = f", {len(report.inherited)} inherited from the original" if report.inherited else ""
-    own = f", {len(report.compiler)} exact pairs at distances this cubin's compiler chose" if report.compiler else ""
-    lines = [f"{report.kernel}: sm_{report.arch}: {status}{kept}{own}{unknown}"]
-    if report.sources:
-        lines.append(
-            "  distances checked against table facts: " + ", ".join(f"{n} {source}" for source, n in report.sources)
-        )
-    lines += ["  " + v.line() for v in report.violations]
-    lines += ["  " + c.line() for c in report.compiler]
-    lines += ["  inherited " + v.line() for v in report.inherited]
-    lines += [f"  unknown  {off:#06x} {opcode} (not verified through; never moved)" for off, opcode in report.unknown]
-    return lines
+    return verify_command.run, lambda p: verify_command.add_arguments(p, kernel_name)
 
 
 @command("diff", "what B changed against A: SASS with control codes, moved/recoded/rewritten counts, stalls")

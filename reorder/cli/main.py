@@ -123,7 +123,7 @@ def _batch_loads_cubin(args: argparse.Namespace, parser: argparse.ArgumentParser
     args.cubin, args.assume_noalias = value, "all"
 
 
-_INPUTS = ("cubin", "a", "b")  # the argument names that take a kernel binary
+_INPUTS = ("cubin", "a", "b", "against")  # the argument names that take a kernel binary
 
 
 def _compile_ptx_inputs(args: argparse.Namespace) -> None:
