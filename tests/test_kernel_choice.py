@@ -68,7 +68,7 @@ def test_optimize_works_on_the_kernel_the_spec_names(tmp_path, capsys):
     assert main([*argv, "--budget", "1", "--jobs", "1", "--no-contributions"]) == 0
     report = (tmp_path / "fast.reorder" / "report.md").read_text()
     assert report.startswith(f"# reorder optimize: {K32} ")
-    assert f"{K32} (sm_90)" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(f"{K32} (sm_90")
 
 
 @pytest.mark.parametrize(
