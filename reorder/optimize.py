@@ -72,6 +72,9 @@ class OptimizeArgs:
     started: float | None = None  # when the command started (time.monotonic); None: this process's start
     families: tuple[str, ...] | None = None  # the SASS families listed (reorder.build.listing); None: all
     unmeasured_arch: bool = False  # without a GPU, write a result for an arch never measured on silicon
+    more_launches: tuple[Path, ...] = ()  # more --launch shapes: every trial timed at each (reorder.search.shapes)
+    weights: tuple[float, ...] = ()  # --weights, one per --launch (default: all 1)
+    per_shape: bool = False  # --per-shape: one binary per group of shapes and a dispatch manifest
 
 
 class Clock:
@@ -172,8 +175,8 @@ def _rule(args: OptimizeArgs, on_gpu: bool) -> budget.Rule:
         finalists=max(1, args.finalists),
         final_budget_s=args.final_budget_s,
         recheck_sets=args.recheck_sets,
-        launches=1 + len(args.check_launches),
-        trial_launches=1 + bool(args.check_launches),
+        launches=1 + len(args.more_launches) + len(args.check_launches),
+        trial_launches=1 + len(args.more_launches) + bool(args.check_launches),
     )
 
 
@@ -191,7 +194,7 @@ def _optimize(args: OptimizeArgs, clock: Clock) -> Report | None:
     if args.launch is not None:  # a wrong spec is refused before anything is said or searched
         from timing.cli_support import validated_spec
 
-        for path in (args.launch, *args.check_launches):
+        for path in (args.launch, *args.more_launches, *args.check_launches):
             validated_spec(path, [args.cubin], kernel)
     on_gpu = _choose_device(args)
     clock.rule = _rule(args, on_gpu)
@@ -247,6 +250,8 @@ def _optimize(args: OptimizeArgs, clock: Clock) -> Report | None:
         _wait(helpers, clock.ends().search + 5.0)
         study = _reload(config)
         report = _conclude(args, code, space, study, scorer, folder, clock)
+        if args.more_launches:
+            _conclude_shapes(args, kernel, scorer, study, report, folder, clock)
         report.notes.append(_phases_note(clock, started, searched.stopped))
         for line in listed.cut:
             report.notes.append(f"move space: {line} of --time {args.seconds:g} s; the search ran without it")
@@ -262,6 +267,25 @@ def _optimize(args: OptimizeArgs, clock: Clock) -> Report | None:
     _say(f"report: {md}\ntrials: {csv}")
     _say(report.outcome)
     return report
+
+
+def _conclude_shapes(args: OptimizeArgs, kernel: str, scorer, study, report: Report, folder: Path, clock) -> None:
+    """The per-shape tables and, with --per-shape, the per-shape binaries (reorder.report.shapereport);
+    a per-shape binary's re-check starts only if it fits before closing."""
+    from reorder.report.shapereport import RunFacts, conclude_shapes
+
+    facts = RunFacts(
+        kernel,
+        args.cubin,
+        args.output,
+        check_specs(args, kernel),
+        args.recheck_sets,
+        args.per_shape,
+        recheck_first_set(),
+        until=clock.ends().closing_cut(),
+        recheck_s=budget.recheck_s(clock.rule, clock.costs),
+    )
+    conclude_shapes(scorer, study, report, folder, facts)
 
 
 def _cpu_s() -> float:
@@ -319,7 +343,8 @@ def _start_helpers(args: OptimizeArgs, kernel: str, on_gpu: bool, storage: str, 
         cmd += ["--device", "gpu" if on_gpu else "cpu", "--seed", str(args.seed)]
         cmd += ["--candidate-budget", str(args.candidate_budget_s), "--search-only", "--worker-index", str(i)]
         cmd += ["--parent-pid", str(os.getpid())]
-        cmd += ["--launch", str(args.launch)] if args.launch else []
+        cmd += [x for c in (args.launch, *args.more_launches) if c for x in ("--launch", str(c))]
+        cmd += ["--weights", ",".join(map(str, args.weights))] if args.weights else []
         cmd += [x for c in args.check_launches for x in ("--check-launch", str(c))]
         cmd += ["--assume-noalias"] if args.noalias else []
         cmd += ["--unmeasured-arch"] if args.unmeasured_arch else []
@@ -379,6 +404,12 @@ def _scorer(args: OptimizeArgs, kernel: str, on_gpu: bool, stack: contextlib.Exi
     spec = validated_spec(args.launch, [args.cubin], kernel)
     more = check_specs(args, kernel)
     pool = stack.enter_context(WorkerPool(devices=[worker_device()]))
+    if args.more_launches:
+        from reorder.search.shapescorer import shape_scorer
+
+        paths = (args.launch, *args.more_launches)
+        kw = {"l2": args.l2, "budget_s": args.candidate_budget_s, "fill": fill_launch(more)}
+        return shape_scorer(args.cubin.resolve(), paths, args.weights, kernel, pool, **kw)
     return GpuScorer(
         args.cubin.resolve(), spec, pool, l2=args.l2, budget_s=args.candidate_budget_s, fill=fill_launch(more)
     )
@@ -415,6 +446,11 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, cloc
     clock.enter("finalists")
     count, per_s = budget.final_budget(clock.rule, clock.costs)
     ranked = ranked_choices(study, space, count)
+    if args.more_launches:  # each shape's own best is a finalist too (reorder.search.shapetrials)
+        from reorder.search.shapescorer import labels_for
+        from reorder.search.shapetrials import finalist_choices
+
+        ranked = finalist_choices(study, space, count, labels_for((args.launch, *args.more_launches)))
     picked, why = None, "no candidate was scored in the search"
     if ranked:
         with tempfile.TemporaryDirectory() as tmp:
@@ -460,7 +496,12 @@ def _report(args: OptimizeArgs, code, space, study) -> Report:
         from reorder.analysis.loops import loops_note
 
         report.notes.append(loops_note(code))
-    if args.launch is not None:
+    if args.more_launches:
+        report.notes.append(
+            f"tuned at {1 + len(args.more_launches)} launch shapes: the objective is the weighted geometric mean "
+            "of the per-shape ratios (reorder.search.shapes); each shape's figures are in the tables below"
+        )
+    elif args.launch is not None:
         report.notes.append(
             f"tuned at the launch of {args.launch}: the winner is this shape's; another launch shape "
             "(batch size) gets its own run with its own --launch"
@@ -492,7 +533,7 @@ def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Rep
     report.verifier = verdict.verdict()
     _list_unmeasured(report, code, after, baseline)
     report.check = (
-        _check_line(final.detail, bool(args.check_launches))
+        _check_line(final.detail, bool(args.check_launches or args.more_launches))
         if final.measured
         else "not run: no GPU (the candidate is verified, not executed)"
     )

@@ -385,7 +385,25 @@ def _optimize():
             metavar="FLAGS",
             help="for a .cu input: the flags of `nvcc -ptx` (default: -O3 -arch=sm_90)",
         )
-        p.add_argument("--launch", metavar="SPEC.toml", help="launch spec (TOML); needed on a GPU; names the kernel")
+        p.add_argument(
+            "--launch",
+            action="append",
+            metavar="SPEC.toml",
+            help="launch spec (TOML); needed on a GPU; names the kernel. Repeat it for every shape the kernel "
+            "serves (each batch size): every trial is checked at each and timed at each, and the search minimises "
+            "the weighted geometric mean of the per-shape ratios (docs/shapes.md)",
+        )
+        p.add_argument(
+            "--weights",
+            metavar="W1,W2,...",
+            help="one positive weight per --launch, in their order, for the geometric mean (default: all 1)",
+        )
+        p.add_argument(
+            "--per-shape",
+            action="store_true",
+            help="with several --launch: where the best binaries of different shapes differ beyond their CIs, "
+            "also write one binary per group of shapes and a dispatch manifest (OUT.reorder/dispatch/)",
+        )
         p.add_argument(
             "--check-launch",
             action="append",
@@ -475,6 +493,9 @@ def _optimize():
             # the pid its starter passed, not getppid(): a starter killed while this helper was
             # still importing has left it reparented, and getppid() would name the new parent
             watch_parent(args.parent_pid or os.getppid())
+        launches = [Path(p) for p in args.launch or []]
+        args.launch = args.launch[0] if args.launch else None  # the first names the kernel and the report's figures
+        weights = _weights(args.weights, args.per_shape, len(launches))
         ptx = _optimize_ptx(args)
         args.kernel = pick_kernel(args, args.kernel)
         optimize(
@@ -503,11 +524,33 @@ def _optimize():
                 compiled_from=getattr(args, "compiled_from", {}).get("cubin", ""),
                 ptx=ptx,
                 unmeasured_arch=args.unmeasured_arch,
+                more_launches=tuple(launches[1:]),
+                weights=weights,
+                per_shape=args.per_shape,
             )
         )
         return 0
 
     return run, add
+
+
+def _weights(value: str | None, per_shape: bool, launches: int) -> tuple[float, ...]:
+    """--weights as numbers (one per --launch), and --per-shape's need of several shapes."""
+    from reorder.base.errors import InputError
+
+    if per_shape and launches < 2:
+        raise InputError("--per-shape needs two or more --launch shapes")
+    if value is None:
+        return ()
+    if launches < 2:
+        raise InputError("--weights needs two or more --launch shapes (one weight per shape)")
+    try:
+        weights = tuple(float(w) for w in value.split(","))
+    except ValueError:
+        raise InputError(f"--weights: expected a comma list of positive numbers, got {value!r}") from None
+    if len(weights) != launches or not all(0 < w < float("inf") for w in weights):
+        raise InputError(f"--weights {value}: want {launches} positive numbers, one per --launch")
+    return weights
 
 
 def _optimize_ptx(args: argparse.Namespace):

@@ -37,6 +37,7 @@ class Report:
     pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
     outcome: str = ""  # the run's last line: what was written, its ratio and CI, measured or predicted
     unmeasured: list[str] = field(default_factory=list)  # facts the verdict rests on, never measured on silicon
+    sections: list[str] = field(default_factory=list)  # more Markdown sections (several launch shapes: per shape)
 
     def markdown(self) -> str:
         lines = [
@@ -75,9 +76,10 @@ class Report:
             )
             if r.measured:
                 d = r.detail
+                at = f" at {d['shape']}" if d.get("shape") else ""  # several launch shapes: the first
                 lines.append(
                     f"original {d.get('a_us', float('nan')):.3f} us, optimized {d.get('b_us', float('nan')):.3f} "
-                    f"us per launch; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
+                    f"us per launch{at}; {d.get('rounds')} paired rounds; SM clock {d.get('clock_mhz')} MHz; "
                     f"verdict: {d.get('verdict')}"
                 )
         if self.finalists:
@@ -89,6 +91,8 @@ class Report:
                 "|---|---|---|",
             ]
             lines += [f"| {f['moves']} | {f['search']} | {f['final']} |" for f in self.finalists]
+        for section in self.sections:
+            lines += ["", section]
         lines += ["", "## Each move's contribution (remove it, score again)", ""]
         if self.contributions:
             lines += ["| move | without it | ratio without / with |", "|---|---|---|"]

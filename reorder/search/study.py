@@ -438,6 +438,8 @@ def _finish(
         trial.set_user_attr("ci_low", score.low)
         trial.set_user_attr("ci_high", score.high)
         trial.set_user_attr("measured", score.measured)
+        for key, value in score.detail.get("trial_attrs", {}).items():  # a scorer's own record (per-shape ratios)
+            trial.set_user_attr(key, value)
         seen[built.sha256] = score.value
         study.tell(trial, score.value)
     return True
