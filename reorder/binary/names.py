@@ -72,7 +72,12 @@ def demangle(symbols: tuple[str, ...]) -> tuple[str, ...]:
 _CAST_LITERAL = re.compile(r"\((?:unsigned |signed )?(?:char|short|int|long|long long)\)(-?\d+)[uUlL]*")
 
 
+# c++filt spells an anonymous namespace `(anonymous namespace)`, some cu++filt builds `<unnamed>`.
+_ANONYMOUS_SPELLINGS = re.compile(r"\(anonymous namespace\)|<unnamed>")
+
+
 def _squash(text: str) -> str:
+    text = _ANONYMOUS_SPELLINGS.sub("(anonymous namespace)", text)
     text = re.sub(r"\(bool\)([01])\b", lambda m: "true" if m.group(1) == "1" else "false", text)
     return "".join(_CAST_LITERAL.sub(r"\1", text).split())
 
