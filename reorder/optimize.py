@@ -24,6 +24,7 @@ from reorder.build.listing import list_space
 from reorder.build.ptxlevel import PtxLevel, ptx_level
 from reorder.build.space import Choice, build_cached
 from reorder.ptx.compile import Recipe
+from reorder.report.contributions import overlaps, settle
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
 from reorder.report.sassdiff import sass_diff
 from reorder.sass.model import decode_kernel
@@ -508,6 +509,8 @@ def _report(args: OptimizeArgs, code, space, study) -> Report:
         )
     if args.noalias:
         report.notes.append("assumed: pointer parameters do not alias (--assume-noalias)")
+    if not args.contributions:
+        report.contributions_note = "not measured: --no-contributions"
     return report
 
 
@@ -740,21 +743,30 @@ def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, clock: 
     choice, built, final = picked
     ends = clock.ends()
     stop = ends.recheck - budget.recheck_s(clock.rule, clock.costs)  # a pruned winner's re-check fits after
+    measured_on, pruned, stopped = None, "", f"the {MAX_PRUNE_ROUNDS} rounds of one removal each ran out"
     with move_on_at(stop) as cut:
         for done in range(MAX_PRUNE_ROUNDS):
             if not budget.fits(time.monotonic(), budget.finalist_s(clock.rule, clock.costs), stop):
                 if len(choice.moves()) > 1:
                     report.notes.append(f"backward elimination stopped at --time after {done} round(s)")
+                stopped = f"--time reached after {done} round(s)"
                 break
             rows, best = _without_each(args, kernel, choice, final, scorer, tmp, clock, stop, per_s)
-            report.contributions = rows
+            report.contributions, measured_on = rows, choice
             if best is None or best[2].value > final.value:
+                stopped = "no scored removal scores as well"
                 break
             move, smaller, score, smaller_built = best
             report.notes.append(f"pruned {move}: without it the winner scored {score.line()}, with it {final.line()}")
-            choice, built, final = smaller, smaller_built, score
+            choice, built, final, pruned = smaller, smaller_built, score, move
     if cut.reached:
         report.notes.append("backward elimination was cut at its end (--time); the winner found so far stands")
+        stopped = "cut at --time"
+    report.contributions = settle(report.contributions, measured_on is choice, pruned, stopped)
+    if len(choice.moves()) < 2 and not report.contributions:
+        report.contributions_note = (
+            "one move: without it the kernel is the original, so the result above is its contribution"
+        )
     if choice is picked[0] or not isinstance(scorer, GpuScorer):
         return choice, built, final
     path = tmp / "pruned.cubin"
@@ -766,6 +778,10 @@ def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, clock: 
     if checked:
         return choice, built, replace(final, detail={**final.detail, "recheck": checked})
     report.notes.append(f"the pruned winner failed its re-check ({why}): the unpruned winner stands")
+    report.contributions = [
+        {**row, "status": "of the pruned winner, which failed its re-check: not the output's"}
+        for row in report.contributions
+    ]
     return picked
 
 
@@ -808,6 +824,8 @@ def _score_removals(args, choice: Choice, final: Score, scorer, tmp: Path, chunk
                 "move": label,
                 "without": score.line() if score else why,
                 "effect": f"{score.value / final.value:.4f}" if score else "-",
+                "ratio": score.value / final.value if score else None,
+                "overlaps": overlaps(score, final) if score else False,
             }
         )
         if score and (best is None or score.value < best[2].value):

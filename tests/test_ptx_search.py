@@ -112,7 +112,7 @@ def test_optimize_on_ptx_searches_both_levels(ptx, tmp_path):
     report = (folder / "report.md").read_text()
     assert "PTX moves (nvcc PTX" in report
     trials = pd.read_csv(folder / "trials.csv")
-    ptx_trials = trials[trials["user_attrs_moves"].str.startswith("PTX")]
+    ptx_trials = trials[trials["moves"].str.startswith("PTX")]
     assert (ptx_trials["state"] == "COMPLETE").any()  # the first seed: the loads above the barrier
     if "PTX moves of the winner" in report:
         assert "bar.sync" in (folder / "ptx.diff").read_text()

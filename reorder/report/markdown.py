@@ -9,6 +9,8 @@ from pathlib import Path
 
 from reorder import __version__
 from reorder.base.files import write_atomic
+from reorder.report.contributions import none_line
+from reorder.report.trials import state_counts, trials_frame, trials_line
 from reorder.search.scoring import Score
 
 
@@ -36,8 +38,21 @@ class Report:
     failures: dict = field(default_factory=dict)  # failure_class -> count (a quarter of a budget can go here)
     pruned: dict = field(default_factory=dict)  # failure_class of the reason -> trials settled before scoring
     outcome: str = ""  # the run's last line: what was written, its ratio and CI, measured or predicted
+    trial_states: dict = field(default_factory=dict)  # trials by state, as trials.csv has them (write_report)
+    contributions_note: str = ""  # why there is no contribution table, when there is none
     unmeasured: list[str] = field(default_factory=list)  # facts the verdict rests on, never measured on silicon
     sections: list[str] = field(default_factory=list)  # more Markdown sections (several launch shapes: per shape)
+
+    def _trials_line(self) -> str:
+        """The trial counts of trials.csv's rows by state, then what the settled ones were."""
+        line = trials_line(self.trial_states) if self.trial_states else f"- trials: {self.trials}"
+        settled = sum(self.pruned.values())
+        if settled:
+            line += (
+                f"; {settled} of them settled before scoring, not counted in --budget ({self.duplicates} binaries "
+                "already scored or the original's, which carry that score)"
+            )
+        return line
 
     def markdown(self) -> str:
         lines = [
@@ -46,10 +61,7 @@ class Report:
             f"- input: `{self.cubin}`",
             f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
             f"- move space: {self.space}",
-            (
-                f"- trials: {self.trials} ({self.failed} failed; {sum(self.pruned.values())} pruned before scoring, "
-                f"{self.duplicates} of them binaries already scored or the original's)"
-            ),
+            self._trials_line(),
             f"- best candidate's moves: {self.best_moves}",
             "",
         ]
@@ -69,11 +81,16 @@ class Report:
             lines.append("No candidate completed; the original is kept.")
         else:
             r = self.result
-            kind = "measured on the GPU" if r.measured else "PREDICTED by the static model (no GPU), not measured"
-            lines.append(
-                f"time(optimized)/time(original) = {r.value:.4f}, 95% CI [{r.low:.4f}, {r.high:.4f}], "
-                f"{kind}" + (f", L2 {self.l2}" if r.measured else "")
-            )
+            if r.measured:
+                lines.append(
+                    f"time(optimized)/time(original) = {r.value:.4f}, 95% CI [{r.low:.4f}, {r.high:.4f}], "
+                    f"measured on the GPU, L2 {self.l2}"
+                )
+            else:  # the static model's figure is exact for the model and says nothing of noise: no interval
+                lines.append(
+                    f"time(optimized)/time(original) = {r.value:.4f}, PREDICTED by the static model (no GPU), "
+                    "not measured"
+                )
             if r.measured:
                 d = r.detail
                 at = f" at {d['shape']}" if d.get("shape") else ""  # several launch shapes: the first
@@ -95,10 +112,12 @@ class Report:
             lines += ["", section]
         lines += ["", "## Each move's contribution (remove it, score again)", ""]
         if self.contributions:
-            lines += ["| move | without it | ratio without / with |", "|---|---|---|"]
-            lines += [f"| {c['move']} | {c['without']} | {c['effect']} |" for c in self.contributions]
+            lines += ["| move | without it | ratio without / with | status |", "|---|---|---|---|"]
+            lines += [
+                f"| {c['move']} | {c['without']} | {c['effect']} | {c.get('status', '')} |" for c in self.contributions
+            ]
         else:
-            lines.append("(no moves applied)")
+            lines.append(none_line(self.best_moves, self.contributions_note))
         if self.timeline:
             lines += ["", "## Timeline (sliding probe, original vs optimized)", "", f"![timeline]({self.timeline})"]
         lines += ["", "## Evidence", "", f"- byte check: {self.check}", f"- verifier: {self.verifier}"]
@@ -168,10 +187,8 @@ def pruned_by_class(study) -> dict[str, int]:
 
 def write_report(folder: Path, report: Report, study) -> tuple[Path, Path]:
     """report.md and trials.csv (every trial with its parameters, value, state and reasons)."""
-    frame = study.trials_dataframe(attrs=("number", "value", "state", "params", "user_attrs", "duration"))
-    for column, named in (("user_attrs_failure", "failure_class"), ("user_attrs_pruned", "pruned_class")):
-        if column in frame:
-            frame[named] = [failure_class(r) if isinstance(r, str) else "" for r in frame[column]]
+    frame = trials_frame(study, failure_class)
+    report.trial_states = state_counts(frame)
     md = write_atomic(folder / "report.md", report.markdown().encode())  # whole or absent, on a full disk too
     csv = write_atomic(folder / "trials.csv", frame.to_csv(index=False).encode())
     return md, csv

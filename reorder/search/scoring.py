@@ -35,8 +35,11 @@ class Score:
     detail: dict
 
     def line(self) -> str:
-        kind = "measured" if self.measured else "predicted"
-        return f"{self.value:.4f} [{self.low:.4f}, {self.high:.4f}] ({kind})"
+        """The score for a report: measured with its 95% CI; predicted alone (the static
+        model's figure has no interval)."""
+        if not self.measured:
+            return f"{self.value:.4f} (predicted)"
+        return f"{self.value:.4f} [{self.low:.4f}, {self.high:.4f}] (measured)"
 
 
 class Scorer(Protocol):
