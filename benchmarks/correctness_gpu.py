@@ -1,4 +1,4 @@
-"""Issue 10's GPU evidence: barrier sweeps, the race reproduced, optimize winners re-checked.
+"""GPU evidence for the race checks: barrier sweeps, the race reproduced, optimize winners re-checked.
 
 CPU (nvdisasm, nvcc): `python -m benchmarks.correctness_gpu prepare DIR` builds every
 variant (barrier probes, the rmsnorm reproduction) and writes every suite kernel's launch

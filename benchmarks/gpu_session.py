@@ -1,10 +1,10 @@
-"""One GPU session: RMSNorm load batching (with a bisection of its steps), StallCut over the
+"""One GPU run: RMSNorm load batching (with a bisection of its steps), StallCut over the
 suite, A/A timing of both methods, and fault isolation.
 
 CPU side (needs nvdisasm): `python -m benchmarks.gpu_session --prepare DIR` writes every
 original and candidate cubin into DIR with a manifest. GPU side:
 `python -m benchmarks.gpu_session --run DIR --out OUT` evaluates every entry in a
-`timing.worker` process (a faulting candidate is a 'crashed' row, and the session goes
+`timing.worker` process (a faulting candidate is a 'crashed' row, and the run goes
 on), writing OUT/gpu_session.csv with GPU, date, commit, L2 state and each ratio's CI.
 
 Every ratio is time(candidate)/time(original) from timing.paired (CUDA-graph replay,

@@ -384,7 +384,7 @@ def _time_point(run: Run, row: dict, original: Path, cubin: Path, spec) -> None:
 
 
 def per_point(run: Run, built: list[dict]) -> None:
-    """One winner per sweep point, not one for all (issue 16): at each point of a kernel's
+    """One winner per sweep point, not one for all: at each point of a kernel's
     suite sweep every candidate is checked byte for byte there and screened (warm L2); the
     fastest identical one whose CI lies below 1 is then checked and timed again, fresh, with
     warm and cold L2 (the figure reported, so the pick's luck is not); where none is faster the

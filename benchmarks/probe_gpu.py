@@ -8,7 +8,7 @@ latency probe, this runs in two steps:
     python -m benchmarks.probe_gpu --run DIR --out OUT                               # GPU
 
 `--run` writes, for each version, a timeline CSV; one PNG with both overlaid; and
-probe_summary.json with what issue 7 asks to show: the share of the normalise pass the
+probe_summary.json with what the probe must show: the share of the normalise pass the
 probes cover, whether each load-wait jump sits on (or within two instructions of) the
 first use of the loaded value, the probe's own cost (paired timing of the kernel with
 vs without a mid-pass probe), and a byte check of the probed kernel's outputs against

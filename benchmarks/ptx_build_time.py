@@ -2,7 +2,7 @@
 
     python -m benchmarks.ptx_build_time [--repeats 5] [--out benchmarks/results]
 
-The issue's target: <= 2 s for a 500-instruction kernel. Measured on cfo_ta_est (599 PTX
+The target: <= 2 s for a 500-instruction kernel. Measured on cfo_ta_est (599 PTX
 instructions, the suite's kernel nearest 500) and rmsnorm_triton_style (314), each with its
 first search seed (reorder.build.ptxlevel.seed_params: the 'barrier' plan where it moves
 something), as the search's build worker makes it (reorder.build.ptxlevel.build): the PTX

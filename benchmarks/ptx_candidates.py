@@ -15,7 +15,7 @@ kernel, moves, cubin sha256 and source PTX. The cubin holds every kernel of its 
 time the named one against benchmarks/kernels/cubin/<source>.cubin (the same SASS as the
 source PTX compiled alone: `baseline_sass_equal` in the manifest says so per source).
 
---time: build the RMSNorm candidate 5 times and print the wall time of each (the issue's
+--time: build the RMSNorm candidate 5 times and print the wall time of each (the target
 "<= 2 s for a 500-instruction kernel"; not a test).
 """
 

@@ -21,7 +21,7 @@ Per kernel (rmsnorm_triton_style first):
 
 Rows go to OUT/ptx_search_screen.csv and OUT/ptx_search_final.csv as they come; OUT/summary.md
 has the table (ratios = time(candidate)/time(original) with 95% CI) and, for
-rmsnorm_triton_style, the issue's targets (speed-up >= 1.25x at 1 and 16 rows, >= 1.12x at
+rmsnorm_triton_style, the targets (speed-up >= 1.25x at 1 and 16 rows, >= 1.12x at
 1024). A failing job is a row with its reason; kernels not begun before the deadline are rows
 marked skipped. --dry-run walks every step without a GPU with made-up numbers
 (tests/test_ptx_search_gpu_script.py).
@@ -366,7 +366,7 @@ def targets(run: Run) -> list[str]:
                 f"- {r['kernel']} {r['shape']}: speed-up {speed:.3f}x (CI low {sure:.3f}x), target >= {want}x: "
                 f"{'met' if sure >= want else 'met by the point estimate only' if speed >= want else 'NOT met'}"
             )
-    return ["", "Targets (issue 15):", *out] if out else []
+    return ["", "Targets:", *out] if out else []
 
 
 def order(kernels: list[dict]) -> list[dict]:

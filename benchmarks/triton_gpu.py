@@ -56,7 +56,7 @@ CELL_RESERVE_S = 8.0  # a shape (check + both L2 states) is not begun with less 
 # timing its budget plus ~50 ms per build): a candidate that hangs costs seconds, not the run
 JIT_RESERVE_S = 60.0  # the JIT cross-check is skipped with less left
 README_RESERVE_S = 60.0  # kept back from the families for the README example (the last step)
-# the order families run in (a deadline cuts the last ones): the feed-forward first
+# the order families run in (a deadline cuts the last ones): the feed-forward first
 ORDER = (
     "ffn_swiglu_fp16",
     "matmul_leaky_fp16",

@@ -19,7 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
-TARGET_SHARE, TARGET_MEDIAN = 0.90, 1.10  # issue 17's bar: faster or equal in >= 90% of cells, median >= 1.10x
+TARGET_SHARE, TARGET_MEDIAN = 0.90, 1.10  # the target: faster or equal in >= 90% of cells, median >= 1.10x
 
 
 def _rows(out: Path, name: str) -> list[dict]:

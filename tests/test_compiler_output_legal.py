@@ -1,4 +1,4 @@
-"""`reorder verify` on compiler output says legal (issue 14), and unsafe mutants stay rejected.
+"""`reorder verify` on compiler output says legal, and unsafe mutants stay rejected.
 
 A kernel engineer runs `reorder verify kernel.cubin` on what nvcc or Triton gave them. The
 tables reuse ptxas' distances only per exact opcode pair and operand slot

@@ -1,4 +1,4 @@
-"""Compiler patterns the verifier once misread (issue 14), each with its reproducer.
+"""Compiler patterns the verifier once misread, each with its reproducer.
 
 - A result issued without a scoreboard, covered by a later op of the same in-order queue
   (POPC, then FLO.U32 on SB0, then a wait on SB0 before the POPC's reader): legal, and

@@ -2,7 +2,7 @@
 PTX files, launch specs (flat and struct) and kernel names through every command that reads
 them, no traceback, hang, signal, silent exit 0 or undrawable accepted spec.
 
-The sample is the issue's 2,000 cases of seed 0, as four slices of at least 500 cases
+The sample is 2,000 cases of seed 0, as four slices of at least 500 cases
 (mutants 0.., 1000.., 2000.., 3000..; a slice uses about 110), each its own test run by the
 fuzzer's worker pool, so pytest-xdist spreads them over the cores. A mutated cubin that
 reaches nvdisasm costs nvdisasm's 0.3 s of start-up, which no cache can save (each mutant's

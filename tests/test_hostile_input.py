@@ -1,4 +1,4 @@
-"""Issue 20: the README's promises under hostile or clumsy use. Bad input is one line and
+"""The README's promises under hostile or clumsy use. Bad input is one line and
 exit 2, outputs never replace what they should not, verdicts survive pipes, and a killed
 run leaves no process or temp file behind. One test per item of the issue; each failed
 before its fix."""
@@ -631,7 +631,7 @@ def _written(tmp_path: Path, built) -> Path:
 
 def test_fuzz_ptx_declaring_billions_of_registers_is_refused_before_ptxas(tmp_path: Path, capsys) -> None:
     """Fuzz seed 1, mutant 1089: `.reg .b32 %r<2147483648>;` held ptxas for 26-42 s (16 GB
-    allocated) before 'Constant overflow' — a hang past 30 s by the issue's measure."""
+    allocated) before 'Constant overflow' — a hang past the fuzzer's 30 s."""
     ptx = (ROOT / "tests" / "corpus" / "ptx" / "sm_90" / "elementwise.ptx").read_text()
     mutant = tmp_path / "huge_regs.ptx"
     mutant.write_text(re.sub(r"%r<\d+>", "%r<2147483648>", ptx, count=1))

@@ -1,4 +1,4 @@
-"""Issue 14 item 4: CUDA 13.0.85's nvdisasm writes malformed JSON for probe builds and lists
+"""CUDA 13.0.85's nvdisasm writes malformed JSON for probe builds and lists
 only part of some kernels; 13.5.37 (the nvidia-cuda-nvdisasm wheel) reads them. An older
 nvdisasm is refused in one line naming its version and the fix; the wheel is preferred."""
 

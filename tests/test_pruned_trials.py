@@ -1,4 +1,4 @@
-"""Issue 20 item 10: what is predictable is not spent on the GPU. A choice the verifier
+"""What is predictable is not spent on the GPU. A choice the verifier
 rejects, a binary already scored and the original's own bytes are settled on the CPU as
 *pruned* trials, counted by reason in the report and trials.csv, and not counted against
 --budget; only new, legal binaries reach the scorer. The GPU path is walked with a fake

@@ -1,4 +1,4 @@
-"""The search over both levels (issue 15 item 5): PTX picks as conditional Optuna parameters,
+"""The search over both levels: PTX picks as conditional Optuna parameters,
 rebuilt from a finished trial's parameters; every PTX candidate compiled by the producer's
 ptxas and verified, SASS families on top; `reorder optimize` on .ptx, .cu and a cubin with
 --ptx, and on a plain cubin the report says PTX moves were unavailable."""
@@ -137,7 +137,7 @@ def test_without_ptx_the_report_says_ptx_moves_were_unavailable(ptx, tmp_path):
     assert done.returncode == 0, done.stderr
     report = (tmp_path / "o.reorder" / "report.md").read_text()
     assert "PTX moves: unavailable" in report
-    assert "loops seen in the SASS" in report or "loops: none in the SASS" in report  # issue 16 item 5
+    assert "loops seen in the SASS" in report or "loops: none in the SASS" in report
 
 
 @pytest.mark.skipif(not have_tool("nvcc"), reason="needs nvcc")

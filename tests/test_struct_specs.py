@@ -1,4 +1,4 @@
-"""Struct parameters, descriptor buffers, zeros counters and C++ kernel names (issue 21), on
+"""Struct parameters, descriptor buffers, zeros counters and C++ kernel names, on
 the CPU: layouts against the cubins' parameter tables and against nvcc itself, name
 resolution, bad specs (one line, exit 2), and the device-side building through a fake cupy."""
 

@@ -263,7 +263,7 @@ def test_hook_errors(tmp_path: Path) -> None:
     spec = load_spec(write(tmp_path, HOOK_SPEC.format(hook=f"{__name__}:hook_bad_shape")))
     with pytest.raises(SpecError, match=r"param 'x'.*shape"):
         draw_inputs(spec, 0)
-    with pytest.raises(SpecError, match="cannot be imported"):  # refused up front (issue 20 item 5)
+    with pytest.raises(SpecError, match="cannot be imported"):  # refused up front
         load_spec(write(tmp_path, HOOK_SPEC.format(hook="no_such_module_xyz:f")))
 
 

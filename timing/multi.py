@@ -1,7 +1,7 @@
 """Several builds of one kernel timed in the same rounds, on one buffer set (a worker job).
 
 Triton's configs differ in block size and shared memory, so one launch spec cannot serve
-them all (issue 17: `reorder time w4.cubin w8.cubin --launch spec` failed). Here every
+them all (`reorder time w4.cubin w8.cubin --launch spec` failed). Here every
 build carries its own spec (block, shared, grid) over the same parameters, and all of them
 run on the same device buffers:
 

@@ -287,7 +287,7 @@ def ffn_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
 
 FFN_TILE = (64, 64)
-# B = 1: M tokens. The three (M = N = 512, K = 512, 2048, 4096), extended over M and N.
+# B = 1: M tokens. The three asked for (M = N = 512, K = 512, 2048, 4096), extended over M and N.
 FFN_SHAPES = tuple((m, n, k) for m in (128, 512, 2048) for n in (512, 1024) for k in (512, 1024, 2048, 4096))
 ROW_WARPS = (4, 8, 16)
 LOOP_STAGES = (1, 2, 3, 4)  # tl.range stages: Triton's own pipelining, up to the depth reorder's Prefetch reaches

@@ -4,8 +4,8 @@ A GPU run works on a copy of the tree without its git history (`git archive` of 
 commit plus a COMMIT file naming it), so the commit is git's HEAD where git knows the
 tree, else that file. Git comes first so that a COMMIT file left in a developer's tree
 never stamps a result with a stale commit. A GPU machine can hold a stale git snapshot
-under a newer tree (a session-4 latency probe was stamped with the session's first
-commit), so a run script names the commit it ships in REORDER_COMMIT, which wins.
+under a newer tree (a latency probe of 2026-11-29 was stamped with the first commit
+of that day), so a run script names the commit it ships in REORDER_COMMIT, which wins.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def triton_ptxas_recipe(sm: int) -> tuple[Path, tuple[str, ...]]:
 # The oldest releases reorder accepts. CUDA 13.0.85's nvdisasm writes malformed JSON for probe
 # builds (an instruction list before its function record) and lists 321 of the 464
 # instructions of Rodinia's normalize_weights_kernel (nvcc -O3, sm_90); 13.5.37, the
-# nvidia-cuda-nvdisasm wheel, reads both (issue 14). pyproject.toml pins the same floor.
+# nvidia-cuda-nvdisasm wheel, reads both. pyproject.toml pins the same floor.
 MIN_RELEASE: dict[str, tuple[int, int, int]] = {"nvdisasm": (13, 5, 37)}
 _RELEASE = re.compile(r"\bV(\d+)\.(\d+)\.(\d+)\b")
 

@@ -3,7 +3,7 @@
 
 One decision per loop whose loads can run early: OFF, Prefetch at distance 1..4
 ('prefetch1' .. 'prefetch4') or UnrollBatch by 2 or 4 ('unroll2', 'unroll4'). Whether a
-loop pays, and how far ahead, depends on the launch shape (issue 16: a prefetch of the next
+loop pays, and how far ahead, depends on the launch shape (a prefetch of the next
 block of Triton's looped RMSNorm was 0.86x at 16 rows of 4096 and 1.06x at 1024 rows), so
 the search measures it per shape rather than a rule choosing it. The distance is part of
 the alternative, so it exists only when prefetching is chosen. Early-exit loops (a scan

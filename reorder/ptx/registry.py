@@ -43,7 +43,7 @@ MAX_INSTANCES = 12  # per kind and stage: each instance is one Optuna parameter,
 # Conventional stages (gaps left for kinds not thought of yet).
 STAGES = {
     "loop shape": 10,  # peeling: changes which loads exist, so it comes first
-    "loop moves": 20,  # prefetch, unroll-and-batch (issue 16)
+    "loop moves": 20,  # prefetch, unroll-and-batch
     "hoist": 30,  # loads up across stores, barriers, branches, out of loops
     "reuse": 40,  # loads that take an earlier load's value
     "async": 50,  # waits only (reorder.ptx.wgmma): nothing moves, so it sees every other move's result
