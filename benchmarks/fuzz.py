@@ -1,10 +1,16 @@
 """Seeded fuzzer: mutated cubins, PTX files and launch specs (flat, and struct: [[type]],
 struct parameters, descriptor [[buffer]]s, zeros counters) and kernel names (C++ signatures,
 parts of them, symbols) through every command that reads them, counting exit codes,
-tracebacks, hangs and signals.
+tracebacks, hangs, signals and outputs left half-written.
 
-    python -m benchmarks.fuzz --cases 2000 --seed 0 [--workers 2] [--out benchmarks/results]
-    python -m benchmarks.fuzz --minutes 60 --seed 5 --workers 32 --out benchmarks/results
+    python -m benchmarks.fuzz --cases 2000 --seed 0 [--workers 2] [--out benchmarks/results/DATE_fuzz]
+    python -m benchmarks.fuzz --minutes 60 --seed 5 --workers 32 --mix elf=0.3,nvinfo=0.3,cubin=0.4
+
+Input families: random mutations (`cubin`, `spec`, `struct`, `name`, `ptx`: benchmarks.fuzz_inputs)
+and structure-aware ones that break one rule of the reader on purpose (`elf`: section headers
+and symbols; `nvinfo`: .nv.info records; `dtype`: what a spec asks CuPy to draw and its size:
+benchmarks.fuzz_structure). A structure-aware mutant is corrupt by construction, so every
+command must refuse it: exit 0 or a verdict of 1 on it is a failure (accepted_corrupt).
 
 A *mutant* (one mutated input, reproduced from `seed/index` alone) is run through each command
 that reads that kind of input: a case is one (mutant, command). Cases run in worker processes
@@ -23,19 +29,17 @@ skipped and the result says so; without nvdisasm the fuzzer refuses to start.
 Outcomes: ok (exit 0 with output), verdict (exit 1 with a report), refused (exit 2, one error
 line), no-gpu (exit 4, one error line: a command that got as far as the GPU), and the failures:
 empty (exit 0 with nothing), messy (exit 2 or 4 without exactly one error line), traceback, hang,
-signal, undrawable, other exit codes.
+signal, undrawable, accepted_corrupt, half_written (a command that failed left its output, or
+any left a temporary file), other exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
-import io
 import json
 import math
 import os
-import random
 import select
 import shutil
 import subprocess
@@ -45,47 +49,25 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "benchmarks" / "kernels"
-# (cubin, launch spec of one of its kernels or None): small and large, sm_80 and sm_90, with CALLs
-CUBINS = (
-    ("cubin/gather_histogram.cubin", "specs/gather_histogram.toml"),
-    ("cubin/rmsnorm.cubin", "specs/rmsnorm_triton_style.toml"),
-    ("cubin/spmv_csr.cubin", "specs/spmv_csr_vector.toml"),
-    ("cubin/particlefilter.cubin", "specs/normalize_weights.toml"),
-    ("../../tests/corpus/cubin/sm_80/elementwise.cubin", None),
-    ("../../tests/corpus/cubin/sm_90/calls.cubin", None),
-    ("../../tests/corpus/cubin/sm_90/control.cubin", None),
-    ("structs/cubin/kselect_tensor.cubin", "structs/specs/warp_select_tensor_k32.toml"),
-    ("structs/cubin/cfo_ta_descr.cubin", "structs/specs/cfo_ta_descr.toml"),
-    ("structs/cubin/last_block.cubin", "structs/specs/last_block_sum_zeros.toml"),
+from benchmarks.fuzz_cases import (  # noqa: F401  (re-exported: the tests and callers name them here)
+    CUBINS,
+    FAMILY_WEIGHTS,
+    KERNELS,
+    ROOT,
+    STRUCTURED,
+    Case,
+    Planner,
+    _drawn,
+    classify,
+    mixed,
+    run_case,
+    weighted,
 )
-# struct-parameter kernels (C++ names, [[type]], descriptor [[buffer]]s, zeros counters)
-STRUCTS = tuple((c, s) for c, s in CUBINS if c.startswith("structs/"))
-PTX = ("../../tests/corpus/ptx/sm_90/elementwise.ptx", "../../tests/corpus/triton/sm_90/rmsnorm.ptx")
-FAMILY_WEIGHTS = (("cubin", 0.52), ("spec", 0.20), ("struct", 0.12), ("name", 0.08), ("ptx", 0.08))
-BAD = ("empty", "messy", "traceback", "hang", "signal", "undrawable")
-# Commands that transform a kernel (stalls, batch-loads, optimize) run only on bases whose kernels
-# have at most this many instructions: on the 5,696 of warpSelect<..., 128, 4, 128> an unmutated
-# `reorder stalls` takes 34 s of CPU (80 s before the verifier's incremental checks), past the
-# hang bound for reasons no mutation causes.
-MAX_TRANSFORMED = 1000
-# optimize's options in every case: one trial, a short search, and no pruning rounds (on
-# cfo_ta_descr's 688 instructions they took 34 s after a 4 s search: past the hang bound for
-# reasons no mutation causes; the rounds read no input)
-OPTIMIZE = ("--device", "cpu", "--budget", "1", "--jobs", "1", "--time", "10s", "--no-contributions")
-DRAW_LIMIT_BYTES = 96 * 2**20  # specs that validate are drawn (and their structs built) when no larger than this
+
+# accepted_corrupt: a structure-aware mutant (corrupt by construction) not refused;
+# half_written: an output or a temporary file left by a command that did not succeed
+BAD = ("empty", "messy", "traceback", "hang", "signal", "undrawable", "accepted_corrupt", "half_written")
 CACHE_MUTANTS = 200  # a worker empties its listing cache after this many mutants (disk stays small)
-
-
-@dataclass(frozen=True)
-class Case:
-    mutant: int
-    family: str
-    kind: str  # the mutation
-    base: str
-    command: str
-    argv: tuple[str, ...]
 
 
 @dataclass
@@ -135,239 +117,6 @@ def _reason(stderr: str) -> str:
     line = re.sub(r"'[^']*'|\"[^\"]*\"", "'X'", line)
     line = re.sub(r"\b(0x[0-9a-f]+|\d+(\.\d+)?(e[+-]?\d+)?)\b", "N", line)
     return line[:110]
-
-
-# ---------------------------------------------------------------- the plan: mutant index -> cases
-
-
-class Planner:
-    """Turns (seed, mutant index) into the mutant's bytes and its cases; the same everywhere."""
-
-    def __init__(self, seed: int, work: Path, families: tuple[str, ...] = tuple(f for f, _ in FAMILY_WEIGHTS)) -> None:
-        from benchmarks.fuzz_inputs import Base, cubin_base
-
-        self.seed, self.work = seed, work
-        self.weights = [(f, w) for f, w in FAMILY_WEIGHTS if f in families]
-        self.cubins = [(cubin_base(c, (KERNELS / c).read_bytes()), (KERNELS / s) if s else None) for c, s in CUBINS]
-        self.specs = [(KERNELS / c, Base(s, (KERNELS / s).read_bytes())) for c, s in CUBINS if s]
-        self.structs = [(KERNELS / c, Base(s, (KERNELS / s).read_bytes())) for c, s in STRUCTS]
-        self.ptx = [Base(p, (KERNELS / p).read_bytes()) for p in PTX]
-        self._names: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-    def cases(self, index: int) -> tuple[Path, list[Case]]:
-        """Write mutant `index` into its folder; its cases."""
-        rng = random.Random(f"{self.seed}/{index}")
-        family = rng.choices([f for f, _ in self.weights], [w for _, w in self.weights])[0]
-        folder = self.work / f"m{index}"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder, getattr(self, f"_{family}")(index, rng, folder)
-
-    def _cubin(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
-        from benchmarks.fuzz_inputs import CUBIN_MUTATIONS
-
-        base, spec = rng.choice(self.cubins)
-        kind = rng.choice(sorted(CUBIN_MUTATIONS))
-        path = folder / "m.cubin"
-        path.write_bytes(CUBIN_MUTATIONS[kind](base, rng))
-        original = str(KERNELS / base.name)
-        m, out = str(path), str(folder / "out.cubin")
-        runs = [
-            ("disasm", m),
-            ("disasm", m, "--json"),
-            ("verify", m),
-            ("verify", m, "--against", original),
-            ("diff", original, m),
-        ]
-        runs += [("check", original, m, "--launch", str(spec))] if spec else []
-        small = _small(base)
-        # a command that transforms one kernel needs it named on a cubin of several: the base's first
-        k = ("--kernel", next(k.name for k in base.cubin.kernels if k.is_entry))
-        runs += [("stalls", m, "-o", out, *k)] if small and rng.random() < 0.12 else []
-        runs += [("batch-loads", m, "-o", out, "--no-slices", *k)] if small and rng.random() < 0.04 else []
-        runs += [("batch-loads", "--assume-noalias", m, "-o", out, *k)] if small and rng.random() < 0.01 else []
-        runs += [("optimize", m, "-o", out, *OPTIMIZE, *k)] if small and rng.random() < 0.003 else []
-        return [Case(index, "cubin", kind, base.name, r[0], r) for r in runs]
-
-    def _spec(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
-        from benchmarks.fuzz_inputs import spec_mutation
-
-        return self._spec_cases(index, rng, folder, "spec", self.specs, spec_mutation, probe=0.05, optimize=0.005)
-
-    def _struct(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
-        from benchmarks.fuzz_inputs import struct_spec_mutation
-
-        return self._spec_cases(
-            index, rng, folder, "struct", self.structs, struct_spec_mutation, probe=0.03, optimize=0.01
-        )
-
-    def _spec_cases(
-        self, index: int, rng: random.Random, folder: Path, family: str, bases, mutate, probe: float, optimize: float
-    ) -> list[Case]:
-        """A mutated launch spec (flat or struct) of one base, through check and time always,
-        probe and optimize with the given odds."""
-        cubin, base = rng.choice(bases)
-        kind, text = mutate(base, rng)
-        path = folder / "spec.toml"
-        path.write_bytes(text)
-        c, s = str(cubin), str(path)
-        runs = [("check", c, c, "--launch", s), ("time", c, c, "--launch", s)]
-        runs += (
-            [("probe", c, "--launch", s, "--build-only", str(folder / "probe"), "--range", "0-20")]
-            if rng.random() < probe
-            else []
-        )
-        runs += (
-            [("optimize", c, "-o", str(folder / "out.cubin"), "--launch", s, *OPTIMIZE)]
-            if rng.random() < optimize and self._small_path(cubin)
-            else []
-        )
-        return [Case(index, family, kind, base.name, r[0], r) for r in runs]
-
-    def _name(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
-        """Unmutated cubins, C++ (struct kernels, twice as often) or plain, named every way."""
-        from benchmarks.fuzz_inputs import name_query
-
-        base, spec = rng.choice(self.cubins + [x for x in self.cubins if x[0].name.startswith("structs/")])
-        kind, query = name_query(*self._symbols(base), rng)
-        flag = ("--kernel", query) if rng.random() < 0.7 else (f"--kernel={query}",)
-        c, out = str(KERNELS / base.name), str(folder / "out.cubin")
-        runs = [("disasm", c, *flag), ("verify", c, *flag), ("diff", c, c, *flag)]
-        runs += (
-            [("check", c, c, "--launch", str(spec), *flag), ("time", c, c, "--launch", str(spec), *flag)]
-            if spec
-            else []
-        )
-        small = _small(base)
-        runs += [("stalls", c, "-o", out, *flag)] if small and rng.random() < 0.1 else []
-        runs += [("optimize", c, "-o", out, *OPTIMIZE, *flag)] if small and rng.random() < 0.01 else []
-        return [Case(index, "name", kind, base.name, r[0], r) for r in runs]
-
-    def _small_path(self, cubin: Path) -> bool:
-        """Whether optimize may run on this cubin within the hang bound (MAX_TRANSFORMED): the
-        spec and struct families drew it on kselect_tensor too, where one unmutated trial takes
-        66 s of CPU (seed 6 counted it as a hang)."""
-        return _small(next(b for b, _ in self.cubins if KERNELS / b.name == cubin))
-
-    def _symbols(self, base) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(symbols, demangled) of a base cubin's kernels, asked once."""
-        from reorder.binary.names import demangle
-
-        if base.name not in self._names:
-            symbols = tuple(k.name for k in base.cubin.kernels)
-            self._names[base.name] = (symbols, demangle(symbols))
-        return self._names[base.name]
-
-    def _ptx(self, index: int, rng: random.Random, folder: Path) -> list[Case]:
-        from benchmarks.fuzz_inputs import ptx_mutation
-
-        base = rng.choice(self.ptx)
-        kind, text = ptx_mutation(base, rng)
-        path = folder / "m.ptx"
-        path.write_bytes(text)
-        m = str(path)
-        runs = [("disasm", m), ("verify", m)]
-        runs += [("stalls", m, "-o", str(folder / "out.cubin"))] if rng.random() < 0.1 else []
-        return [Case(index, "ptx", kind, base.name, r[0], r) for r in runs]
-
-
-# ---------------------------------------------------------------- one case, in a worker
-
-
-def run_case(case: Case) -> dict:
-    """Run one case through `reorder.cli.main.main` here and classify what it did."""
-    from reorder.cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    start = time.monotonic()
-    detail = ""
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(case.argv))
-    except SystemExit as exc:  # argparse refusing the arguments
-        code = exc.code if isinstance(exc.code, int) else 2
-    except BaseException as exc:  # noqa: BLE001 - an escaped exception is what the fuzzer counts
-        import traceback
-
-        code, detail = None, "".join(traceback.format_exception(exc))[-2000:]
-    outcome = classify(case, code, out.getvalue(), err.getvalue()) if code is not None else "traceback"
-    if (
-        outcome in ("refused", "verdict", "no-gpu")
-        and case.family in ("spec", "struct", "name")
-        and case.command == "check"
-    ):
-        outcome = _drawn(case) or outcome
-    stderr = err.getvalue()
-    return {
-        **asdict(case),
-        "exit": code,
-        "outcome": outcome,
-        "seconds": round(time.monotonic() - start, 3),
-        "stderr": (detail or stderr)[-600:],
-    }
-
-
-def classify(case: Case, code: int, stdout: str, stderr: str) -> str:
-    if "Traceback (most recent call last)" in stderr:
-        return "traceback"
-    if code == 0:
-        wrote = "-o" in case.argv and Path(case.argv[case.argv.index("-o") + 1]).is_file()
-        return "ok" if (stdout.strip() or wrote or "--build-only" in case.argv) else "empty"
-    if code == 1:
-        return "verdict"
-    if code in (2, 4):
-        errors = [line for line in stderr.strip().splitlines() if "error" in line.lower()]
-        return ("refused" if code == 2 else "no-gpu") if len(errors) == 1 else "messy"
-    return f"exit{code}"
-
-
-def _drawn(case: Case) -> str:
-    """'' when the spec is refused or its inputs can be drawn (and its structs built);
-    'undrawable' when a spec the CLI accepted raises anything but a ReorderError while its
-    inputs are drawn, its struct buffers and parameters packed or its zeros copies made."""
-    from reorder.base.errors import ReorderError
-    from timing.cli_support import validated_spec
-    from timing.inputs import draw_inputs
-
-    kernel = next((a.split("=", 1)[1] for a in case.argv if a.startswith("--kernel=")), None)
-    if "--kernel" in case.argv:
-        kernel = case.argv[case.argv.index("--kernel") + 1]
-    try:
-        spec = validated_spec(case.argv[4], [case.argv[1]], kernel)
-    except ReorderError:
-        return ""
-    if sum(p.nbytes for p in spec.buffers) > DRAW_LIMIT_BYTES:
-        return ""
-    try:
-        _materialize(spec, draw_inputs(spec, 0))
-    except ReorderError:
-        return ""
-    except Exception:  # noqa: BLE001
-        return "undrawable"
-    return ""
-
-
-def _materialize(spec, host: dict) -> None:
-    """What the GPU worker does with drawn inputs before a launch, on a host-memory stand-in
-    for cupy (tests/fake_device.py): struct buffers filled, struct parameters packed with
-    the buffers' addresses, per-launch copies of zeros counters."""
-    if not (spec.types or spec.extra):
-        return
-    import numpy as np
-
-    from tests import fake_device
-    from timing.devicestructs import build_structs, launch_copies
-    from timing.gpu import DeviceSet
-
-    try:
-        dev = DeviceSet({k: fake_device.array(v) if isinstance(v, np.ndarray) else v for k, v in host.items()})
-        build_structs(fake_device, spec, dev)
-        launch_copies(fake_device, spec, dev, 3)
-    finally:
-        fake_device.ALLOCATIONS.clear()
-
-
-def _small(base) -> bool:
-    return max(len(k.text) for k in base.cubin.kernels) <= 16 * MAX_TRANSFORMED
 
 
 class _OneListingPerMutant:
@@ -490,7 +239,6 @@ class _Worker:
         self.seed, self.work, self.timeout, self.families = seed, work, timeout, families
         self.mutant: int | None = None
         self.flight: dict | None = None
-        self.since = time.monotonic()
         self.pending = b""  # bytes read past the last complete line
         self.proc = self._start()
         self.cpu_since = self.cpu()
@@ -702,7 +450,8 @@ def markdown(tally: Tally, seed: int, commit: str, date: str, note: str = "") ->
         f"`python -m benchmarks.fuzz --seed {seed}` at commit {commit}: {tally.cases} cases "
         f"({tally.mutants} mutated inputs, each through every command that reads it) in "
         f"{tally.seconds / 60:.1f} min. **Failures: {bad}** (tracebacks, hangs past the timeout, signals, "
-        "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable)."
+        "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable, "
+        "corrupt-by-construction inputs not refused, outputs or temporary files left by a failed command)."
     )
     lines = [f"# Fuzzing reorder's commands ({date})", "", summary, ""]
     lines += [note, ""] if note else []
@@ -794,6 +543,8 @@ def result(tally: Tally, args: argparse.Namespace, commit: str, notes: list[str]
         "first_mutant": args.first,
         "workers": args.workers,
         "timeout_s": args.timeout,
+        "timeout_is": f"CPU seconds of a worker and its children (or {WALL_FACTOR}x that on the clock)",
+        "mix": dict(weighted(getattr(args, "run_families", ()))),
         "requested": {"cases": args.cases, "minutes": None if math.isinf(args.minutes) else args.minutes},
         "wall_s": tally.seconds,
         "failures": tally.failures,
@@ -825,6 +576,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d"))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--mix",
+        metavar="FAMILY=W,...",
+        help="input families and their weights, e.g. elf=0.3,nvinfo=0.3,cubin=0.2 (default: "
+        + ",".join(f"{f}={w:g}" for f, w in FAMILY_WEIGHTS)
+        + ")",
+    )
     parser.add_argument("--families", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -840,6 +598,11 @@ def main(argv: list[str] | None = None) -> int:
     except ReorderError as exc:
         print(f"benchmarks.fuzz: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        families = mixed(families, args.mix)
+    except ValueError as exc:
+        parser.error(f"--mix: {exc}")
+    args.run_families = families
     for note in notes:
         print(note, file=sys.stderr)
     commit, started = args.commit or commit_here() or "unknown", time.strftime("%Y-%m-%d %H:%M:%S %Z")

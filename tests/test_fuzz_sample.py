@@ -1,13 +1,16 @@
 """A fixed sample of the seeded fuzzer (benchmarks.fuzz) as a standing check: mutated cubins,
-PTX files, launch specs (flat and struct) and kernel names through every command that reads
-them, no traceback, hang, signal, silent exit 0 or undrawable accepted spec.
+PTX files, launch specs (flat and struct), kernel names, and the structure-aware families
+(section headers and symbols, .nv.info records, dtypes and spec size: corrupt on purpose, so
+refused or a failure) through every command that reads them: no traceback, hang, signal, silent
+exit 0, undrawable accepted spec, corrupt file accepted or output left half-written.
 
-The sample is 2,000 cases of seed 0, as four slices of at least 500 cases
-(mutants 0.., 1000.., 2000.., 3000..; a slice uses about 110), each its own test run by the
-fuzzer's worker pool, so pytest-xdist spreads them over the cores. A mutated cubin that
-reaches nvdisasm costs nvdisasm's 0.3 s of start-up, which no cache can save (each mutant's
-bytes are new), so the 2,000 cases cost about 2 CPU-minutes. The long runs are recorded
-under benchmarks/results/ (*fuzz*.md)."""
+The sample is 2,000 cases of seed 0, as four slices of at least 500 cases (mutants 0..,
+1000.., 2000.., 3000..; a slice uses about 110), each its own test run by the fuzzer's worker
+pool, so pytest-xdist spreads them over the cores. A mutated cubin that reaches nvdisasm
+costs nvdisasm's 0.3 s of start-up, which no cache can save (each mutant's bytes are new);
+a structure-aware mutant is refused in milliseconds. The 2,000 cases cost about 100 CPU
+seconds; a case's bound is CPU time, not the clock, so a loaded machine cannot fail them.
+The long runs are recorded under benchmarks/results/ (*fuzz*)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import fuzz
-from benchmarks.fuzz import BAD, Case, Planner, classify, run
+from benchmarks.fuzz import BAD, STRUCTURED, Case, Planner, classify, run
 
 SAMPLE_CASES = 2000
 SLICES = 4
@@ -30,8 +33,11 @@ def test_fuzz_sample_finds_nothing(part: int) -> None:
     tally = run(SAMPLE_CASES // SLICES, seed=0, workers=2, timeout=60, first=1000 * part)
     assert tally.cases >= SAMPLE_CASES // SLICES and tally.mutants < 1000  # the slices do not overlap
     assert not tally.bad, [(b["mutant"], b["command"], b["outcome"], b["stderr"][-300:]) for b in tally.bad[:5]]
-    assert {key.split()[0] for key in tally.by_family} >= {"cubin", "spec", "struct", "name"}
+    families = {key.split()[0] for key in tally.by_family}
+    assert families >= {"cubin", "spec", "struct", "name", *STRUCTURED}, families
     assert tally.outcomes["ok"] and tally.outcomes["refused"]  # mutants both accepted and refused
+    for family in STRUCTURED:  # corrupt on purpose: all refused
+        assert {k for k in tally.by_family if k.startswith(family + " ")} == {f"{family} refused"}
 
 
 def test_mutants_are_reproduced_from_the_seed(tmp_path: Path) -> None:
@@ -42,7 +48,7 @@ def test_mutants_are_reproduced_from_the_seed(tmp_path: Path) -> None:
         assert sorted(p.read_bytes() for p in fa.iterdir()) == sorted(p.read_bytes() for p in fb.iterdir())
 
 
-def test_outcomes_are_classified_as_the_issue_counts_them(tmp_path: Path) -> None:
+def test_outcomes_are_classified_as_failures_or_not(tmp_path: Path) -> None:
     case = Case(0, "cubin", "bit_flips", "k.cubin", "disasm", ("disasm", "m.cubin"))
     assert classify(case, 0, "", "") == "empty"  # exit 0 with nothing
     assert classify(case, 0, "listing\n", "") == "ok"
@@ -56,7 +62,9 @@ def test_outcomes_are_classified_as_the_issue_counts_them(tmp_path: Path) -> Non
     assert classify(writes, 0, "", "") == "empty"
     out.write_bytes(b"x")
     assert classify(writes, 0, "", "") == "ok"
-    assert {"empty", "messy", "traceback", "hang", "signal", "undrawable"} == set(BAD)
+    assert {"empty", "messy", "traceback", "hang", "signal", "undrawable", "accepted_corrupt", "half_written"} == set(
+        BAD
+    )
 
 
 def test_workers_keep_the_callers_python_path(tmp_path):
@@ -186,3 +194,54 @@ def test_a_hang_is_counted_in_cpu_seconds_of_the_whole_worker_tree() -> None:
             os.kill(int(child), 9)
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("family", STRUCTURED)
+def test_every_structure_aware_mutant_is_refused_by_every_command(tmp_path: Path, family: str) -> None:
+    """In-process, 40 mutants of each family (a few milliseconds a case: each is refused before
+    nvdisasm): the rules of the reader and the spec stay enforced."""
+    from benchmarks.fuzz import run_case
+
+    planner = Planner(3, tmp_path, (family,))
+    kinds, outcomes = set(), set()
+    for index in range(40):
+        for case in planner.cases(index)[1]:
+            assert case.corrupt
+            result = run_case(case)
+            kinds.add(case.kind)
+            outcomes.add(result["outcome"])
+            assert result["outcome"] == "refused", (case.kind, case.command, result["stderr"][-300:])
+    assert len(kinds) >= 3 and outcomes == {"refused"}
+
+
+def test_a_corrupt_input_judged_as_valid_is_a_failure() -> None:
+    case = Case(0, "elf", "text_into_code", "k.cubin", "verify", ("verify", "m.cubin"), corrupt=True)
+    assert classify(case, 0, "k: sm_90: legal\n", "") == "accepted_corrupt"
+    assert classify(case, 1, "1 violations\n", "") == "accepted_corrupt"
+    assert classify(case, 2, "", "reorder verify: error: m.cubin: corrupt .text\n") == "refused"
+    assert classify(case, 2, "", "reorder verify: error: a\nreorder verify: error: b\n") == "messy"
+    assert {"accepted_corrupt", "half_written"} <= set(BAD)
+
+
+def test_outputs_left_by_a_failed_command_or_temporaries_are_half_written(tmp_path: Path) -> None:
+    from benchmarks.fuzz_cases import _clear_outputs, _left_behind
+
+    out = tmp_path / "out.cubin"
+    case = Case(0, "cubin", "bit_flips", "k.cubin", "stalls", ("stalls", "m.cubin", "-o", str(out)))
+    out.write_bytes(b"from an earlier case")
+    paths = _clear_outputs(case)
+    assert not out.exists() and _left_behind(paths, 2) == ""
+    out.write_bytes(b"x")
+    assert _left_behind(paths, 0) == "" and _left_behind(paths, 2) == "half_written"
+    out.unlink()
+    (tmp_path / ".out.cubin.abc.tmp").write_bytes(b"x")
+    assert _left_behind(paths, 0) == "half_written"
+
+
+def test_a_mix_weights_the_families_and_refuses_unknown_ones() -> None:
+    from benchmarks.fuzz import main, mixed, weighted
+
+    assert weighted(mixed(("cubin", "elf", "ptx"), "elf=0.7,cubin=0.3")) == [("cubin", 0.3), ("elf", 0.7)]
+    assert weighted(("cubin",)) == [("cubin", 0.34)]
+    with pytest.raises(SystemExit):
+        main(["--cases", "1", "--mix", "nope=1"])
