@@ -273,7 +273,7 @@ def kparams(base: Base, rng: random.Random) -> tuple[str, bytes]:
     if roll < 0.35:
         _put(data, at + 4, "H", len(kernel.params) + rng.randrange(0, 0xFF00))
         return "kparam_ordinal_past_count", bytes(data)
-    space = _param_space(kernel)
+    space = _param_space(kernel, base.cubin.arch)
     size = packed >> 18
     if roll < 0.6:
         _put(data, at + 6, "H", rng.choice((0xFFFF, space, space - size + 4 if size > 4 else space + 1)) & 0xFFFF)
@@ -286,10 +286,11 @@ def kparams(base: Base, rng: random.Random) -> tuple[str, bytes]:
     return "kparam_size_past_space", bytes(data)
 
 
-def _param_space(kernel) -> int:
-    from reorder.binary.cubincheck import ARCH_LIMITS, param_space
+def _param_space(kernel, arch: int) -> int:
+    from reorder.binary.arches import ARCHS
+    from reorder.binary.cubincheck import param_space
 
-    return param_space(kernel.attrs, ARCH_LIMITS[90].param_bytes)
+    return param_space(kernel.attrs, ARCHS[arch].param_bytes)
 
 
 def regcounts(base: Base, rng: random.Random) -> tuple[str, bytes]:
