@@ -451,6 +451,7 @@ def _conclude(args: OptimizeArgs, code, space, study, scorer, folder: Path, cloc
         from reorder.search.shapescorer import labels_for
         from reorder.search.shapetrials import finalist_choices
 
+        assert args.launch is not None  # more launches come with a first one (checked with the arguments)
         ranked = finalist_choices(study, space, count, labels_for((args.launch, *args.more_launches)))
     picked, why = None, "no candidate was scored in the search"
     if ranked:

@@ -248,7 +248,10 @@ def time_pair(
     t_begin = time.perf_counter()
     cp = gpu.cupy_module()
     b_spec = spec if b_shared is None else dataclasses.replace(spec, shared=b_shared)
-    specs = (spec, b_spec if b_block is None else dataclasses.replace(b_spec, block=tuple(b_block)))
+    specs = (
+        spec,
+        b_spec if b_block is None else dataclasses.replace(b_spec, block=(b_block[0], b_block[1], b_block[2])),
+    )
     kernels = (gpu.load_kernel(a_cubin, specs[0]), gpu.load_kernel(b_cubin, specs[1]))
     host = draw_inputs(spec, 0)
     dev = gpu.to_device(host, spec)  # one buffer set for both: same addresses, same DRAM/L2 mapping

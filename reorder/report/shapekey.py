@@ -51,7 +51,8 @@ def split_ranges(groups: Sequence[Sequence[float]]) -> list[list[float | None]]:
     and the last above. Integer keys get integer bounds."""
     out: list[list[float | None]] = []
     for k, values in enumerate(groups):
-        low = None if k == 0 else out[-1][1] + 1 if _integral(groups) else out[-1][1]
+        previous = out[-1][1] if k else None  # the bound above the group before (set for every group but the last)
+        low = None if previous is None else previous + 1 if _integral(groups) else previous
         if k == len(groups) - 1:
             high = None
         else:

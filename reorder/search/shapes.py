@@ -22,7 +22,7 @@ Everything here is a pure function of measured ratios, so the rules are tested o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 MIN_HISTORY = 3  # trials timed at every shape before any trial is dropped by the race
@@ -98,6 +98,16 @@ def informative_order(
     return tuple(sorted(by_weight, key=lambda s: -info(s)))
 
 
+def _time_at(shape: str) -> Callable[[Row], float]:
+    """A row's time at `shape`, as a sort key."""
+    return lambda row: row[shape].value
+
+
+def _faster_at(shape: str) -> Callable[[Row, Row], bool]:
+    """`better` for reversal_margin: a faster than b at `shape`."""
+    return lambda a, b: a[shape].value < b[shape].value
+
+
 def reversal_margin(history: Sequence[Row], first: str, better) -> float:
     """How far (log ratio at `first`) a trial behind another at `first` was ever ahead of it by
     `better(a, b)` (a better than b: at a shape, or overall), over every pair of fully timed
@@ -137,8 +147,8 @@ def race(
     for shape in weights:
         if shape == first:
             continue
-        best = min(history, key=lambda row, s=shape: row[s].value)
-        margin = reversal_margin(history, first, lambda a, b, s=shape: a[s].value < b[s].value)
+        best = min(history, key=_time_at(shape))
+        margin = reversal_margin(history, first, _faster_at(shape))
         if lead - math.log(best[first].high) <= margin + SAFETY:
             return Verdict(False, f"it may still be the best at {shape}")
     return Verdict(

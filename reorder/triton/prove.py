@@ -106,7 +106,9 @@ def _autotuner_builds(kernel: Any, args: tuple, kwargs: Mapping[str, Any]) -> tu
     return marked, chosen
 
 
-def _marker(request: Request) -> str:
+def _marker(request: Request | None) -> str:
+    if request is None:
+        return "none"
     return {"twin": f"twin:{request.rank}", "tuned": f"tuned:{request.key}", "search": f"search:{request.budget}"}.get(
         request.mode, request.mode
     )
@@ -180,7 +182,7 @@ def _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool) -> Ver
         chosen_here = best is not None and config == best
         built = compile_call(kernel, *args, arch=arch, **marked)
         plain = compile_call(kernel, *args, arch=arch, **_unmarked(marked))
-        row = {"label": label, "kernel": plain.name, "request": _marker(request), "chosen": chosen_here}
+        row: dict[str, Any] = {"label": label, "kernel": plain.name, "request": _marker(request), "chosen": chosen_here}
         if built.cubin == plain.cubin:
             rows.append(
                 Verified(
@@ -308,7 +310,7 @@ def _judged(plain: Call, candidate: bytes, request: Request | None) -> tuple[boo
     def stage(text: str) -> bytes:
         return cubin_stage(text, _unmarked(plain.options), arch)
 
-    reference = plain.cubin
+    reference: bytes | None = plain.cubin
     if request is not None and request.mode == "moves":
         made = async_wgmma(plain.kernel.asm["ptx"], stage)
         reference = made[0] if made is not None else plain.cubin

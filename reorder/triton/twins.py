@@ -37,6 +37,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reorder.base.diskcache import key_of
 from reorder.base.errors import LegalityError, NotApplicable, ReorderError
@@ -277,7 +278,7 @@ def _write_list(folder: Path, builds: Sequence[Build], notes: Sequence[str]) -> 
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
         for k, b in enumerate(builds):
-            entry = {"name": b.name, "file": f"{k}.cubin", "predicted": b.predicted}
+            entry: dict[str, Any] = {"name": b.name, "file": f"{k}.cubin", "predicted": b.predicted}
             write_atomic(folder / entry["file"], b.data)
             if b.base is not None:
                 entry["base"] = f"{k}.base.cubin"
