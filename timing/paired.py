@@ -39,7 +39,7 @@ import numpy as np
 
 from reorder.base.errors import GpuError
 from timing.devicestructs import launch_copies
-from timing.inputs import draw_inputs
+from timing.inputmemo import drawn
 from timing.spec import LaunchSpec
 from timing.stats import RatioEstimate, ci_half_width_pct, paired_ratio_ci
 
@@ -253,7 +253,7 @@ def time_pair(
         b_spec if b_block is None else dataclasses.replace(b_spec, block=(b_block[0], b_block[1], b_block[2])),
     )
     kernels = (gpu.load_kernel(a_cubin, specs[0]), gpu.load_kernel(b_cubin, specs[1]))
-    host = draw_inputs(spec, 0)
+    host = drawn(spec, 0)  # drawn once per worker process (timing.inputmemo)
     dev = gpu.to_device(host, spec)  # one buffer set for both: same addresses, same DRAM/L2 mapping
     stream = cp.cuda.Stream(non_blocking=True)
     clock = open_sm_clock(cp)

@@ -154,6 +154,29 @@ def seed_params(level: PtxLevel) -> list[dict]:
     return [{**p, SASS_PARAM: combo} for combo in ("none", "sc") for p in seeds]
 
 
+def loop_seed_params(level: PtxLevel) -> list[dict]:
+    """Each loop move alone, at each of its alternatives (prefetch at every distance, unroll
+    by each factor), distinct PTX only: whether a loop pays and how far ahead depends on the
+    launch shape (reorder.ptx.loopkinds), so a search, over one shape or several, starts from
+    each of them measured rather than waiting for its sampler to reach them."""
+    module, options = level.module(), level.options
+    seeds, texts = [], set()
+    for loop in (i for i in first_stage(module, options) if i.kind == "loop"):
+        for alternative in loop.choices[1:]:
+            params: dict = {}
+
+            def decide(inst: Instance, key=loop.key, alternative=alternative, params=params) -> str:
+                mine = inst.kind == "loop" and inst.key == key and alternative in inst.choices
+                params[inst.param] = alternative if mine else OFF
+                return params[inst.param]
+
+            done = walk(module, options, decide)
+            if done.applied and done.module.text not in texts:
+                texts.add(done.module.text)
+                seeds.append({**params, SASS_PARAM: "none"})
+    return seeds
+
+
 def _helpful_peels(module: Module, options: MoveOptions, which: str) -> set[str]:
     """Headers of the loops whose peeled copy holds a load with a `which` destination."""
     found = set()

@@ -199,8 +199,10 @@ def _per_shape(scorer, folder: Path, facts: RunFacts, held: tuple[list[Binary], 
     report.notes += notes
     stem = facts.kernel.replace("/", "_")[:80]
     files, blobs = {}, {}
-    for k, g in enumerate(groups):
-        name = f"{stem}.g{k}.cubin" if len(groups) > 1 else f"{stem}.cubin"
+    for g in groups:  # one file per distinct binary (two ranges may share one)
+        if g.binary.sha256 in files:
+            continue
+        name = f"{stem}.{len(files)}.cubin" if len(groups) > 1 else f"{stem}.cubin"
         files[g.binary.sha256] = name
         blobs[name] = (
             facts.original.read_bytes() if g.binary is original else scorer.ledger.final_bytes[g.binary.sha256]

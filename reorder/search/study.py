@@ -211,8 +211,9 @@ def choice_of(params: dict, space: SearchSpace) -> Choice:
 def seed_params(space: SearchSpace) -> list[dict]:
     """The hand-chosen configurations every study starts with: each load-grouping family
     alone (all its instances on), stall cuts alone, and each grouping family with the
-    stall cuts. The search then cannot end worse than the best single move it could have
-    been told about (up to timing noise)."""
+    stall cuts; with PTX at hand, each PTX placement (reorder.build.ptxlevel.seed_params) and
+    each loop move alone at each distance or factor. The search then cannot end worse than the
+    best single move it could have been told about (up to timing noise)."""
     families = {"sb": len(space.slice_batches), "lb": len(space.load_batches), "sc": len(space.stall_cuts)}
     off = {f"{f}{i}": 0 for f, n in families.items() for i in range(n)}
     off |= {f"swap{k}": -1 for k in range(MAX_SWAPS)} if space.swaps else {}
@@ -225,8 +226,11 @@ def seed_params(space: SearchSpace) -> list[dict]:
     if space.ptx is None:
         return sass
     ptx_seeds = ptxlevel.seed_params(space.ptx)  # each PTX placement, alone and with stall cuts
+    loops = ptxlevel.loop_seed_params(space.ptx)  # each loop move alone, at each distance or factor
     plain = ptxlevel.off_params(space.ptx)
-    return [ptx_seeds[0], *[plain | p for p in sass], *ptx_seeds[1:]] if ptx_seeds else [plain | p for p in sass]
+    if not ptx_seeds:
+        return [plain | p for p in sass] + loops
+    return [ptx_seeds[0], *[plain | p for p in sass], *loops, *ptx_seeds[1:]]
 
 
 def _seed(study, space: SearchSpace, budget: int) -> None:

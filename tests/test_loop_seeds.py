@@ -1,0 +1,25 @@
+"""Each loop move alone, at each distance or factor, is a seed of a search with PTX at hand:
+whether a loop pays, and how far ahead, depends on the launch shape, so every alternative is
+measured from the start (reorder.build.ptxlevel.loop_seed_params)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reorder.build.ptxlevel import loop_seed_params, picks_of, ptx_level, seed_params
+from reorder.build.space import SearchSpace
+from reorder.ptx.loopkinds import CHOICES
+from reorder.search import study
+
+PTX = Path(__file__).resolve().parent.parent / "benchmarks/kernels/ptx_candidates/source/embedding_bag.ptx"
+
+
+def test_every_loop_alternative_is_a_seed_and_the_study_starts_with_them() -> None:
+    level = ptx_level(PTX, "embedding_bag_sum", True, 90)
+    seeds = loop_seed_params(level)
+    picks = [picks_of(s, level) for s in seeds]
+    assert all(len(p) == 1 and p[0].kind == "loop" for p in picks)
+    assert sorted(p[0].choice for p in picks) == sorted(CHOICES)  # one loop: each alternative once
+    everything = study.seed_params(SearchSpace((), (), (), (), ptx=level))
+    assert all(s in everything for s in seeds)
+    assert everything.index(seeds[0]) < everything.index(seed_params(level)[-1])  # before the placements with cuts
