@@ -251,6 +251,16 @@ CASES: dict[str, tuple[Path, Patch, str]] = {
     ),
     # REGCOUNT within the arch's range
     "regcount_0": (GATHER, _record(".nv.info", ATTR_REGCOUNT, 8, "I", 0), "register count 0; sm_90 allows 1 to 255"),
+    "regcount_0_where_sh_info_holds_one": (  # sm_80: the fallback hid the record's 0 (a fuzzed mutant)
+        SM80,
+        _record(".nv.info", ATTR_REGCOUNT, 8, "I", 0),
+        "EIATTR_REGCOUNT says 0 registers, .text.saxpy_grid_stride's sh_info 12",
+    ),
+    "regcount_disagrees_with_sh_info": (
+        SM80,
+        _record(".nv.info", ATTR_REGCOUNT, 8, "I", 40),
+        "EIATTR_REGCOUNT says 40 registers",
+    ),
     "regcount_256": (GATHER, _record(".nv.info", ATTR_REGCOUNT, 8, "I", 256), "register count 256"),
 }
 

@@ -241,7 +241,12 @@ def _kernel(data, text: Section, sections, symbols: tuple[Symbol, ...], global_a
         attrs = parse_nv_info(_bytes(data, info), f"{where} .nv.info.{name}")
         check_kernel_records(attrs, text.size, f"{where} .nv.info.{name}")
     params = tuple(sorted((decode_kparam(a) for a in attrs if a.attr == ATTR_KPARAM_INFO), key=lambda p: p.ordinal))
-    regcount = next((a.words()[1] for a in global_attrs if a.attr == ATTR_REGCOUNT and a.words()[0] == sym_index), 0)
+    recorded = next((a.words()[1] for a in global_attrs if a.attr == ATTR_REGCOUNT and a.words()[0] == sym_index), None)
+    in_sh_info = text.info >> 24
+    if recorded is not None and in_sh_info and recorded != in_sh_info:  # the two agree in all 644 kernels
+        raise InputError(
+            f"{where}: {name}: EIATTR_REGCOUNT says {recorded} registers, .text.{name}'s sh_info {in_sh_info}"
+        )
     shared = by_name.get(f".nv.shared.{name}")
     return Kernel(
         name=name,
@@ -250,8 +255,8 @@ def _kernel(data, text: Section, sections, symbols: tuple[Symbol, ...], global_a
         text_section=text.index,
         text_offset=text.offset,
         text=_bytes(data, text),
-        regcount=regcount or (text.info >> 24),
-        regcount_in_sh_info=text.info >> 24,
+        regcount=in_sh_info if recorded is None else recorded,  # a REGCOUNT of 0 is refused, not replaced
+        regcount_in_sh_info=in_sh_info,
         shared_bytes=shared.size if shared else 0,
         params=params,
         attrs=attrs,
