@@ -80,7 +80,7 @@ def test_mkdir_makes_the_folder(tmp_path, capsys):
     out = tmp_path / "made" / "here" / "cut.cubin"
     assert main(["stalls", str(source), "--kernel", "f32<32", "-o", str(out), "--mkdir"]) == 0
     assert out.is_file()
-    assert capsys.readouterr().out.strip().splitlines()[-1] == f"wrote {out}"
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"wrote {out}: ")
 
 
 def test_an_output_under_a_file_is_refused(tmp_path, capsys):
@@ -89,3 +89,26 @@ def test_an_output_under_a_file_is_refused(tmp_path, capsys):
     assert main(["stalls", str(TWO), "--kernel", "f32<32", "-o", str(plain / "x" / "o.cubin"), "--mkdir"]) == 2
     assert f"{plain} is not a folder" in capsys.readouterr().err
     assert plain.read_text() == "not a folder\n"
+
+
+def test_listing_commands_say_what_they_listed_on_stderr(capsys):
+    assert main(["disasm", str(TWO), "--json"]) == 0
+    out, err = capsys.readouterr()
+    import json
+
+    assert len(json.loads(out)) == 2  # stdout stays the listing alone
+    assert err.strip().splitlines()[-1].startswith("reorder disasm: 2 kernels, ") and err.rstrip().endswith("listed")
+    assert main(["diff", str(TWO), str(TWO)]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "reorder diff: 2 kernels compared, 0 changed"
+
+
+def test_verify_ends_with_its_verdict(capsys):
+    assert main(["verify", str(TWO)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "verdict: 2 kernels legal (as compiler output)"
+
+
+def test_a_pass_that_writes_says_what_it_wrote(tmp_path, capsys):
+    out = tmp_path / "cut.cubin"
+    assert main(["stalls", str(TWO), "--kernel", "f32<32", "-o", str(out)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"wrote {out}: _Z12rms_norm_f32ILi32EEvPKfPfif: ") and "verified legal" in last

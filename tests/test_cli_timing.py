@@ -291,8 +291,8 @@ def test_time_ok_report() -> None:
         "check: identical on 3 input sets",
         "A: 12.346 us per launch",
         "B: 12.001 us per launch",
-        "ratio B/A: 0.9721  95% CI [0.9690, 0.9752] (+/-0.32%)  verdict: B is faster",
         "method graph, L2 warm, SM clock 1980 MHz, 412 rounds (3 dropped for a low SM clock), stopped on target",
+        "ratio B/A: 0.9721  95% CI [0.9690, 0.9752] (+/-0.32%)  verdict: B is faster",  # the result: last
     )
 
 
@@ -310,8 +310,8 @@ def test_time_a_a_unknown_clock() -> None:
     }
     lines = cs.time_outcome(JobResult("ok", row)).lines
     assert lines[0] == "check: skipped (A/A: the same cubin twice)"
-    assert lines[3].endswith("verdict: indistinguishable")
-    assert lines[4] == "method backtoback, L2 cold, SM clock unknown, 412 rounds, stopped on fixed"
+    assert lines[4].endswith("verdict: indistinguishable")
+    assert lines[3] == "method backtoback, L2 cold, SM clock unknown, 412 rounds, stopped on fixed"
 
 
 def test_emit_streams(capsys: pytest.CaptureFixture[str]) -> None:

@@ -213,17 +213,17 @@ def timing_lines(row: Mapping[str, Any]) -> tuple[str, ...]:
         check = f"check: identical on {row['check_sets']} input sets"
     verdict = "indistinguishable" if row["verdict"] == "indistinguishable" else f"B is {row['verdict']}"
     dropped = f" ({row['dropped_rounds']} dropped for a low SM clock)" if row.get("dropped_rounds") else ""
-    return (
+    return (  # the ratio last: the command's result line (reorder.cli.lastline)
         check,
         f"A: {row['a_us']:.3f} us per launch",
         f"B: {row['b_us']:.3f} us per launch",
         (
-            f"ratio B/A: {row['ratio']:.4f}  95% CI [{row['ci_low']:.4f}, {row['ci_high']:.4f}] "
-            f"(+/-{row['ci_half_width_pct']:.2f}%)  verdict: {verdict}"
-        ),
-        (
             f"method {row['method']}, L2 {row['l2']}, SM clock {format_clock(row.get('clock_mhz'))}, "
             f"{row['rounds']} rounds{dropped}, stopped on {row['stopped']}"
+        ),
+        (
+            f"ratio B/A: {row['ratio']:.4f}  95% CI [{row['ci_low']:.4f}, {row['ci_high']:.4f}] "
+            f"(+/-{row['ci_half_width_pct']:.2f}%)  verdict: {verdict}"
         ),
     )
 

@@ -401,8 +401,13 @@ def run_args(args) -> int:
     l2 = l2_states(args.l2.split(","), "--l2") if args.l2 else l2
     run = run_bench_tuned_once if args.tune_once or _static(args.device) else run_bench
     csv_path = run(kernels, l2, args.out, args.device, args.jobs)
-    for path in [csv_path, *draw(csv_path)]:
+    plots = draw(csv_path)
+    for path in [csv_path, *plots]:
         print(path)
+    import pandas as pd
+
+    rows = len(pd.read_csv(csv_path)) if Path(csv_path).is_file() else 0
+    print(f"wrote {csv_path}: {rows} rows ({len(kernels)} kernels), and {len(plots)} plots")
     return 0
 
 

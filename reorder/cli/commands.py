@@ -8,6 +8,7 @@ import sys
 from reorder.base.files import check_output
 from reorder.binary.cubin import read_cubin
 from reorder.cli.kernelpick import pick_kernel
+from reorder.cli.lastline import listed, outcome_line, plural
 from reorder.cli.registry import command, seconds
 from reorder.sass.listing import render_json, render_text
 from reorder.sass.model import decode_kernel
@@ -33,6 +34,8 @@ def _disasm():
         names = [args.kernel] if args.kernel else [k.name for k in cubin.kernels]
         codes = [decode_kernel(cubin, n) for n in names]
         print(render_json(codes) if args.json else "\n\n".join(render_text(c) for c in codes))
+        count = sum(len(c.instructions) for c in codes)
+        listed("disasm", f"{plural(len(codes), 'kernel')}, {plural(count, 'instruction')} listed")
         return 0
 
     return run, add
@@ -63,7 +66,10 @@ def _diff():
             raise InputError(f"{args.a} and {args.b} have no kernel in common")
         if args.context < 0:
             raise InputError("--context must be 0 or more")
-        print("\n\n".join("\n".join(sass_diff(decode_kernel(a, n), decode_kernel(b, n), args.context)) for n in names))
+        pairs = [(decode_kernel(a, n), decode_kernel(b, n)) for n in names]
+        print("\n\n".join("\n".join(sass_diff(x, y, args.context)) for x, y in pairs))
+        changed = sum([i.word for i in x.instructions] != [i.word for i in y.instructions] for x, y in pairs)
+        listed("diff", f"{plural(len(pairs), 'kernel')} compared, {changed} changed")
         return 0
 
     return run, add
@@ -155,7 +161,7 @@ def _write_outcome(args, outcome) -> int:
     for line in outcome.summary():
         print(line)
     write_atomic(args.output, outcome.data, protect=[args.cubin])
-    print(f"wrote {args.output}")
+    print(outcome_line(args.output, outcome))
     return 0
 
 
@@ -728,11 +734,11 @@ def _probe():
             print(f"not probed after {len(beside)} instructions beside barriers kept as compiled: {named}{more}")
         if args.build_only:
             built = tp.build_variants(code, positions, tp.layout_of(spec), Path(args.build_only))
+            print(built[0][2].occupancy.line())
             print(
                 f"{code.kernel.name}: {len(built)} probe variants in {args.build_only} "
                 f"(originals bit-identical, verifier: legal)"
             )
-            print(built[0][2].occupancy.line())
             return 0
         cs.require_gpu()
         folder = Path(tempfile.mkdtemp(prefix="reorder-probe-"))

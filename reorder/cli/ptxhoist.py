@@ -157,10 +157,11 @@ def summary(built: Built) -> list[str]:
     tighter = (
         f"; {len(v.inherited)} pairs ptxas scheduled tighter than the tables (its own schedule)" if v.inherited else ""
     )
-    lines = [
+    return [
         f"moves: {' '.join(built.moves)}",
-        f"wrote {built.ptx}",
-        f"wrote {built.cubin} (sha256 {built.sha256}; {built.recipe})",
         f"verify {built.kernel}: {status}{tighter}",
+        *("  " + line for line in v.violations),
+        f"wrote {built.ptx}",
+        f"wrote {built.cubin}: ptxas's build of it (sha256 {built.sha256}; {built.recipe}; built in "
+        f"{built.seconds:.2f} s), verifier: {status}",
     ]
-    return [*lines, *("  " + line for line in v.violations), f"built in {built.seconds:.2f} s"]
