@@ -198,7 +198,8 @@ def _per_shape(scorer, folder: Path, facts: RunFacts, held: tuple[list[Binary], 
     groups, notes = settle_groups(order, pool, scorer.weights, checked)
     report.notes += notes
     stem = facts.kernel.replace("/", "_")[:80]
-    files, blobs = {}, {}
+    files: dict[str, str] = {}
+    blobs: dict[str, bytes] = {}
     for g in groups:  # one file per distinct binary (two ranges may share one)
         if g.binary.sha256 in files:
             continue
