@@ -30,7 +30,8 @@ Outcomes: ok (exit 0 with output), verdict (exit 1 with a report), refused (exit
 line), no-gpu (exit 4, one error line: a command that got as far as the GPU), and the failures:
 empty (exit 0 with nothing), messy (exit 2 or 4 without exactly one error line), traceback, hang,
 signal, undrawable, accepted_corrupt, half_written (a command that failed left its output, or
-any left a temporary file), other exit codes.
+any left a temporary file), running_left (a study with a trial still RUNNING after its command
+ended), other exit codes.
 """
 
 from __future__ import annotations
@@ -66,7 +67,18 @@ from benchmarks.fuzz_cases import (  # noqa: F401  (re-exported: the tests and c
 
 # accepted_corrupt: a structure-aware mutant (corrupt by construction) not refused;
 # half_written: an output or a temporary file left by a command that did not succeed
-BAD = ("empty", "messy", "traceback", "hang", "signal", "undrawable", "accepted_corrupt", "half_written")
+# running_left: a trial still RUNNING in a study after the command that ran it ended
+BAD = (
+    "empty",
+    "messy",
+    "traceback",
+    "hang",
+    "signal",
+    "undrawable",
+    "accepted_corrupt",
+    "half_written",
+    "running_left",
+)
 CACHE_MUTANTS = 200  # a worker empties its listing cache after this many mutants (disk stays small)
 
 
@@ -451,7 +463,8 @@ def markdown(tally: Tally, seed: int, commit: str, date: str, note: str = "") ->
         f"({tally.mutants} mutated inputs, each through every command that reads it) in "
         f"{tally.seconds / 60:.1f} min. **Failures: {bad}** (tracebacks, hangs past the timeout, signals, "
         "exit 0 with nothing, exit 2 without exactly one error line, specs accepted but not drawable, "
-        "corrupt-by-construction inputs not refused, outputs or temporary files left by a failed command)."
+        "corrupt-by-construction inputs not refused, outputs or temporary files left by a failed command, "
+        "trials left RUNNING)."
     )
     lines = [f"# Fuzzing reorder's commands ({date})", "", summary, ""]
     lines += [note, ""] if note else []

@@ -333,10 +333,22 @@ def _written_by(case: Case) -> list[Path]:
     return paths
 
 
+def _beside(paths: list[Path]) -> list[Path]:
+    """Each path with the files beside it whose names extend its own (out.cubin.provenance.json)."""
+    out = []
+    for path in paths:
+        out += [p for p in path.parent.glob(glob_escape(path.name) + "*") if not p.name.startswith(".")]
+    return out or paths
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
 def _clear_outputs(case: Case) -> list[Path]:
     """Remove what an earlier case of the mutant wrote where this one writes; those paths."""
     paths = _written_by(case)
-    for path in paths:
+    for path in _beside(paths):
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         elif path.exists():
@@ -352,8 +364,27 @@ def _left_behind(paths: list[Path], code: int | None) -> str:
             x.name.startswith(".") and (x.name.endswith(".tmp") or ".building" in x.name) for x in folder.rglob(".*")
         ):
             return "half_written"
-    if code not in (0, None) and any(p.is_file() or (p.is_dir() and any(p.iterdir())) for p in paths):
+    if code not in (0, None) and any(p.is_file() or (p.is_dir() and any(p.iterdir())) for p in _beside(paths)):
         return "half_written"
+    return _running_left(paths)
+
+
+def _running_left(paths: list[Path]) -> str:
+    """'running_left' when a study a case wrote holds a trial still RUNNING after the command
+    ended (a run that leaves one reads as a search still going); else ''."""
+    import sqlite3
+
+    for folder in paths:
+        db = folder / "study.db"
+        if not db.is_file():
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+                running = con.execute("SELECT COUNT(*) FROM trials WHERE state = 'RUNNING'").fetchone()[0]
+        except sqlite3.Error:
+            continue  # no tables: a study that never got its schema (half_written catches what is left)
+        if running:
+            return "running_left"
     return ""
 
 

@@ -148,12 +148,12 @@ def optimize(args: OptimizeArgs) -> Report | None:
     The whole command keeps to --time (reorder.search.budget): a SIGTERM or Ctrl-C ends it
     within seconds, in any phase, with nothing half-written and no trial left RUNNING. A full
     disk, a read-only folder or a quota is one line naming the file it could not write, and
-    what this run added to the output's folder (a new study database too) is removed; a
+    what this run added (the output, its sidecars, the folder beside it with a new study database) is removed; a
     resumed study's database stays as sqlite kept it."""
     deadline = Deadline(args.started if args.started is not None else process_start(), args.seconds)
     clock = Clock(deadline, _rule(args, False), budget.Costs())
     folder = args.output.with_name(args.output.stem + ".reorder")
-    undo = contextlib.nullcontext() if args.search_only else undone_on_failure(folder)
+    undo = contextlib.nullcontext() if args.search_only else undone_on_failure(folder, outputs=[args.output])
     try:
         with undo, storage_failures(args.storage or _default_storage(folder, args.workers)):
             return _optimize(args, clock)

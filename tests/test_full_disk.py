@@ -175,3 +175,18 @@ def test_the_report_is_whole_or_absent(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(OutputError, match=r"report\.md: cannot write: No space left"):
         markdown.write_report(tmp_path, report, study)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_report_that_cannot_be_written_takes_the_output_with_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    """On a nearly full tmpfs, optimize --workers 2 wrote out.cubin and its provenance, then
+    failed on trials.csv and left both: a failed run leaves nothing it made."""
+    import reorder.optimize
+
+    def full(folder, report, study):
+        raise OutputError(folder / "trials.csv", "No space left on device (free space there, or choose another -o)")
+
+    monkeypatch.setattr(reorder.optimize, "write_report", full)
+    (tmp_path / "keep.txt").write_text("the user's")
+    line = _one_line(capsys, main(_optimize(tmp_path)), "optimize")
+    assert "trials.csv: cannot write: No space left on device" in line
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]

@@ -62,9 +62,17 @@ def test_outcomes_are_classified_as_failures_or_not(tmp_path: Path) -> None:
     assert classify(writes, 0, "", "") == "empty"
     out.write_bytes(b"x")
     assert classify(writes, 0, "", "") == "ok"
-    assert {"empty", "messy", "traceback", "hang", "signal", "undrawable", "accepted_corrupt", "half_written"} == set(
-        BAD
-    )
+    assert set(BAD) == {
+        "empty",
+        "messy",
+        "traceback",
+        "hang",
+        "signal",
+        "undrawable",
+        "accepted_corrupt",
+        "half_written",
+        "running_left",
+    }
 
 
 def test_workers_keep_the_callers_python_path(tmp_path):
@@ -245,3 +253,24 @@ def test_a_mix_weights_the_families_and_refuses_unknown_ones() -> None:
     assert weighted(("cubin",)) == [("cubin", 0.34)]
     with pytest.raises(SystemExit):
         main(["--cases", "1", "--mix", "nope=1"])
+
+
+def test_a_study_left_with_a_running_trial_is_a_failure(tmp_path: Path) -> None:
+    """After an optimize case, its study must hold no RUNNING trial (a run that leaves one reads
+    as a search still going)."""
+    import optuna
+
+    from benchmarks.fuzz_cases import _running_left
+
+    folder = tmp_path / "out.reorder"
+    folder.mkdir()
+    storage = f"sqlite:///{folder / 'study.db'}"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(storage=storage, study_name="s")
+    study.tell(study.ask(), 1.0)
+    assert _running_left([tmp_path / "out.cubin", folder]) == ""
+    study.ask()  # never told
+    assert _running_left([tmp_path / "out.cubin", folder]) == "running_left"
+    (tmp_path / "empty.reorder").mkdir()
+    (tmp_path / "empty.reorder" / "study.db").write_bytes(b"")
+    assert _running_left([tmp_path / "empty.reorder"]) == ""

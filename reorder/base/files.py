@@ -169,24 +169,42 @@ def _remove(path: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def undone_on_failure(folder: Path, failures: tuple[type[BaseException], ...] = (OutputError,)) -> Iterator[None]:
-    """Run the block; if it fails to write (one of `failures`), remove what it added to
-    `folder`: the entries that were not there before, and the folder itself if it was new.
-    What was there before stays (a resumed study's database: sqlite kept it whole). A signal
-    or an interrupt undoes nothing: a killed search resumes from what it wrote."""
+def undone_on_failure(
+    folder: Path, failures: tuple[type[BaseException], ...] = (OutputError,), outputs: Sequence[Path] = ()
+) -> Iterator[None]:
+    """Run the block; if it fails to write (one of `failures`), remove what it added: the
+    entries of `folder` that were not there before (the folder itself if it was new), and each
+    of `outputs` and its sidecars (`out.cubin.provenance.json`) that were not there before. What
+    was there before stays (a resumed study's database: sqlite kept it whole). A signal or an
+    interrupt undoes nothing: a killed search resumes from what it wrote."""
     existed = folder.is_dir()
     before = {p.name for p in folder.iterdir()} if existed else set()
+    beside = {o: set(_named_from(o)) for o in outputs}
     try:
         yield
     except failures:
         if folder.is_dir():
             for entry in folder.iterdir():
-                if entry.name in before:
-                    continue
-                if entry.is_dir():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    _remove(entry)
+                if entry.name not in before:
+                    _remove_entry(entry)
             if not existed:
                 shutil.rmtree(folder, ignore_errors=True)
+        for output, were in beside.items():
+            for entry in set(_named_from(output)) - were:
+                _remove_entry(entry)
         raise
+
+
+def _named_from(output: Path) -> list[Path]:
+    """`output` and the files beside it whose names extend its own."""
+    try:
+        return [p for p in output.parent.iterdir() if p.name.startswith(output.name) and p != output.parent]
+    except OSError:
+        return []
+
+
+def _remove_entry(entry: Path) -> None:
+    if entry.is_dir():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        _remove(entry)
