@@ -109,6 +109,7 @@ def test_latency_probe_writes_into_the_working_folder_not_the_package(tmp_path: 
     monkeypatch.setattr(lp, "run_pairs", lambda folder, names, isolate=True: [row])
     monkeypatch.chdir(tmp_path)
     (tmp_path / "built").mkdir()
+    (tmp_path / "built" / "manifest.json").write_text('{"pairs": []}')  # a build without a canary
     assert main(["latency-probe", "--from", str(tmp_path / "built"), "--pairs", "FFMA"]) == 0
     out = tmp_path / "latency_probe_sm_90"
     assert "FFMA" in (out / "latency_probe_sm_90.csv").read_text()
