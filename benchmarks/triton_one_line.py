@@ -483,12 +483,16 @@ def run(build: Path, out: Path, set_name: str, only: set[str] | None, deadline: 
 
 def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: float) -> int:
     """rt.tune on the plain autotuner's pick at each family's middle shape (see the module docstring)."""
+    import shutil
+    import tempfile
+
     import reorder.triton as rt
     from benchmarks.triton_kernels import torch_args
 
     out.mkdir(parents=True, exist_ok=True)
     _caches(build, "user")
     os.environ["REORDER_QUIET"] = "1"
+    folder = Path(tempfile.mkdtemp(prefix="one-line-tune-"))  # cubins, specs, studies: only reports come back
     rows = []
     for name in names:
         fam = family(name)
@@ -511,10 +515,12 @@ def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: fl
                 inits=case.inits,
                 noalias=True,
                 device="gpu",
-                folder=out / "tune" / name,
+                folder=folder / name,
                 **case.constexprs,
             )
             (tuned,) = result.rows
+            for report_md in tuned.folder.glob("*.reorder/report.md"):
+                shutil.copy(report_md, out / f"tune_{name}.md")
             row.update(
                 {
                     "score": tuned.score,
