@@ -422,7 +422,9 @@ def case_rows(fam, shape, index: int, pool, sets: int, folder: Path) -> tuple[li
     return cells, checks
 
 
-def run(build: Path, out: Path, set_name: str, only: set[str] | None, deadline: float, sets: int) -> int:
+def run(
+    build: Path, out: Path, set_name: str, only: set[str] | None, deadline: float, sets: int, middle: bool = False
+) -> int:
     import tempfile
 
     from reorder.base import provenance
@@ -452,6 +454,8 @@ def run(build: Path, out: Path, set_name: str, only: set[str] | None, deadline: 
     with WorkerPool(devices=[worker_device()]) as pool:
         for fam in chosen:
             for index, shape in enumerate(fam.shapes):
+                if middle and shape != fam.tune_shape:
+                    continue
                 base = {"family": fam.name, "shape": "x".join(map(str, shape))}
                 if time.monotonic() - started > deadline:
                     cells.append({**stamps, **base, "timing": "skipped: deadline"})
@@ -570,6 +574,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     r.add_argument("--families", help="comma list (default: the whole set)")
     r.add_argument("--deadline", type=float, default=300.0, help="seconds; shapes not begun by then are skipped")
     r.add_argument("--sets", type=int, default=2, help="fresh input sets per byte check")
+    r.add_argument("--middle", action="store_true", help="each family's middle shape only")
     t = sub.add_parser("tune")
     t.add_argument("--build", type=Path, required=True)
     t.add_argument("--out", type=Path, required=True)
@@ -591,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(manifest['units'])} configs built, {len(failed)} failed, {manifest['seconds']:.0f} s")
         return 0
     if args.command == "run":
-        return run(args.build, args.out, args.set, only, args.deadline, args.sets)
+        return run(args.build, args.out, args.set, only, args.deadline, args.sets, args.middle)
     if args.command == "tune":
         return tune_rows(args.build, args.out, sorted(only or TUNE_FAMILIES), args.budget, args.seconds)
     return report(args.out, args.prebuilt)
