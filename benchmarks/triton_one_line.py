@@ -257,7 +257,7 @@ def cache_check(fam, served: dict) -> str:
     case = fam.case(fam.shapes[0])
     args, _ = torch_args(case)
     config = configs_of(fam)[0].all_kwargs()
-    served = compile_call(case.kernel, *args, **case.constexprs, **config).cubin
+    kept = compile_call(case.kernel, *args, **case.constexprs, **config).cubin
     previous = os.environ["TRITON_CACHE_DIR"]
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton_fresh-")
     served["on"] = False
@@ -266,7 +266,7 @@ def cache_check(fam, served: dict) -> str:
     finally:
         os.environ["TRITON_CACHE_DIR"] = previous
         served["on"] = True
-    return "served cubin = fresh compile" if fresh == served else "served cubin DIFFERS from a fresh compile"
+    return "served cubin = fresh compile" if fresh == kept else "served cubin DIFFERS from a fresh compile"
 
 
 def do_bench(fn, quantiles=None):
@@ -423,7 +423,14 @@ def case_rows(fam, shape, index: int, pool, sets: int, folder: Path) -> tuple[li
 
 
 def run(
-    build: Path, out: Path, set_name: str, only: set[str] | None, deadline: float, sets: int, middle: bool = False
+    build: Path,
+    out: Path,
+    set_name: str,
+    only: set[str] | None,
+    deadline: float,
+    sets: int,
+    middle: bool = False,
+    order: list[str] | None = None,
 ) -> int:
     import tempfile
 
@@ -441,6 +448,8 @@ def run(
     rt.install(say=None)
     manifest = json.loads((build / f"manifest_{set_name}.json").read_text())
     chosen = [f for f in families(set_name) if only is None or f.name in only]
+    if order:
+        chosen.sort(key=lambda f: order.index(f.name) if f.name in order else len(order))
     stamps = {
         "gpu": provenance.gpu_name(),
         "commit": provenance.commit(),
@@ -494,7 +503,7 @@ def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: fl
     from benchmarks.triton_kernels import torch_args
 
     out.mkdir(parents=True, exist_ok=True)
-    _caches(build, "user")
+    _caches(build, "user")["on"] = False  # the search compiles here, with this host's own ptxas
     os.environ["REORDER_QUIET"] = "1"
     folder = Path(tempfile.mkdtemp(prefix="one-line-tune-"))  # cubins, specs, studies: only reports come back
     rows = []
@@ -596,7 +605,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(manifest['units'])} configs built, {len(failed)} failed, {manifest['seconds']:.0f} s")
         return 0
     if args.command == "run":
-        return run(args.build, args.out, args.set, only, args.deadline, args.sets, args.middle)
+        order = args.families.split(",") if args.families else None
+        return run(args.build, args.out, args.set, only, args.deadline, args.sets, args.middle, order)
     if args.command == "tune":
         return tune_rows(args.build, args.out, sorted(only or TUNE_FAMILIES), args.budget, args.seconds)
     return report(args.out, args.prebuilt)
