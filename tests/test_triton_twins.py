@@ -171,3 +171,36 @@ def test_tune_compiles_tritons_ptx_with_the_configs_own_ptxas_and_flags(triton_e
     odd = compile_call(row_sums, *_args(), arch=90, BLOCK=256, num_warps=1, ptx_options="--maxrregcount=64")
     (triton_env / "odd").mkdir()
     assert "--maxrregcount=64" in _ptx_of(odd, triton_env / "odd")[1].flags  # its PTX options too
+
+
+def test_tune_counts_each_configs_time_from_its_own_start(triton_env, monkeypatch):
+    """optimize's --time counts from the command's start unless told otherwise; rt.tune runs in a
+    process that may have worked for minutes (an autotune, other configs' searches) before it,
+    and its search had been left about a second of its 45 (the H200 run of 2026-12-01)."""
+    import time
+    from types import SimpleNamespace
+
+    import reorder.optimize
+    from reorder.triton.tune import tune
+    from tests.triton_twin_kernels import row_sums
+
+    seen = []
+
+    def fake(args):
+        seen.append(args)
+        args.output.write_bytes(args.cubin.read_bytes())
+        return SimpleNamespace(result=None, best_moves="(none)", check="", verifier="")
+
+    monkeypatch.setattr(reorder.optimize, "optimize", fake)
+    before = time.monotonic()
+    tune(
+        row_sums,
+        *_args(),
+        grid=(64,),
+        configs=[{"BLOCK": 256, "num_warps": 1}],
+        arch=90,
+        device="cpu",
+        folder=triton_env / "tune",
+    )
+    (args,) = seen
+    assert args.started is not None and args.started >= before and args.ptx is not None

@@ -233,14 +233,17 @@ def _checked(rows: list[Verified], pending: list, sets: int, pool: Any = None) -
     if reason:
         return _mark(rows, waiting, f"not checked: no GPU ({reason})")
     with tempfile.TemporaryDirectory(prefix="reorder-verify-") as tmp:
-        groups, where = [], {}
+        groups: dict[bytes, tuple[Build, list[Build]]] = {}  # one per plain build: its inputs drawn once per set
+        where = {}
         for index, plain, built, spec in pending:
             a, b = Path(tmp) / f"{index}-plain.cubin", Path(tmp) / f"{index}-reorder.cubin"
-            a.write_bytes(plain.cubin)
             b.write_bytes(built.cubin)
-            groups.append((Build(f"{index}/plain", str(a), spec), [Build(f"{index}/reorder", str(b), spec)]))
+            if plain.cubin not in groups:
+                a.write_bytes(plain.cubin)
+                groups[plain.cubin] = (Build(f"{index}/plain", str(a), spec), [])
+            groups[plain.cubin][1].append(Build(f"{index}/reorder", str(b), spec))
             where[f"{index}/reorder"] = (index, spec)
-        job = Job.of(check_job, groups, sets=sets, timeout_s=120 + 4 * sets * len(groups))
+        job = Job.of(check_job, list(groups.values()), sets=sets, timeout_s=120 + 4 * sets * len(pending))
         result = pool.run(job) if pool is not None else run_one(job)
     if result.status != "ok":
         row = describe_status(result)
