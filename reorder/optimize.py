@@ -546,9 +546,11 @@ def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Rep
         kind = "measured, byte-identical at every launch checked" if final.measured else "PREDICTED, not measured"
         with shielded():
             _write_output(args, code.kernel.name, built.data, report.cubin, choice)
+            figure = (
+                f"{final.value:.4f} [{final.low:.4f}, {final.high:.4f}]" if final.measured else f"{final.value:.4f}"
+            )
             report.outcome = (
-                f"result: wrote {args.output}: time(optimized)/time(original) {final.value:.4f} "
-                f"[{final.low:.4f}, {final.high:.4f}] ({kind}; verifier: legal)"
+                f"result: wrote {args.output}: time(optimized)/time(original) {figure} ({kind}; verifier: legal)"
             )
         report.notes.append(f"wrote the best candidate to {args.output}")
     else:

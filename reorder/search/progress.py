@@ -21,10 +21,11 @@ def best_so_far(study) -> str:
     if not complete:
         return "no candidate scored yet"
     best = min(complete, key=lambda t: t.value)
-    kind = "measured" if best.user_attrs.get("measured") else "PREDICTED"
+    if not best.user_attrs.get("measured"):
+        return f"best {best.value:.4f} PREDICTED"  # the static model's figure has no interval
     low = best.user_attrs.get("ci_low", best.value)
     high = best.user_attrs.get("ci_high", best.value)
-    return f"best {best.value:.4f} [{low:.4f}, {high:.4f}] {kind}"
+    return f"best {best.value:.4f} [{low:.4f}, {high:.4f}] measured"
 
 
 def counts(study) -> tuple[int, int, int]:
