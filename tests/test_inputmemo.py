@@ -39,3 +39,32 @@ def test_the_least_recently_used_set_goes_past_the_budget(monkeypatch) -> None:
     assert inputmemo.drawn(spec, 0) is a
     assert (spec, 1) not in inputmemo._memo
     inputmemo.clear()
+
+
+def test_the_original_runs_once_per_set_and_launch_across_checks(tmp_path: Path, monkeypatch) -> None:
+    """A search checks every trial against the same original: from the second trial on, only the
+    candidate runs (the original's outputs were kept, and judged deterministic, the first time)."""
+    from timing import check, gpu
+
+    inputmemo.clear()
+    original, candidate = tmp_path / "a.cubin", tmp_path / "b.cubin"
+    original.write_bytes(b"original")
+    candidate.write_bytes(b"candidate")
+    runs: list[str] = []
+    monkeypatch.setattr(gpu, "load_kernel", lambda path, spec: Path(path).name)
+
+    def run_once(kernel, spec, host, poison_shared=True):
+        runs.append(kernel)
+        return {"dst": np.zeros(4, dtype=np.int32)}
+
+    monkeypatch.setattr(check, "run_once", run_once)
+    spec = load_spec(SPEC)
+    assert check.check_pair(original, candidate, spec, sets=3).ok
+    assert runs.count("a.cubin") == 4 and runs.count("b.cubin") == 3  # the first set's reference runs twice
+    runs.clear()
+    assert check.check_pair(original, candidate, spec, sets=3).ok
+    assert runs == ["b.cubin"] * 3
+    runs.clear()
+    assert check.check_pair(original, candidate, spec, sets=2, first_set=50).ok  # new sets: judged again
+    assert runs.count("a.cubin") == 3
+    inputmemo.clear()
