@@ -21,6 +21,7 @@ can move past the ones the search used (`first_set`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -190,7 +191,7 @@ def _check_launch(a_cubin, b_cubin, spec: LaunchSpec, set_indices: range, poison
     for i in set_indices:
         host = drawn(spec, i)  # drawn once per worker process (timing.inputmemo)
         key = ("reference", original, spec, i, poison_shared)
-        ref, fresh = remembered(key, lambda host=host: run_once(ka, spec, host, poison_shared))
+        ref, fresh = remembered(key, functools.partial(run_once, ka, spec, host, poison_shared))
         if fresh and i == set_indices.start:  # judged when first run; a kept reference was judged then
             self_diff = compare_outputs(ref, run_once(ka, spec, host, poison_shared))
             if self_diff is not None:
