@@ -126,6 +126,7 @@ def test_latency_probe_out_is_where_it_says(tmp_path: Path, monkeypatch, given: 
     monkeypatch.setattr(lp, "gpu_name", lambda cp: "Fake H200")
     monkeypatch.setattr(lp, "run_pairs", lambda folder, names, isolate=True: [lp.PairResult("FFMA", "no floor")])
     (tmp_path / "built").mkdir()
+    (tmp_path / "built" / "manifest.json").write_text('{"pairs": []}')  # a build without a canary
     assert (
         main(["latency-probe", "--from", str(tmp_path / "built"), "--pairs", "FFMA", "--out", str(tmp_path / given)])
         == 0
