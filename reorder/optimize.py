@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from legality.verify import verify_kernel
-from reorder.base.deadline import Deadline, move_on_at, process_start
+from reorder.base.deadline import Deadline, move_on_at
 from reorder.base.errors import InputError, NoGpuError, ReorderError
 from reorder.base.files import check_output, undone_on_failure, write_atomic
 from reorder.base.lifetime import Terminated, raise_if_terminated, shielded
@@ -70,7 +70,7 @@ class OptimizeArgs:
     ptx: Path | None = None  # the PTX the cubin was compiled from: the search then spans both levels
     ptx_level: PtxLevel | None = None  # set by optimize() from `ptx`
     ptx_recipe: Recipe | None = None  # the ptxas and flags that made `cubin` from `ptx` (a Triton config's own)
-    started: float | None = None  # when the command started (time.monotonic); None: this process's start
+    started: float | None = None  # when --time starts counting (time.monotonic); None: at this call
     families: tuple[str, ...] | None = None  # the SASS families listed (reorder.build.listing); None: all
     unmeasured_arch: bool = False  # without a GPU, write a result for an arch never measured on silicon
     more_launches: tuple[Path, ...] = ()  # more --launch shapes: every trial timed at each (reorder.search.shapes)
@@ -150,7 +150,7 @@ def optimize(args: OptimizeArgs) -> Report | None:
     disk, a read-only folder or a quota is one line naming the file it could not write, and
     what this run added (the output, its sidecars, the folder beside it with a new study database) is removed; a
     resumed study's database stays as sqlite kept it."""
-    deadline = Deadline(args.started if args.started is not None else process_start(), args.seconds)
+    deadline = Deadline(args.started if args.started is not None else time.monotonic(), args.seconds)
     clock = Clock(deadline, _rule(args, False), budget.Costs())
     folder = args.output.with_name(args.output.stem + ".reorder")
     undo = contextlib.nullcontext() if args.search_only else undone_on_failure(folder, outputs=[args.output])

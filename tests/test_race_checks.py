@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -235,9 +236,11 @@ class _ScriptedGpuScorer(GpuScorer):
 def test_a_finalist_that_fails_the_recheck_is_never_the_winner_the_next_one_is_rechecked(tmp_path) -> None:
     """The best-timed finalist differs at the re-check: the next best is re-checked and
     written instead, and the report says why the first was passed over."""
+    from reorder.base.deadline import Deadline
     from reorder.build.space import Choice, build_candidate
-    from reorder.optimize import OptimizeArgs, _pick_finalist
+    from reorder.optimize import Clock, OptimizeArgs, _pick_finalist, _rule
     from reorder.report.markdown import Report
+    from reorder.search.budget import Costs
 
     cubin = ROOT / "tests" / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     kernel = "saxpy_grid_stride"
@@ -260,7 +263,11 @@ def test_a_finalist_that_fails_the_recheck_is_never_the_winner_the_next_one_is_r
         build_cache=str(tmp_path / "builds"),
     )
     report = Report(kernel, "sm_90", str(cubin), "", 2, 0, 0, "", None)
-    choice, kept, final = _pick_finalist(args, kernel, [(fast, 0.80), (slower, 0.90)], scorer, tmp_path, report)
+    clock = Clock(Deadline(time.monotonic(), args.seconds), _rule(args, True), Costs())
+    ranked = [(fast, 0.80), (slower, 0.90)]
+    picked, why = _pick_finalist(args, kernel, ranked, scorer, tmp_path, report, clock, args.final_budget_s)
+    assert picked is not None, why
+    choice, kept, final = picked
     assert choice == slower and kept.data == built[slower] and final.value == 0.90
     assert scorer.rechecked == [built[fast], built[slower]]  # best first, then the next
     assert "rejected at the re-check" in report.finalists[0]["final"]
