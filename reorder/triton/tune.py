@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,6 +224,7 @@ def tune(
                 seed=0,
                 ptx=source,
                 ptx_recipe=recipe,
+                started=time.monotonic(),  # `seconds` is this config's: not counted from the process's start
             )
         )
         assert report is not None  # a search in this process, not a helper worker
