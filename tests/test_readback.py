@@ -97,3 +97,25 @@ def test_a_word_the_reference_does_not_vouch_for_goes_to_nvdisasm(corpus):
     bad_stall = ins.ctrl.with_(stall=14, yield_bit=1, reuse=0).apply(ins.word)  # outside the usched_info enum
     assert derived_listing(with_word(bad_stall), code) is None
     assert derived_listing(code.kernel.text, code.__class__(code.cubin, code.kernel, code.instructions)) is None
+
+
+def test_a_word_read_for_one_arch_is_not_reused_for_another():
+    """One 128-bit word reads differently on two archs (nvdisasm prints sm_80's IADD3 without
+    the carry-out predicates it prints on sm_90): a word listed alone for sm_90 must not vouch
+    for the same word in an sm_80 kernel (found when a corpus sweep ran after an sm_90 test)."""
+    from pathlib import Path
+
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+
+    cubin = read_cubin(Path(__file__).parent / "corpus" / "cubin" / "sm_80" / "atomics.cubin")
+    code = decode_kernel(cubin, cubin.kernels[0].name)
+    word = code.instructions[0].word
+    marked = {"opcode": "MARKED", "operands": "", "predicate": ""}
+    from reorder.sass.readback import remember
+
+    remember([word ^ 1 << 100], [marked], 90)  # a word the sm_80 kernel does not hold, as sm_90 reads it
+    text = (word ^ 1 << 100).to_bytes(16, "little")
+    assert derived_listing(text, code) is None  # sm_80 has no record of it: decode, never borrow
+    remember([word ^ 1 << 100], [marked], 80)
+    assert derived_listing(text, code) == [marked]

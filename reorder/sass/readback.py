@@ -36,16 +36,19 @@ from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_fr
 TIMING_BITS = ((1 << 17) - 1) << CONTROL_SHIFT  # stall, yield, write and read scoreboards, wait mask
 REUSE_BITS = 7 << (CONTROL_SHIFT + 17)
 RAW_HELD = 200_000  # raw records remembered at most (then forgotten all at once)
-_RAW: dict[int, list[tuple[Instruction, dict]]] = {}  # word less its timing bits -> (instruction, record)
+# (arch, word less its timing bits) -> (instruction, record): one word reads differently on two
+# archs (nvdisasm prints sm_80's IADD3 without the carry-out predicates sm_90's shows)
+_RAW: dict[tuple[int, int], list[tuple[Instruction, dict]]] = {}
 
 
-def remember(words: list[int], records: list[dict]) -> None:
-    """Keep nvdisasm's records of raw words (listed alone, not in a kernel) that are not control flow."""
+def remember(words: list[int], records: list[dict], arch: int) -> None:
+    """Keep nvdisasm's records of raw words of `arch` (listed alone, not in a kernel) that are
+    not control flow."""
     if len(_RAW) > RAW_HELD:
         _RAW.clear()
     for word, record in zip(words, records):
         if isinstance(record, dict) and "other-attributes" not in record:
-            held = _RAW.setdefault(word & ~TIMING_BITS, [])
+            held = _RAW.setdefault((arch, word & ~TIMING_BITS), [])
             if len(held) < 4 and all(ins.word != word for ins, _ in held):
                 held.append((make_instruction(0, word, record), record))
 
@@ -77,7 +80,7 @@ def derived_listing(text: bytes, reference: KernelCode) -> list[dict] | None:
         if ctrl.encoding_problem() is not None:
             return None
         key = word & ~TIMING_BITS
-        record = _same_op(offset, ctrl, by_key.get(key, ())) or _same_op(-1, ctrl, _RAW.get(key, ()))
+        record = _same_op(offset, ctrl, by_key.get(key, ())) or _same_op(-1, ctrl, _RAW.get((reference.arch, key), ()))
         if record is None and not ctrl.reuse:
             record = _same_op(offset, ctrl, by_bare_key.get(key, ()))
             record = record and reuse_removed(record)

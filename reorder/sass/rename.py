@@ -70,7 +70,7 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
         key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
         lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"],
     )
-    remember(words, records)
+    remember(words, records, arch)
     out = []
     for r in records:
         guard, operands = r.get("predicate", ""), split_operands(r.get("operands", ""))
