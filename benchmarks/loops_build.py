@@ -12,7 +12,7 @@ JIT's own binding and options):
 - reorder's candidates from the num_stages=1 PTX: Prefetch d = 1..4 and UnrollBatch k = 2, 4
   on both loops (x, w and y are distinct tensors: --assume-noalias), and Prefetch 1, 2 with
   the second pass's prologue loads hoisted above the block reduction's barrier; each
-  compiled by Triton's ptxas with Triton's flags (reorder.ptx.compile) and verified.
+  compiled by Triton's ptxas with Triton's flags (reorder.ptx.toolchain.compile) and verified.
 
 Launches: for every cell (N in {4096, 8192} x rows in {16, 1024}) the spec at that shape and
 at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so the loop
@@ -118,13 +118,13 @@ def triton_configs(out: Path, block: int, warps: int) -> list[dict]:
 
 def reorder_candidates(out: Path, block: int, warps: int, original: dict) -> list[dict]:
     """reorder's candidates from the num_stages=1 PTX, built as the search builds them (a walk
-    over the registered kinds, reorder.ptx.searchspace): each loop move on both loops, and
+    over the registered kinds, reorder.ptx.space.searchspace): each loop move on both loops, and
     with '+hoist' the second pass's prologue loads also above the block reduction's barrier
     (GlobalHoist 'barrier', the placement DESIGN.md measured by hand); compiled and verified."""
     from reorder.base.errors import ReorderError
     from reorder.build.ptxcandidate import read_ptx, write_and_compile
-    from reorder.ptx.registry import OFF, MoveOptions
-    from reorder.ptx.searchspace import walk
+    from reorder.ptx.space.registry import OFF, MoveOptions
+    from reorder.ptx.space.searchspace import walk
 
     source = out / f"{original['name']}.ptx"
     module = read_ptx(source)
@@ -223,9 +223,9 @@ def build_suite(
     at each of `distances`, UnrollBatch by each of `factors`; `only` names the kernels (all)."""
     from reorder.base.errors import ReorderError
     from reorder.build.ptxcandidate import read_ptx, write_and_compile
-    from reorder.ptx.compile import compile_ptx
-    from reorder.ptx.prefetch import Prefetch, movable_loops
-    from reorder.ptx.unroll import UnrollBatch
+    from reorder.ptx.moves.prefetch import Prefetch, movable_loops
+    from reorder.ptx.moves.unroll import UnrollBatch
+    from reorder.ptx.toolchain.compile import compile_ptx
 
     source_dir = ROOT / "benchmarks/kernels/ptx_candidates/source"
     rows = []

@@ -39,8 +39,8 @@ def one_build(ptx: Path, kernel: str, noalias: bool) -> dict[str, float]:
     """Seconds per stage of one cold build (wall), and the CPU seconds of the whole build."""
     from reorder.build import ptxlevel
     from reorder.build.ptxcandidate import verdict
-    from reorder.ptx.compile import compile_ptx
-    from reorder.ptx.effects import _effect_of
+    from reorder.ptx.model.effects import _effect_of
+    from reorder.ptx.toolchain.compile import compile_ptx
     from reorder.sass.model import _disassemble_cached
 
     os.environ["REORDER_CACHE"] = tempfile.mkdtemp(prefix="reorder-build-time-")

@@ -6,11 +6,11 @@ For every suite source: `nvcc -ptx -O3 -arch=sm_90` (the suite's flags with -ptx
 -cubin), kept under OUT_DIR/source/ so the candidates rebuild without nvcc. For every
 suite kernel: how many GlobalHoist instances it has, without and with --assume-noalias;
 then one candidate where any move applies, with the first plan that moves something
-(barrier, then store, then branch; reorder.ptx.plans), under the suite's own no-alias
+(barrier, then store, then branch; reorder.ptx.space.plans), under the suite's own no-alias
 setting (benchmarks/suite.toml). RMSNorm (rmsnorm_triton_style) gets the 'barrier' plan,
 the move DESIGN.md measured by hand (its normalise-pass loads above the block reduction),
 and the 'top' plan beside it. Each candidate: OUT_DIR/<kernel>[.<mode>].ptx and .cubin,
-compiled by reorder.ptx.compile (ptxas -O3) and verified; OUT_DIR/manifest.json lists
+compiled by reorder.ptx.toolchain.compile (ptxas -O3) and verified; OUT_DIR/manifest.json lists
 kernel, moves, cubin sha256 and source PTX. The cubin holds every kernel of its source;
 time the named one against benchmarks/kernels/cubin/<source>.cubin (the same SASS as the
 source PTX compiled alone: `baseline_sass_equal` in the manifest says so per source).
@@ -33,9 +33,9 @@ from reorder.base.errors import ReorderError
 from reorder.base.files import write_atomic
 from reorder.binary.cubin import read_cubin
 from reorder.build.ptxcandidate import read_ptx, write_and_compile
-from reorder.ptx.compile import compile_ptx
-from reorder.ptx.hoist import GlobalHoist
-from reorder.ptx.plans import plan
+from reorder.ptx.moves.hoist import GlobalHoist
+from reorder.ptx.space.plans import plan
+from reorder.ptx.toolchain.compile import compile_ptx
 from reorder.sass.model import decode_kernel
 
 OUT_DIR = KERNEL_DIR / "ptx_candidates"

@@ -39,8 +39,8 @@ from benchmarks.kernels.build import CUBIN_DIR, KERNEL_DIR, all_kernels, cubin_n
 from benchmarks.kernels.sweep import sweep_points
 from reorder.build.ptxlevel import PtxLevel, picks_of, seed_params
 from reorder.build.space import Choice, build_candidate
-from reorder.ptx.registry import OFF, Instance
-from reorder.ptx.searchspace import walk
+from reorder.ptx.space.registry import OFF, Instance
+from reorder.ptx.space.searchspace import walk
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_PTX = KERNEL_DIR / "ptx_candidates" / "source"
@@ -96,7 +96,7 @@ def ptx_variants(level: PtxLevel, cap: int) -> list[tuple]:
 
 
 def _pick(inst: Instance, choice: str):
-    from reorder.ptx.registry import Pick
+    from reorder.ptx.space.registry import Pick
 
     return Pick(inst.kind, inst.key, choice)
 

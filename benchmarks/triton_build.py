@@ -11,15 +11,15 @@ reorder's candidates for it:
 - `sass`: SliceBatch/LoadBatch then stall cuts on Triton's cubin (reorder.triton.rewrite.
   moves_binary), verified against the compiler's schedule; left out when the static model
   predicts no gain (the original would be timed twice);
-- `ptx-<mode>`: GlobalHoist plans on Triton's PTX (reorder.ptx.plans: barrier, top, store,
+- `ptx-<mode>`: GlobalHoist plans on Triton's PTX (reorder.ptx.space.plans: barrier, top, store,
   branch), the moved PTX compiled by **Triton's own cubin stage** (the backend's make_cubin
   with the config's options: the same ptxas, flags and PTX options as the original) and
   verified as a compiler's cubin is (reorder.build.ptxcandidate.verdict); identical cubins once;
 - `ptx-loop-<choice>`, `ptx-reuse-on`: the registered PTX move kinds beyond the hoists
-  (reorder.ptx.registry; KIND_CHOICES): Prefetch at distance 1 to 4 or UnrollBatch by 2 or 4 on
+  (reorder.ptx.space.registry; KIND_CHOICES): Prefetch at distance 1 to 4 or UnrollBatch by 2 or 4 on
   every loop Triton left unpipelined, and ReuseLoad, compiled and verified the same way;
 - `ptx-wgmma-on`: the loop-exit wgmma wait moved and the register waits made exact
-  (reorder.ptx.wgmma), so ptxas stops serializing the tensor-core ops;
+  (reorder.ptx.moves.wgmma), so ptxas stops serializing the tensor-core ops;
 - `ptx-<mode>+sass`: the SASS pipeline on the first PTX candidate's cubin and on
   `ptx-wgmma-on`'s (both levels).
 
@@ -58,7 +58,7 @@ from typing import Any
 from benchmarks.rows import error_line
 
 PTX_MODES = ("barrier", "top", "store", "branch")
-# registered PTX move kinds (reorder.ptx.registry) beyond the hoist plans, and the alternatives
+# registered PTX move kinds (reorder.ptx.space.registry) beyond the hoist plans, and the alternatives
 # built for them: every instance of the kind takes the same one (the loop moves pipeline a
 # `tl.range` loop Triton left unpipelined, next to Triton's own LOOP_STAGES configs)
 KIND_CHOICES = {
@@ -97,15 +97,15 @@ def triton_cubin_stage(ptx: str, config_kwargs: dict) -> bytes:
 
 
 def _plan_moves(module, kernel: str, mode: str):
-    from reorder.ptx.plans import plan
+    from reorder.ptx.space.plans import plan
 
     moved, moves = plan(module, kernel, True, mode)
     return moved, [m.describe() for m in moves]
 
 
 def _kind_moves(module, kernel: str, kind_name: str, choice: str):
-    import reorder.ptx.kinds  # noqa: F401 - registers every kind
-    from reorder.ptx.registry import MoveOptions, Pick, kind_named
+    import reorder.ptx.space.kinds  # noqa: F401 - registers every kind
+    from reorder.ptx.space.registry import MoveOptions, Pick, kind_named
 
     kind, options = kind_named(kind_name), MoveOptions(kernel, True)
     picks = [Pick(kind.name, i.key, choice) for i in kind.instances(module, options) if choice in i.choices]
@@ -118,7 +118,7 @@ def _kind_moves(module, kernel: str, kind_name: str, choice: str):
 def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> list[dict]:
     """One candidate per PTX plan or registered kind's alternative that moves something
     (identical cubins once)."""
-    from reorder.ptx.model import parse_module
+    from reorder.ptx.model.model import parse_module
 
     module = parse_module(ptx)
     ways = [(f"ptx-{mode}", lambda mode=mode: _plan_moves(module, kernel, mode)) for mode in PTX_MODES]

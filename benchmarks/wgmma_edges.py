@@ -2,7 +2,7 @@
 
     python -m benchmarks.wgmma_edges --build gpu_build/triton --out OUT [--sets 3] [--jobs 4]
 
-reorder.ptx.wgmma moves the feed-forward's exit wait onto the loop's way out and lowers the
+reorder.ptx.moves.wgmma moves the feed-forward's exit wait onto the loop's way out and lowers the
 loop's register waits. The benchmark's shapes run the K loop 8 to 64 times; the paths the
 move changes most are the short ones: the loop skipped (K = 0: the path that now has no
 wait at all), run once (K = 64: the exit right after the first iteration, with the fewest

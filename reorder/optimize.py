@@ -23,7 +23,7 @@ from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.build.listing import list_space
 from reorder.build.ptxlevel import PtxLevel, ptx_level
 from reorder.build.space import Choice, build_cached
-from reorder.ptx.compile import Recipe
+from reorder.ptx.toolchain.compile import Recipe
 from reorder.report.contributions import overlaps, settle
 from reorder.report.markdown import Report, failures_by_class, pruned_by_class, versions, write_report
 from reorder.report.sassdiff import sass_diff
@@ -63,7 +63,7 @@ class OptimizeArgs:
     final_budget_s: float = 5.0  # seconds of paired timing per finalist
     contributions: bool = True  # re-score the winner without each of its moves, dropping those that do not pay
     timeline: bool = False  # probe original and winner where they differ (GPU), timeline.png in the report
-    compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptx.compile)
+    compiled_from: str = ""  # where `cubin` came from when the input was PTX (reorder.ptx.toolchain.compile)
     check_launches: tuple[Path, ...] = ()  # more launch specs the winner must serve (each batch size)
     build_cache: str | None = None  # this run's folder of built candidates (build_cached)
     recheck_sets: int = 20  # fresh input sets per launch in the winner's re-check

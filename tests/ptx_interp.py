@@ -15,8 +15,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from reorder.ptx.cfg import Cfg
-from reorder.ptx.model import Function
+from reorder.ptx.analyses.cfg import Cfg
+from reorder.ptx.model.model import Function
 
 _INT = re.compile(r"-?(0[xX][0-9a-fA-F]+|\d+)")
 _FLOAT = re.compile(r"0[fF]([0-9a-fA-F]{8})")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reorder.build.ptxlevel import loop_seed_params, picks_of, ptx_level, seed_params
 from reorder.build.space import SearchSpace
-from reorder.ptx.loopkinds import CHOICES
+from reorder.ptx.space.loopkinds import CHOICES
 from reorder.search import study
 
 PTX = Path(__file__).resolve().parent.parent / "benchmarks/kernels/ptx_candidates/source/embedding_bag.ptx"

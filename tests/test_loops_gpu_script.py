@@ -13,7 +13,7 @@ import pytest
 from benchmarks import loops_gpu
 from reorder.binary.tools import have_tool
 from reorder.build.ptxcandidate import read_ptx, write_and_compile
-from reorder.ptx.prefetch import Prefetch
+from reorder.ptx.moves.prefetch import Prefetch
 
 ROOT = Path(__file__).resolve().parent.parent
 TRITON = ROOT / "benchmarks/triton_kernels/sm_90"

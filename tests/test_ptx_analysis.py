@@ -9,9 +9,9 @@ from pathlib import Path
 import ptx_sources  # tests/ptx_sources.py
 import pytest
 
-from reorder.ptx.analysis import Analysis
-from reorder.ptx.guards import reach_condition, simplify
-from reorder.ptx.model import parse_module
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.guards import reach_condition, simplify
+from reorder.ptx.model.model import parse_module
 
 ROOT = Path(__file__).resolve().parent.parent
 RMSNORM = ROOT / "benchmarks/kernels/ptx_candidates/source/rmsnorm.ptx"

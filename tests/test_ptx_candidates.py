@@ -21,8 +21,8 @@ from reorder.binary.cubin import read_cubin
 from reorder.binary.tools import have_tool
 from reorder.build.ptxcandidate import read_ptx, verdict, write_and_compile
 from reorder.cli.main import main
-from reorder.ptx.compile import compile_ptx
-from reorder.ptx.plans import plan
+from reorder.ptx.space.plans import plan
+from reorder.ptx.toolchain.compile import compile_ptx
 from reorder.sass.model import decode_kernel
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,11 +12,11 @@ import pytest
 
 from reorder.base.errors import NotApplicable
 from reorder.binary.tools import have_tool
-from reorder.ptx.analysis import Analysis
-from reorder.ptx.hoist import GlobalHoist, choose, targets
-from reorder.ptx.legality import Planner
-from reorder.ptx.model import Module, parse_module
-from reorder.ptx.peel import PeelLoop
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.legality import Planner
+from reorder.ptx.model.model import Module, parse_module
+from reorder.ptx.moves.hoist import GlobalHoist, choose, targets
+from reorder.ptx.moves.peel import PeelLoop
 
 SKIP = """
 	setp.ne.s32 	%p1, %r1, 0;

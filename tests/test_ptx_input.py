@@ -1,5 +1,5 @@
 """PTX input: every command that takes a cubin takes PTX, compiled the way its producer
-would have compiled it (reorder.ptx.compile)."""
+would have compiled it (reorder.ptx.toolchain.compile)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from reorder.base.errors import InputError
 from reorder.binary.cubin import read_cubin
 from reorder.binary.tools import have_tool, triton_bin_dir
 from reorder.cli.main import main
-from reorder.ptx.compile import compile_ptx, read_head
+from reorder.ptx.toolchain.compile import compile_ptx, read_head
 from reorder.sass.model import decode_kernel
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -86,7 +86,7 @@ def test_triton_36_ptx_gives_the_machine_code_triton_36_gives(tmp_path, monkeypa
 
 @pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
 def test_ptx_newer_than_every_ptxas_is_refused_in_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr("reorder.ptx.compile.triton_bin_dir", lambda: tmp_path / "no-triton")
+    monkeypatch.setattr("reorder.ptx.toolchain.compile.triton_bin_dir", lambda: tmp_path / "no-triton")
     newer = tmp_path / "newer.ptx"
     newer.write_text(NVCC_PTX.read_text().replace(".version 9.0", ".version 99.9"))
     with pytest.raises(InputError, match=r"PTX \.version 99\.9 is newer than every ptxas here"):

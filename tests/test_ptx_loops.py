@@ -25,12 +25,12 @@ from ptx_interp import Memory, Thread, Unmodelled
 from reorder.base.errors import NotApplicable
 from reorder.binary.tools import have_tool
 from reorder.build.ptxcandidate import write_and_compile
-from reorder.ptx.analysis import Analysis
-from reorder.ptx.loopfind import find_loop
-from reorder.ptx.loopload import loop_loads
-from reorder.ptx.model import Module, parse_module
-from reorder.ptx.prefetch import Prefetch
-from reorder.ptx.unroll import UnrollBatch
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.model.model import Module, parse_module
+from reorder.ptx.moves.loopfind import find_loop
+from reorder.ptx.moves.loopload import loop_loads
+from reorder.ptx.moves.prefetch import Prefetch
+from reorder.ptx.moves.unroll import UnrollBatch
 
 ROOT = Path(__file__).resolve().parent.parent
 TRITON = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
@@ -297,8 +297,8 @@ def test_ptx_loops_command(tmp_path):
 
 
 def test_the_loop_kind_is_registered_and_every_alternative_applies():
-    import reorder.ptx.kinds  # noqa: F401  (registers every kind)
-    from reorder.ptx.registry import MoveOptions, Pick, kind_named
+    import reorder.ptx.space.kinds  # noqa: F401  (registers every kind)
+    from reorder.ptx.space.registry import MoveOptions, Pick, kind_named
 
     kind, module = kind_named("loop"), _triton()
     assert kind.instances(module, MoveOptions("rmsnorm_looped", False)) and [
@@ -434,8 +434,8 @@ def test_only_wrapping_integer_adds_are_inductions():
 def test_loop_moves_compose_with_the_other_kinds():
     """Walks over every registered kind (peel, loop, hoist, reuse) with a loop move always
     taken: the same work as the original, and each rebuilt byte for byte from its picks."""
-    from reorder.ptx.registry import MoveOptions
-    from reorder.ptx.searchspace import rebuild, walk
+    from reorder.ptx.space.registry import MoveOptions
+    from reorder.ptx.space.searchspace import rebuild, walk
 
     module, options, rng = _triton(), MoveOptions("rmsnorm_looped", True), random.Random(3)
     for _ in range(3):

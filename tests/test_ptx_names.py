@@ -18,7 +18,7 @@ from reorder.build.ptxcandidate import read_ptx
 from reorder.build.ptxlevel import build, picks_of, ptx_level, seed_params
 from reorder.build.ptxnames import kernel_in_ptx, renamed_entry
 from reorder.cli.main import main
-from reorder.ptx.model import parse_module
+from reorder.ptx.model.model import parse_module
 
 NAMES = Path(__file__).resolve().parent / "data" / "names"
 

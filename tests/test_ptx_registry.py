@@ -10,10 +10,10 @@ import pytest
 
 from reorder.base.errors import NotApplicable
 from reorder.build.ptxcandidate import read_ptx
-from reorder.ptx import registry
-from reorder.ptx.plans import plan
-from reorder.ptx.registry import OFF, Instance, MoveKind, MoveOptions, Pick, register, registered
-from reorder.ptx.searchspace import first_stage, from_params, rebuild, walk
+from reorder.ptx.space import registry
+from reorder.ptx.space.plans import plan
+from reorder.ptx.space.registry import OFF, Instance, MoveKind, MoveOptions, Pick, register, registered
+from reorder.ptx.space.searchspace import first_stage, from_params, rebuild, walk
 
 ROOT = Path(__file__).resolve().parent.parent
 RMSNORM_PTX = ROOT / "benchmarks/kernels/ptx_candidates/source/rmsnorm.ptx"

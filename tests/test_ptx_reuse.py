@@ -12,10 +12,10 @@ import pytest
 from reorder.base.errors import NotApplicable
 from reorder.binary.tools import have_tool
 from reorder.build.ptxlevel import PtxLevel, build
-from reorder.ptx.model import Module, parse_module
-from reorder.ptx.registry import MoveOptions, Pick
-from reorder.ptx.reuse import ReuseLoad
-from reorder.ptx.searchspace import first_stage
+from reorder.ptx.model.model import Module, parse_module
+from reorder.ptx.moves.reuse import ReuseLoad
+from reorder.ptx.space.registry import MoveOptions, Pick
+from reorder.ptx.space.searchspace import first_stage
 
 TAIL = """
 	add.f32 	%f3, %f1, %f2;

@@ -10,8 +10,8 @@ from pathlib import Path
 import ptx_sources  # tests/ptx_sources.py
 import pytest
 
-from reorder.ptx.lexer import pieces
-from reorder.ptx.model import parse_module
+from reorder.ptx.model.lexer import pieces
+from reorder.ptx.model.model import parse_module
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO_PTX = sorted(p for p in ROOT.glob("**/*.ptx") if ".venv" not in p.parts and ".git" not in p.parts)

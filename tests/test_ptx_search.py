@@ -18,13 +18,13 @@ from reorder.binary.tools import have_tool
 from reorder.build.ptxlevel import PtxLevel, build, off_params, picks_of, seed_params
 from reorder.build.space import Choice, SearchSpace
 from reorder.cli.main import main
-from reorder.ptx.registry import OFF, Pick
+from reorder.ptx.space.registry import OFF, Pick
 from reorder.search.study import choice_of, suggest
 
 needs_ptxas = pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")
 
 # x[tid+1] and x[tid+2] read after the block's barrier, in an `if`; the kernel writes only y:
-# under no-alias both loads may rise above bar.sync (reorder.ptx.memory), predicated.
+# under no-alias both loads may rise above bar.sync (reorder.ptx.analyses.memory), predicated.
 BODY = """
 	ld.global.f32 	%f1, [%rd6];
 	st.shared.f32 	[smem], %f1;
@@ -215,9 +215,9 @@ def test_off_is_never_a_pick(ptx):
 
 @needs_ptxas
 def test_a_triton_ptx_candidate_is_compiled_the_way_triton_compiles(tmp_path):
-    """Triton's PTX: the seed's moves, then Triton's ptxas and flags (reorder.ptx.compile), verified."""
+    """Triton's PTX: the seed's moves, then Triton's ptxas and flags (reorder.ptx.toolchain.compile), verified."""
     from reorder.binary.tools import triton_bin_dir
-    from reorder.ptx.compile import read_head, recipes
+    from reorder.ptx.toolchain.compile import read_head, recipes
 
     source = Path(__file__).resolve().parent.parent / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
     head = read_head(source.read_bytes())

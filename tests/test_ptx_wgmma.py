@@ -1,4 +1,4 @@
-"""WgmmaAsync (reorder.ptx.wgmma): the fused feed-forward's serialized HGMMA loop.
+"""WgmmaAsync (reorder.ptx.moves.wgmma): the fused feed-forward's serialized HGMMA loop.
 
 Triton's PTX of benchmarks/triton_kernels/ffn.py has a `wgmma.wait_group 0` after the K loop
 and zeroes the accumulators on the path that skips the loop, so ptxas serializes every
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import reorder.ptx.kinds  # noqa: F401 - registers every kind
+import reorder.ptx.space.kinds  # noqa: F401 - registers every kind
 from reorder.base.errors import NotApplicable
 from reorder.binary.cubin import read_cubin
-from reorder.ptx.model import parse_module
-from reorder.ptx.registry import MoveOptions, kind_named
-from reorder.ptx.wgmma import WgmmaAsync, exit_waits, loop_breaks, sink_exit_wait, wait_count
+from reorder.ptx.model.model import parse_module
+from reorder.ptx.moves.wgmma import WgmmaAsync, exit_waits, loop_breaks, sink_exit_wait, wait_count
+from reorder.ptx.space.registry import MoveOptions, kind_named
 from reorder.sass.model import decode_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +74,7 @@ def test_the_registered_kind_offers_and_rebuilds_it(ffn):
     options = MoveOptions(KERNEL, True)
     (instance,) = kind.instances(ffn, options)
     assert instance.choices == ("off", "on")
-    from reorder.ptx.registry import Pick
+    from reorder.ptx.space.registry import Pick
 
     made, notes = kind.apply(ffn, options, [Pick("wgmma", instance.key, "on")])
     again, _ = kind.apply(ffn, options, [Pick("wgmma", instance.key, "on")])
@@ -169,11 +169,11 @@ def _triton_ptxas() -> bool:
 
 @pytest.mark.skipif(not _triton_ptxas(), reason="Triton's bundled ptxas is not installed")
 def test_ptxas_keeps_the_moved_loop_asynchronous(ffn, tmp_path):
-    """Compiled as Triton compiles (reorder.ptx.compile picks Triton's ptxas and flags for
+    """Compiled as Triton compiles (reorder.ptx.toolchain.compile picks Triton's ptxas and flags for
     Triton's PTX): the original has a wait of 0 after each of the loop's 8 HGMMAs; the moved
     one has one wait of 0, on the way out of the loop, and the verifier accepts it."""
     from reorder.build.ptxcandidate import verdict
-    from reorder.ptx.compile import compile_ptx
+    from reorder.ptx.toolchain.compile import compile_ptx
 
     (move,) = WgmmaAsync.instances(ffn, KERNEL)
     moved_path = tmp_path / "moved.ptx"

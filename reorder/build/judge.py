@@ -4,7 +4,7 @@ The output of a PTX-route optimize (reorder.build.record) is ptxas's build of th
 with PTX moves made, then SASS moves on that build. Each of the three is judged by the rules
 that hold for it:
 
-1. the PTX moves: remade on the input's PTX, each pick by its kind (reorder.ptx.registry),
+1. the PTX moves: remade on the input's PTX, each pick by its kind (reorder.ptx.space.registry),
    whose instances are exactly the moves the PTX legality rules allow there (a pick the rules
    do not allow on this PTX is not offered, and the route fails there); the moved PTX must
    be the one the output was built from, byte for byte (its digest in the record);
@@ -27,8 +27,8 @@ from reorder.binary.cubin import Cubin, parse_cubin
 from reorder.build.ptxbuild import ptx_build
 from reorder.build.ptxlevel import ptx_level
 from reorder.build.record import PtxRoute, Record, sha256
-from reorder.ptx.registry import Pick
-from reorder.ptx.searchspace import rebuild
+from reorder.ptx.space.registry import Pick
+from reorder.ptx.space.searchspace import rebuild
 from reorder.sass.model import decode_kernel
 
 

@@ -11,8 +11,8 @@ from reorder.base.errors import InputError
 from reorder.binary.cubin import parse_cubin
 from reorder.build.ptxcandidate import Verdict, verdict
 from reorder.build.ptxlevel import PtxLevel
-from reorder.ptx.compile import compile_ptx
-from reorder.ptx.model import Module
+from reorder.ptx.model.model import Module
+from reorder.ptx.toolchain.compile import compile_ptx
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class PtxBuild:
 
 
 def ptx_build(level: PtxLevel, module: Module) -> PtxBuild:
-    """Compile `module` the way its producer does (reorder.ptx.compile: content-cached)."""
+    """Compile `module` the way its producer does (reorder.ptx.toolchain.compile: content-cached)."""
     with tempfile.TemporaryDirectory(prefix="reorder-ptx-") as tmp:
         path = Path(tmp) / Path(level.path).name
         path.write_text(module.text)

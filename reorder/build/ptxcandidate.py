@@ -1,6 +1,6 @@
 """A PTX candidate: moves applied, PTX printed, compiled the way its producer would, verified.
 
-Compiling goes through reorder.ptx.compile (nvcc's PTX with ptxas -O3, Triton's with Triton's
+Compiling goes through reorder.ptx.toolchain.compile (nvcc's PTX with ptxas -O3, Triton's with Triton's
 ptxas and flags), so a candidate is compiled exactly like the original it is timed against.
 
 The SASS is ptxas's own schedule: no SASS move touched it. It is still run through the
@@ -23,9 +23,9 @@ from legality.verify import verify_kernel
 from reorder.base.errors import InputError
 from reorder.base.files import write_atomic
 from reorder.binary.cubin import read_cubin
-from reorder.ptx.compile import compile_ptx
-from reorder.ptx.model import Module, parse_module
-from reorder.ptx.plans import Move, apply_moves
+from reorder.ptx.model.model import Module, parse_module
+from reorder.ptx.space.plans import Move, apply_moves
+from reorder.ptx.toolchain.compile import compile_ptx
 from reorder.sass.model import decode_kernel
 
 

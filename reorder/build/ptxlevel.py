@@ -1,9 +1,9 @@
 """The PTX level of an optimize search: candidates that are PTX moves, then the producer's
 ptxas, then SASS moves on what ptxas made.
 
-A candidate with PTX picks (reorder.ptx.searchspace: the registered kinds walked in stage
+A candidate with PTX picks (reorder.ptx.space.searchspace: the registered kinds walked in stage
 order) is built as: the picks rebuilt on the source PTX, the moved PTX compiled the way its
-producer compiles it (reorder.ptx.compile: Triton's ptxas and flags for Triton's PTX, ptxas -O3
+producer compiles it (reorder.ptx.toolchain.compile: Triton's ptxas and flags for Triton's PTX, ptxas -O3
 for nvcc's), ptxas's cubin verified as a compiler's cubin is (reorder.build.ptxcandidate.verdict:
 nothing beyond ptxas's own schedule may be flagged), then one combination of SASS move
 families on top (stall cuts, slice or load batching: every instance of the family, listed
@@ -31,12 +31,12 @@ from reorder.build.ptxnames import ptx_for_kernel
 from reorder.moves.core import LoadBatch, StallCut
 from reorder.moves.protocol import MoveOptions as SassOptions  # the PTX kinds' MoveOptions is another
 from reorder.moves.slicebatch import SliceBatch
-from reorder.ptx.compile import Recipe, compile_ptx, read_head
-from reorder.ptx.model import Module, parse_module
-from reorder.ptx.peel import PeelLoop
-from reorder.ptx.plans import loads_reaching
-from reorder.ptx.registry import OFF, Instance, MoveOptions, Pick
-from reorder.ptx.searchspace import first_stage, from_params, rebuild, walk
+from reorder.ptx.model.model import Module, parse_module
+from reorder.ptx.moves.peel import PeelLoop
+from reorder.ptx.space.plans import loads_reaching
+from reorder.ptx.space.registry import OFF, Instance, MoveOptions, Pick
+from reorder.ptx.space.searchspace import first_stage, from_params, rebuild, walk
+from reorder.ptx.toolchain.compile import Recipe, compile_ptx, read_head
 from reorder.sass.model import KernelCode, decode_kernel
 
 SASS_PARAM = "sass"  # the SASS families on a PTX candidate's cubin
@@ -91,7 +91,7 @@ def _module(path: str) -> Module:
 def ptx_level(path: Path, kernel: str, noalias: bool, arch: int, recipe: Recipe | None = None) -> PtxLevel:
     """The PTX level for `kernel`, or one InputError saying why this PTX cannot serve it;
     `recipe` compiles every candidate (the producer's own ptxas and flags when they are known
-    exactly, as for a Triton config), else the producer's default (reorder.ptx.compile)."""
+    exactly, as for a Triton config), else the producer's default (reorder.ptx.toolchain.compile)."""
     data = path.read_bytes() if path.is_file() else b""
     head = read_head(data)
     if head is None:
@@ -127,7 +127,7 @@ def off_params(level: PtxLevel) -> dict:
 
 
 def seed_params(level: PtxLevel) -> list[dict]:
-    """The PTX plans (reorder.ptx.plans) as seeds, each without and with stall cuts, distinct
+    """The PTX plans (reorder.ptx.space.plans) as seeds, each without and with stall cuts, distinct
     PTX only: loads above the barriers, the same loads as far up as legal, loads above the
     stores, and every load as far up as legal. A loop is peeled for a plan only when its
     copy then holds a load the plan moves (as plans.py peels)."""
@@ -157,7 +157,7 @@ def seed_params(level: PtxLevel) -> list[dict]:
 def loop_seed_params(level: PtxLevel) -> list[dict]:
     """Each loop move alone, at each of its alternatives (prefetch at every distance, unroll
     by each factor), distinct PTX only: whether a loop pays and how far ahead depends on the
-    launch shape (reorder.ptx.loopkinds), so a search, over one shape or several, starts from
+    launch shape (reorder.ptx.space.loopkinds), so a search, over one shape or several, starts from
     each of them measured rather than waiting for its sampler to reach them."""
     module, options = level.module(), level.options
     seeds, texts = [], set()

@@ -21,7 +21,7 @@ from reorder.base.errors import InputError
 from reorder.base.files import write_atomic
 from reorder.binary.anonymous import same_kernel
 from reorder.binary.kernelchoice import readable
-from reorder.ptx.model import Module
+from reorder.ptx.model.model import Module
 
 MAX_LISTED = 12
 

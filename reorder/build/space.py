@@ -26,7 +26,7 @@ from reorder.build.ptxlevel import build as build_ptx
 from reorder.moves.core import LoadBatch, StallCut, Swap
 from reorder.moves.protocol import Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
-from reorder.ptx.registry import Pick
+from reorder.ptx.space.registry import Pick
 from reorder.sass.model import KernelCode, decode_kernel
 
 MAX_SWAPS = 3
@@ -69,7 +69,7 @@ class Choice:
     stall_cuts: tuple[int, ...] = ()
     swaps: tuple[int, ...] = ()
     slice_batches: tuple[int, ...] = ()
-    ptx: tuple[Pick, ...] = ()  # PTX picks (reorder.ptx.searchspace); then the SASS indices are unused
+    ptx: tuple[Pick, ...] = ()  # PTX picks (reorder.ptx.space.searchspace); then the SASS indices are unused
     sass: str = ""  # SASS families on the PTX build ('sc', 'sb+sc' ...; reorder.build.ptxlevel), '' for none
 
     def moves(self) -> list[tuple[str, int]]:

@@ -84,7 +84,7 @@ def l2_states(values, where: str) -> tuple[str, ...]:
 def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     """One [[kernel]] entry, its files checked to exist and its launch spec to parse."""
     from benchmarks.kernels.sweep import sweep_points
-    from reorder.ptx.compile import compile_ptx
+    from reorder.ptx.toolchain.compile import compile_ptx
 
     cubin, spec = suite.parent / entry["cubin"], suite.parent / entry["spec"]
     if not cubin.is_file():

@@ -567,8 +567,8 @@ def _optimize_ptx(args: argparse.Namespace):
     from pathlib import Path
 
     from reorder.base.errors import InputError
-    from reorder.ptx.compile import compile_ptx
-    from reorder.ptx.cuda import cuda_ptx
+    from reorder.ptx.toolchain.compile import compile_ptx
+    from reorder.ptx.toolchain.cuda import cuda_ptx
 
     given = getattr(args, "ptx_inputs", {}).get("cubin")
     if args.cubin.endswith(".cu"):

@@ -127,12 +127,12 @@ _INPUTS = ("cubin", "a", "b", "against")  # the argument names that take a kerne
 
 
 def _compile_ptx_inputs(args: argparse.Namespace) -> None:
-    """Replace each PTX input by the cubin ptxas makes of it (reorder.ptx.compile), saying so on
+    """Replace each PTX input by the cubin ptxas makes of it (reorder.ptx.toolchain.compile), saying so on
     stderr; an output path that names a PTX input is refused like one that names a cubin."""
     from pathlib import Path
 
     from reorder.base.errors import InputError
-    from reorder.ptx.compile import compile_ptx
+    from reorder.ptx.toolchain.compile import compile_ptx
 
     for name in _INPUTS:
         value = getattr(args, name, None)

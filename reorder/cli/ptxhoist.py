@@ -8,13 +8,13 @@ from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
 from reorder.build.ptxcandidate import Built, check_compiles, read_ptx, write_and_compile
-from reorder.ptx.analysis import Analysis
-from reorder.ptx.hoist import GlobalHoist, targets
-from reorder.ptx.legality import Planner
-from reorder.ptx.memory import Noalias
-from reorder.ptx.model import Module
-from reorder.ptx.peel import PeelLoop
-from reorder.ptx.plans import MODES, Move, loads_reaching, plan
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.legality import Planner
+from reorder.ptx.analyses.memory import Noalias
+from reorder.ptx.model.model import Module
+from reorder.ptx.moves.hoist import GlobalHoist, targets
+from reorder.ptx.moves.peel import PeelLoop
+from reorder.ptx.space.plans import MODES, Move, loads_reaching, plan
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

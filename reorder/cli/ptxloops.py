@@ -15,14 +15,14 @@ from pathlib import Path
 from reorder.base.errors import InputError, NotApplicable
 from reorder.build.ptxcandidate import check_compiles, read_ptx, write_and_compile
 from reorder.cli.ptxhoist import _kernel, summary
-from reorder.ptx.analysis import Analysis
-from reorder.ptx.counted import loop_labels
-from reorder.ptx.loopfind import find_loop
-from reorder.ptx.loopload import loop_loads
-from reorder.ptx.memory import Noalias
-from reorder.ptx.model import Module
-from reorder.ptx.prefetch import DISTANCES, Prefetch
-from reorder.ptx.unroll import UnrollBatch
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.counted import loop_labels
+from reorder.ptx.analyses.memory import Noalias
+from reorder.ptx.model.model import Module
+from reorder.ptx.moves.loopfind import find_loop
+from reorder.ptx.moves.loopload import loop_loads
+from reorder.ptx.moves.prefetch import DISTANCES, Prefetch
+from reorder.ptx.moves.unroll import UnrollBatch
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ Data flow (each module imports only those above it):
   -> guards (when a block runs, as a predicate), legality (may a load move there?)
   -> rewrite (the moved text), peel and hoist (moves: values with `instances` and `apply`)
   -> plans (which moves when none are named), candidate (moves applied, printed, compiled
-     with reorder.ptx.compile, verified), command (`reorder ptx-hoist`)
+     with reorder.ptx.toolchain.compile, verified), command (`reorder ptx-hoist`)
   -> registry (the move kinds the search may make: name, stage, instances, apply),
      kinds (the built-in kinds registered), searchspace (a candidate's PTX moves: a walk
      over the kinds, sampled by the search and rebuilt from its picks)

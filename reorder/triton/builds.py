@@ -46,7 +46,7 @@ def moves_binary(cubin: bytes, noalias: bool) -> bytes:
 
 
 def async_wgmma(ptx: str, compile_cubin: Callable[[str], bytes]) -> tuple[bytes, str] | None:
-    """reorder.ptx.wgmma on Triton's PTX (every kernel, every loop-exit wait it can move),
+    """reorder.ptx.moves.wgmma on Triton's PTX (every kernel, every loop-exit wait it can move),
     compiled by the config's own cubin stage and verified as a compiler's cubin is: (the
     cubin, a note), or None when nothing moves (every Triton kernel whose wgmma ptxas does
     not serialize, and every kernel without wgmma).
@@ -57,8 +57,8 @@ def async_wgmma(ptx: str, compile_cubin: Callable[[str], bytes]) -> tuple[bytes,
     (benchmarks/results, README)."""
     from legality.verify import verify_kernel
     from reorder.binary.cubin import parse_cubin
-    from reorder.ptx.model import parse_module
-    from reorder.ptx.wgmma import WgmmaAsync
+    from reorder.ptx.model.model import parse_module
+    from reorder.ptx.moves.wgmma import WgmmaAsync
     from reorder.sass.model import decode_kernel
 
     module = parse_module(ptx)

@@ -265,7 +265,7 @@ def _ptx_of(call: Call, folder: Path) -> tuple[Path | None, Any, str]:
     (None, None, why the search runs without PTX): the recipe is Triton's own ptxas and flags
     for this call (reorder.triton.compile.ptxas_recipe), used only when it reproduces the
     config's cubin byte for byte, so every PTX candidate is compiled as the original was."""
-    from reorder.ptx.compile import Recipe, compile_ptx
+    from reorder.ptx.toolchain.compile import Recipe, compile_ptx
 
     path = folder / "original.ptx"
     path.write_text(call.kernel.asm["ptx"])

@@ -6,9 +6,9 @@ compiles it, it gets the K-th build of this list, made from the config's own PTX
 1. **Measured first**: every binary `rt.tune` stored for this very cubin (reorder.triton.
    rewrite.store_tuned: a GPU search, byte-checked at its launch), newest first. The cubin
    names the kernel, its specialization (ints equal to 1, 16-divisibility) and the config.
-2. **Then predicted**: one build per *menu* of the PTX move space (reorder.ptx.registry: the
+2. **Then predicted**: one build per *menu* of the PTX move space (reorder.ptx.space.registry: the
    kinds, each instance of a kind taking the same alternative): `loop` at each of Prefetch
-   1-4 and UnrollBatch 2/4, each hoist plan (reorder.ptx.plans), `reuse`, with the `wgmma`
+   1-4 and UnrollBatch 2/4, each hoist plan (reorder.ptx.space.plans), `reuse`, with the `wgmma`
    move on top wherever it is offered, and `wgmma` alone. Each menu's PTX is compiled by the
    config's own cubin stage (the same ptxas, flags and options), verified as a compiler's
    cubin is, then the static SASS moves run on it (reorder.triton.builds.moves_binary); the
@@ -66,7 +66,7 @@ class Menu:
 
     name: str
     choices: tuple[tuple[str, str], ...]  # (kind, alternative)
-    plan: str = ""  # a hoist plan (reorder.ptx.plans) instead of the kinds' walk
+    plan: str = ""  # a hoist plan (reorder.ptx.space.plans) instead of the kinds' walk
 
 
 LOOP_CHOICES = ("prefetch1", "prefetch2", "prefetch3", "prefetch4", "unroll2", "unroll4")
@@ -91,9 +91,9 @@ def per_trip(menu: Menu) -> int:
 def moved_ptx(module, kernel: str, noalias: bool, menu: Menu):
     """(the moved module, the moves made, every loop offered was moved, the build's name: the
     kinds that moved something, each with its alternative) for one menu."""
-    from reorder.ptx.plans import plan
-    from reorder.ptx.registry import OFF, MoveOptions
-    from reorder.ptx.searchspace import walk
+    from reorder.ptx.space.plans import plan
+    from reorder.ptx.space.registry import OFF, MoveOptions
+    from reorder.ptx.space.searchspace import walk
 
     if menu.plan:
         moved, moves = plan(module, kernel, noalias, menu.plan)
@@ -156,7 +156,7 @@ def static_builds(
     """(the predicted builds, in twin order, each predicted faster than `cubin`; one line per
     menu that failed). The SASS moves run on the `depth` best-predicted PTX builds only (they
     cost the most of a build, and only the first twins are ever asked for)."""
-    from reorder.ptx.model import parse_module
+    from reorder.ptx.model.model import parse_module
     from reorder.triton.builds import moves_binary
 
     original = _predicted(cubin)

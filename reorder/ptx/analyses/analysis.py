@@ -1,0 +1,57 @@
+"""Everything the moves read about one function, computed once: CFG, effects, def-use,
+address provenance, what the kernel writes, and the dependency graph."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import networkx as nx
+
+from reorder.ptx.analyses.cfg import Cfg
+from reorder.ptx.analyses.dataflow import DefUse
+from reorder.ptx.analyses.graph import dependency_graph, memory_graph
+from reorder.ptx.analyses.memory import MemoryFacts, Noalias, kernel_facts
+from reorder.ptx.analyses.provenance import Origins, address_origins
+from reorder.ptx.model.effects import function_effects
+from reorder.ptx.model.model import Function
+from reorder.ptx.model.registers import depth_of
+
+
+class Analysis:
+    """One function under one no-alias assumption (read-only once built)."""
+
+    def __init__(self, function: Function, noalias: Noalias = False) -> None:
+        self.function = function
+        self.noalias = noalias
+        self.cfg = Cfg(function)
+        self.effects = function_effects(function)
+        self.defuse = DefUse(self.cfg, self.effects)
+        self.depth = depth_of(function)
+
+    @cached_property
+    def origins(self) -> dict[int, Origins]:
+        return address_origins(self.cfg, self.effects)
+
+    @cached_property
+    def facts(self) -> MemoryFacts:
+        return kernel_facts(self.effects, self.origins, self.noalias)
+
+    @cached_property
+    def memory_graph(self) -> nx.DiGraph:
+        """Memory, barrier, fence and unknown edges only."""
+        return memory_graph(self.cfg, self.defuse, self.origins, self.facts)
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The whole dependency graph (reorder.ptx.analyses.graph)."""
+        return dependency_graph(self.cfg, self.defuse, self.memory_graph)
+
+    @cached_property
+    def unknown(self) -> tuple[tuple[str, str], ...]:
+        """(statement ident, opcode) of every instruction the effect table does not know:
+        kept in place as a barrier to every memory access."""
+        return tuple(
+            (s.ident, s.ins.opcode)
+            for s, e in zip(self.function.body, self.effects)
+            if e is not None and e.kind == "unknown"
+        )

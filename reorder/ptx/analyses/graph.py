@@ -1,0 +1,112 @@
+"""The PTX dependency graph of one function, in NetworkX: b depends on a when an edge a -> b.
+
+Nodes are statement indices of instructions. Edge kinds:
+
+- 'raw': a defines a register b reads (over reaching definitions, so across blocks);
+- 'memory', 'barrier', 'fence', 'unknown': memory order (reorder.ptx.analyses.memory), drawn from a
+  to b whenever a can run before b (on some path, loops included);
+- 'control': a is the branch that decides whether b's block runs.
+
+Register anti- and output dependences are not drawn: registers are virtual here, and a move
+checks them against liveness instead (reorder.ptx.moves.hoist).
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from reorder.ptx.analyses.cfg import EXIT, Cfg
+from reorder.ptx.analyses.dataflow import DefUse
+from reorder.ptx.analyses.memory import MEMORY_KINDS, MemoryFacts, conflict
+from reorder.ptx.analyses.provenance import UNKNOWN, Origins
+
+
+def memory_graph(cfg: Cfg, defuse: DefUse, origins: dict[int, Origins], facts: MemoryFacts) -> nx.DiGraph:
+    """The memory-order edges alone (what a load's move asks about)."""
+    graph = nx.DiGraph()
+    for block in cfg.blocks:
+        graph.add_nodes_from(block.instructions, block=block.index)
+    _memory_edges(graph, cfg, defuse, origins, facts)
+    return graph
+
+
+def dependency_graph(cfg: Cfg, defuse: DefUse, memory: nx.DiGraph) -> nx.DiGraph:
+    """Every edge: the memory graph's, register def-use and control dependence."""
+    graph = memory.copy()
+    _register_edges(graph, cfg, defuse)
+    _control_edges(graph, cfg)
+    return graph
+
+
+def _register_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse) -> None:
+    for block in cfg.blocks:
+        defs = dict(defuse.reaching_in(block.index))
+        for i in block.instructions:
+            effect = defuse.effects[i]
+            for reg in effect.uses:
+                for d in defs.get(reg, ()):
+                    graph.add_edge(d, i, kind="raw", register=reg)
+            for reg in effect.defs:
+                kept = defs.get(reg, frozenset()) if cfg.function.body[i].ins.guard else frozenset()
+                defs[reg] = kept | {i}
+
+
+def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int, Origins], facts: MemoryFacts) -> None:
+    effects = defuse.effects
+    ordered = [i for b in cfg.blocks for i in b.instructions if effects[i].kind in MEMORY_KINDS]
+    later = _reachable_blocks(cfg)
+    for a in ordered:
+        ba = cfg.block_of[a]
+        for b in ordered:
+            if a == b and ba not in later[ba]:
+                continue
+            bb = cfg.block_of[b]
+            if not ((ba == bb and a < b) or bb in later[ba]):
+                continue
+            kind = conflict(
+                effects[a],
+                origins.get(a, frozenset({UNKNOWN})),
+                effects[b],
+                origins.get(b, frozenset({UNKNOWN})),
+                facts,
+            )
+            if kind and not graph.has_edge(a, b):
+                graph.add_edge(a, b, kind=kind)
+
+
+def _reachable_blocks(cfg: Cfg) -> dict[int, frozenset[int]]:
+    """Blocks reachable from each block through at least one edge."""
+    out = {}
+    for block in cfg.blocks:
+        seen: set[int] = set()
+        work = [s for s in cfg.graph.successors(block.index) if s != EXIT]
+        while work:
+            n = work.pop()
+            if n not in seen:
+                seen.add(n)
+                work += [s for s in cfg.graph.successors(n) if s != EXIT]
+        out[block.index] = frozenset(seen)
+    return out
+
+
+def control_dependences(cfg: Cfg) -> dict[int, set[tuple[int, int, bool | None]]]:
+    """block -> {(deciding block, branch statement, guard held)} (Ferrante et al.: walk the
+    post-dominator tree from an edge's target up to the source's post-dominator)."""
+    out: dict[int, set] = {b.index: set() for b in cfg.blocks}
+    ipdom = cfg.ipdom
+    for a, s, data in cfg.graph.edges(data=True):
+        if data["cond"] is None or a not in ipdom:
+            continue
+        stop, node = ipdom[a], s
+        while node != stop and node != EXIT and node in ipdom:
+            out[node].add((a, data["cond"][0], data["cond"][1]))
+            node = ipdom[node]
+    return out
+
+
+def _control_edges(graph: nx.DiGraph, cfg: Cfg) -> None:
+    for block, deciders in control_dependences(cfg).items():
+        for _, branch, _ in deciders:
+            for i in cfg.blocks[block].instructions:
+                if not graph.has_edge(branch, i):
+                    graph.add_edge(branch, i, kind="control")

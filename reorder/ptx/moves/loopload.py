@@ -1,0 +1,89 @@
+"""Which loads of a counted loop may run iterations early (Prefetch, UnrollBatch).
+
+A load of iteration i + k issued during iteration i moves up across everything iterations
+i .. i + k - 1 do, so the rule is the dependency graph's (reorder.ptx.analyses.memory.conflict)
+against every memory instruction of the loop, in either order: no store, atomic, fence,
+barrier or unknown instruction in the loop may conflict with it (a store to another
+pointer parameter does not under --assume-noalias; bar.sync orders every shared access,
+and a global load only when the kernel may have written its buffer). And the load must be
+one the loop runs on every iteration, a global or constant load (reorder.ptx.analyses.legality's
+`hoistable_load`), whose address, guard and other operands can be computed for a later
+iteration (reorder.ptx.moves.shift).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reorder.base.errors import NotApplicable
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.counted import CountedLoop
+from reorder.ptx.analyses.legality import Planner
+from reorder.ptx.analyses.memory import MEMORY_KINDS, conflict
+from reorder.ptx.analyses.provenance import UNKNOWN
+from reorder.ptx.moves.fresh import Fresh
+from reorder.ptx.moves.shift import TOKEN, Site
+
+
+@dataclass(frozen=True, slots=True)
+class LoopLoads:
+    """The loads that may run early (statement indices, program order) and why the others may not."""
+
+    movable: tuple[int, ...]
+    refused: tuple[tuple[str, str], ...]  # (line, reason)
+
+
+def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
+    planner = Planner(analysis)
+    body, cfg = analysis.function.body, analysis.cfg
+    latch = max(loop.loop.blocks)
+    inside = [i for b in sorted(loop.loop.blocks) for i in cfg.blocks[b].instructions]
+    movable, refused = [], []
+    for i in inside:
+        effect = analysis.effects[i]
+        if effect.kind != "load":
+            continue
+        reason = None
+        if not planner.hoistable_load(i):
+            reason = f"a {effect.space} load" if effect.space not in ("global", "const") else "not on a line of its own"
+        elif not cfg.dominates(cfg.block_of[i], latch):
+            reason = "it does not run on every iteration"
+        else:
+            reason = _memory_refusal(analysis, inside, i) or _unshiftable(analysis, loop, i)
+        if reason:
+            refused.append((body[i].ident, reason))
+        else:
+            movable.append(i)
+    return LoopLoads(tuple(movable), tuple(refused))
+
+
+def _memory_refusal(analysis: Analysis, inside: list[int], load: int) -> str | None:
+    effects, origins, facts = analysis.effects, analysis.origins, analysis.facts
+    mine = origins.get(load, frozenset({UNKNOWN}))
+    for x in inside:
+        if x == load or effects[x].kind not in MEMORY_KINDS:
+            continue
+        theirs = origins.get(x, frozenset({UNKNOWN}))
+        kind = conflict(effects[x], theirs, effects[load], mine, facts) or conflict(
+            effects[load], mine, effects[x], theirs, facts
+        )
+        if kind:
+            s = analysis.function.body[x]
+            return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop"
+    return None
+
+
+def _unshiftable(analysis: Analysis, loop: CountedLoop, load: int) -> str | None:
+    site = Site(analysis, loop, Fresh(analysis.function), load, "probe")
+    try:
+        site.operands(load, 1)
+        for reg in destinations(analysis, load):
+            site.type_of(reg)
+    except NotApplicable as exc:
+        return str(exc)
+    return None
+
+
+def destinations(analysis: Analysis, load: int) -> list[str]:
+    """The registers a load writes, in operand order."""
+    return TOKEN.findall(analysis.function.body[load].ins.operands[0])

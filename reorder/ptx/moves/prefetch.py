@@ -1,0 +1,193 @@
+"""Prefetch(loop, d): iteration i issues the loads of iteration i + d into fresh registers.
+
+The loop is rotated: a prologue before it loads iterations 0 .. d-1 into d sets of fresh
+registers; the body is laid out d times (reorder.ptx.moves.expand), copy j consuming set j (a
+`mov` into the original destinations, at the load's place and under its guard) and then
+refilling it with the load of the iteration d ahead. Each copy keeps every exit, so the
+epilogue is the last copies that run: no load is consumed that was not made, whatever the
+trip count. The d copies (modulo variable expansion) are what lets a load stay in flight
+for d iterations: a single set of registers rotated by `mov`s would make each `mov` wait
+for the load behind it.
+
+Never a load the original would not perform: a prefetched load runs under `R && guard`,
+where `guard` is the load's own guard computed for iteration i + d (reorder.ptx.moves.shift), and
+`R` is the predicate "iteration i + d runs", kept as one predicate register across the
+loop: R(k + 1) = R(k) and no exit of iteration k is taken, each exit predicate computed
+for iteration k by the loop's own instructions with its inductions advanced. The chain
+needs no trip count and no reasoning about overflow (the advanced inductions wrap as the
+loop's adds do), so a loop whose trip count is not known keeps this guarded form. An
+early-exit loop (an exit decided by loaded data) is taken only with `speculate`: R then
+follows its bound exits only, and the next iterations' loads run in bounds, whether or not
+the data exit is taken first; the exits are still evaluated in the original order.
+
+Which loads: reorder.ptx.moves.loopload (the memory rules against every store, barrier and fence
+of the loop, --assume-noalias for stores to other parameters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reorder.base.errors import NotApplicable
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.counted import CountedLoop, loop_labels, shape_refusal
+from reorder.ptx.analyses.memory import Noalias
+from reorder.ptx.model.model import Function, Module, Statement, new_instruction
+from reorder.ptx.moves.expand import Layout, expand
+from reorder.ptx.moves.fresh import Fresh
+from reorder.ptx.moves.loopfind import find_loop
+from reorder.ptx.moves.loopload import destinations, loop_loads
+from reorder.ptx.moves.shift import Site, renamed_code
+
+DISTANCES = (1, 2, 3, 4)
+_MOV_TYPE = {".f16": ".b16", ".bf16": ".b16", ".f16x2": ".b32", ".bf16x2": ".b32"}  # mov has no such types
+
+
+@dataclass(frozen=True, slots=True)
+class Prefetch:
+    """Prefetch the loads of the loop headed by `header` `distance` iterations ahead."""
+
+    kernel: str
+    header: str
+    distance: int
+    noalias: Noalias = False
+    speculate: bool = False
+    name = "prefetch"
+
+    @staticmethod
+    def instances(module: Module, kernel: str, noalias: Noalias = False, speculate: bool = False) -> list[Prefetch]:
+        return [
+            Prefetch(kernel, label, d, noalias, speculate)
+            for label in movable_loops(module.function(kernel), noalias, speculate)
+            for d in DISTANCES
+        ]
+
+    def apply(self, module: Module) -> Module:
+        function = module.function(self.kernel)
+        return module.with_function(prefetch(function, self.header, self.distance, self.noalias, self.speculate))
+
+    def describe(self) -> str:
+        return f"prefetch:{self.header}@{self.distance}"
+
+
+def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list[str]:
+    """Header labels of the loops a loop move can be made on (some load can run early)."""
+    analysis = Analysis(function, noalias)
+    out = []
+    for label in loop_labels(analysis):
+        loop = next(lp for lp in analysis.cfg.loops if label in analysis.cfg.blocks[lp.header].labels)
+        if shape_refusal(analysis, loop) is None:
+            counted = find_loop(analysis, label)
+            if (speculate or not counted.early_exit) and loop_loads(analysis, counted).movable:
+                out.append(label)
+    return out
+
+
+def checked_loop(function: Function, header: str, noalias: Noalias, speculate: bool):
+    """The analysis, the loop and its movable loads (NotApplicable when the move cannot be made)."""
+    analysis = Analysis(function, noalias)
+    loop = find_loop(analysis, header)
+    data = [analysis.function.body[e.branch].ident for e in loop.exits if not e.bound]
+    if data and not speculate:
+        raise NotApplicable(
+            f"{function.name}: loop {header} is left early on loaded data (line {', '.join(data)}): "
+            "its next iterations' loads would be speculative (allow with --speculate)"
+        )
+    if not any(e.bound for e in loop.exits):
+        raise NotApplicable(
+            f"{function.name}: loop {header}: no exit is decided by its inductions alone: "
+            "nothing bounds the iterations a load could run ahead of"
+        )
+    loads = loop_loads(analysis, loop)
+    if not loads.movable:
+        why = "; ".join(f"line {line}: {reason}" for line, reason in loads.refused) or "it has no load"
+        raise NotApplicable(f"{function.name}: loop {header}: no load can run early ({why})")
+    return analysis, loop, loads.movable
+
+
+def prefetch(
+    function: Function, header: str, distance: int, noalias: Noalias = False, speculate: bool = False
+) -> Function:
+    """The function with the loop headed by `header` prefetching `distance` iterations ahead."""
+    if distance not in DISTANCES:
+        raise NotApplicable(f"prefetch distance {distance}: expected one of {', '.join(map(str, DISTANCES))}")
+    analysis, loop, loads = checked_loop(function, header, noalias, speculate)
+    fresh = Fresh(function)
+    buffers = [{load: buffers_for(analysis, fresh, load) for load in loads} for _ in range(distance)]
+    ahead = fresh.take(".pred")
+    prologue = _prologue(analysis, loop, fresh, loads, buffers, ahead)
+    tops = tuple(_advance_ahead(analysis, loop, fresh, ahead, distance, j) for j in range(distance))
+
+    def emit(j: int, i: int, s: Statement) -> list[Statement]:
+        if i not in buffers[j]:
+            return [s]
+        site = Site(analysis, loop, fresh, i, f"{s.ident}.pf{j}")
+        guard = site.conjoin([(ahead, True)] + own_guard(site, i, distance))
+        site.emit(load_code(analysis, i, buffers[j][i], site.operands(i, distance), guard))
+        return consume(fresh, analysis, i, s, buffers[j][i]) + site.out
+
+    moved = expand(function, loop, Layout(distance, tuple(prologue), tops, emit))
+    return fresh.declare(moved)
+
+
+def _prologue(analysis: Analysis, loop: CountedLoop, fresh: Fresh, loads, buffers, ahead: str) -> list[Statement]:
+    """Loads of iterations 0 .. d-1 before the loop, each under "iteration j runs" and its guard;
+    then R = "iteration d-1 runs"."""
+    site = Site(analysis, loop, fresh, None, f"{analysis.function.body[loop.start].ident}.pro")
+    runs: str | None = None
+    for j in range(len(buffers)):
+        if j:
+            runs = site.conjoin(([(runs, True)] if runs else []) + stay_literals(site, loop, j - 1), positive=True)
+        for load in loads:
+            guard = site.conjoin(([(runs, True)] if runs else []) + own_guard(site, load, j))
+            site.emit(load_code(analysis, load, buffers[j][load], site.operands(load, j), guard))
+    site.emit(f"mov.pred \t{ahead}, {runs or 1};")
+    return site.out
+
+
+def _advance_ahead(
+    analysis: Analysis, loop: CountedLoop, fresh: Fresh, ahead: str, distance: int, j: int
+) -> tuple[Statement, ...]:
+    """At the top of copy j (iteration i): R = R and no exit of iteration i + d - 1 is taken."""
+    site = Site(analysis, loop, fresh, loop.start, f"{analysis.function.body[loop.start].ident}.ahead{j}")
+    combined = site.conjoin([(ahead, True)] + stay_literals(site, loop, distance - 1), positive=True)
+    if combined != ahead:
+        site.emit(f"mov.pred \t{ahead}, {combined};")
+    return tuple(site.out)
+
+
+def stay_literals(site: Site, loop: CountedLoop, shift: int) -> list[tuple[str, bool]]:
+    """For each bound exit: the literal that holds when iteration i + shift does not take it."""
+    out = []
+    for e in loop.exits:
+        if e.bound:
+            reg, positive = site.literal(e.branch, shift)
+            out.append((reg, positive != e.taken_leaves))
+    return out
+
+
+def own_guard(site: Site, load: int, shift: int) -> list[tuple[str, bool]]:
+    return [site.literal(load, shift)] if site.analysis.function.body[load].ins.guard else []
+
+
+def buffers_for(analysis: Analysis, fresh: Fresh, load: int) -> dict[str, str]:
+    declared = fresh.declared
+    return {reg: fresh.take(declared.type_of(reg)) for reg in destinations(analysis, load)}
+
+
+def load_code(
+    analysis: Analysis, load: int, buffers: dict[str, str], sources: dict[str, str], guard: str | None
+) -> str:
+    """The load, writing `buffers`, reading `sources`, under `guard`."""
+    return renamed_code(analysis.function.body[load].ins, buffers, sources, guard)
+
+
+def consume(fresh: Fresh, analysis: Analysis, load: int, s: Statement, buffers: dict[str, str]) -> list[Statement]:
+    """The load's place in a copy: its destinations copied from the prefetched registers, under its guard."""
+    ins = analysis.function.body[load].ins
+    head = f"@{ins.guard} " if ins.guard else ""
+    out = []
+    for k, (reg, buf) in enumerate(buffers.items()):
+        kind = fresh.declared.type_of(reg)
+        out.append(new_instruction(f"{head}mov{_MOV_TYPE.get(kind, kind)} \t{reg}, {buf};", f"{s.ident}.use{k}"))
+    return out

@@ -1,0 +1,211 @@
+"""ReuseLoad: a load of an address already loaded on every path to it takes the earlier value.
+
+The later load L becomes `mov`s of the registers the earlier load E wrote, when:
+
+- E runs on every path to L: E's block dominates L's (or E is earlier in L's block), and E
+  is unguarded; both are plain loads (no `.volatile`/`.acquire`: those are fences here) of
+  one state space, type and vector width (cache hints aside: they do not change the value);
+- the two addresses are the same value, plus the same constant offset: the same register,
+  written neither by E nor on any path from E to L; or, where neither load nor any
+  definition involved is in a loop (so each runs at most once), registers computed by the
+  same pure instructions from the same values (a small value numbering over unique reaching
+  definitions; special registers such as %tid.x, immediates and kernel parameters are the
+  same everywhere);
+- nothing between them may have changed that memory: no instruction on a path from E to
+  L has a memory, barrier, fence or unknown edge to L in the dependency graph
+  (reorder.ptx.analyses.memory: a store through another parameter is independent only under
+  --assume-noalias, through the same parameter never; a barrier separates them unless no
+  thread can have written the buffer);
+- E's destination registers still hold its value at L (nothing on the way writes them).
+
+The cost is registers held live from E to L, which ptxas allocates and the search weighs
+by measuring (its 'reuse' kind, reorder.ptx.space.kinds). L's guard stays on its movs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reorder.base.errors import NotApplicable
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.legality import MEMORY_EDGES, Planner
+from reorder.ptx.model.model import Function, Module, new_instruction
+from reorder.ptx.model.registers import function_declarations
+
+CACHE_HINTS = re.compile(r"^(ca|cg|cs|lu|cv|nc|L1::\w+|L2::\w+)$")
+MOV_TYPE = {".f16": ".b16", ".bf16": ".b16", ".f16x2": ".b32", ".bf16x2": ".b32"}  # mov has no such types
+_DEPTH = 8  # value-numbering depth: address arithmetic is a few instructions deep
+
+
+@dataclass(frozen=True, slots=True)
+class ReuseLoad:
+    """Replace the load at statement `load` (its ident) of `kernel` by its earlier twin's value."""
+
+    kernel: str
+    load: str
+    noalias: bool | tuple[int, ...] = False
+    name = "reuse"
+
+    @staticmethod
+    def instances(module: Module, kernel: str, noalias: bool | tuple[int, ...] = False) -> list[ReuseLoad]:
+        """One per load that has an earlier twin, in program order."""
+        analysis = Analysis(module.function(kernel), noalias)
+        finder = Twins(analysis)
+        return [
+            ReuseLoad(kernel, analysis.function.body[i].ident, noalias)
+            for i in finder.loads
+            if finder.earlier(i) is not None
+        ]
+
+    def apply(self, module: Module) -> Module:
+        function = module.function(self.kernel)
+        analysis = Analysis(function, self.noalias)
+        index = next((i for i, s in enumerate(function.body) if s.ident == self.load and s.kind == "instruction"), None)
+        finder = Twins(analysis)
+        if index is None or index not in finder.loads:
+            raise NotApplicable(f"{self.kernel}: line {self.load} is not a load that can reuse a value")
+        earlier = finder.earlier(index)
+        if earlier is None:
+            raise NotApplicable(
+                f"{self.kernel}: the load at line {self.load} has no earlier load of its address "
+                "on every path with nothing in between that may write it"
+            )
+        return module.with_function(reuse(function, earlier, index))
+
+    def describe(self) -> str:
+        return f"reuse:{self.load}"
+
+
+def _shape(opcode: str) -> tuple[str, ...]:
+    """The opcode without cache hints: what decides the value a load returns."""
+    return tuple(m for m in opcode.split(".") if not CACHE_HINTS.match(m))
+
+
+def destinations(operand: str) -> list[str]:
+    return re.findall(r"[%A-Za-z_$][\w$]*", operand)
+
+
+class Twins:
+    """Finds, for a load, the latest earlier load of the same value (see the module docstring)."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        self.analysis = analysis
+        self.planner = Planner(analysis)
+        body = analysis.function.body
+        self.loads = [i for i in range(len(body)) if self.planner.hoistable_load(i) or self._plain_shared(i)]
+
+    def _plain_shared(self, i: int) -> bool:
+        effect, s = self.analysis.effects[i], self.analysis.function.body[i]
+        return (
+            effect is not None
+            and effect.kind == "load"
+            and effect.space == "shared"
+            and s.alone
+            and self.analysis.depth[i] == 0
+            and s.ins.base == "ld"
+        )
+
+    def earlier(self, load: int) -> int | None:
+        """The latest earlier twin the load may take its value from, or None."""
+        a = self.analysis
+        cfg, body = a.cfg, a.function.body
+        for e in sorted((x for x in self.loads if x != load), reverse=True):
+            if body[e].ins.guard is not None or _shape(body[e].ins.opcode) != _shape(body[load].ins.opcode):
+                continue
+            be, bl = cfg.block_of[e], cfg.block_of[load]
+            if not ((be == bl and e < load) or (be != bl and cfg.dominates(be, bl))):
+                continue
+            if self._same_address(e, load) and self._clear(e, load):
+                return e
+        return None
+
+    def _same_address(self, e: int, load: int) -> bool:
+        a = self.analysis
+        fe, fl = a.effects[e], a.effects[load]
+        if (fe.space, fe.symbol, fe.offset) != (fl.space, fl.symbol, fl.offset):
+            return False
+        te = _terms(a.function.body[e].ins.address())
+        tl = _terms(a.function.body[load].ins.address())
+        if len(te) != len(tl):
+            return False
+        loop_free = not (a.cfg.loops_of(a.cfg.block_of[e]) or a.cfg.loops_of(a.cfg.block_of[load]))
+        return all(
+            self._unchanged(x, e, load) or (loop_free and self._same_value(x, e, y, load, _DEPTH))
+            for x, y in zip(te, tl)
+        )
+
+    def _unchanged(self, token: str, e: int, load: int) -> bool:
+        """The same register, written by neither e nor anything on a path from e to the load."""
+        reg = self._register(token, e)
+        if reg is None or reg != self._register(token, load) or reg in self.analysis.effects[e].defs:
+            return False
+        return not any(reg in self.analysis.effects[x].defs for x in self.planner.regions.between(e, load))
+
+    def _same_value(self, x: str, at_x: int, y: str, at_y: int, depth: int) -> bool:
+        """Operand x read at statement at_x holds the value operand y holds at at_y. Asked only
+        where no block involved is in a loop, so each definition runs at most once."""
+        a = self.analysis
+        rx, ry = self._register(x, at_x), self._register(y, at_y)
+        if rx is None or ry is None:
+            return rx is None and ry is None and x == y  # immediates, special registers, symbols
+        dx, dy = a.defuse.reaching(at_x, rx), a.defuse.reaching(at_y, ry)
+        if depth == 0 or len(dx) != 1 or len(dy) != 1:
+            return False
+        (ix,), (iy,) = dx, dy
+        sx, sy = a.function.body[ix].ins, a.function.body[iy].ins
+        if sx.guard or sy.guard or a.cfg.loops_of(a.cfg.block_of[ix]) or a.cfg.loops_of(a.cfg.block_of[iy]):
+            return False
+        if ix == iy:
+            return True  # one definition, run once, reaching both
+        if sx.opcode != sy.opcode or len(sx.operands) != len(sy.operands) or len(a.effects[ix].defs) != 1:
+            return False
+        if a.effects[ix].kind == "param":
+            return sx.operands[1:] == sy.operands[1:]  # kernel parameters are read-only
+        if a.effects[ix].kind != "pure":
+            return False
+        return all(self._same_value(p, ix, q, iy, depth - 1) for p, q in zip(sx.operands[1:], sy.operands[1:]))
+
+    def _register(self, token: str, at: int) -> str | None:
+        effect = self.analysis.effects[at]
+        names = effect.uses | effect.defs
+        return token if token in names else next((n for n in names if n.split("#")[0] == token), None)
+
+    def _clear(self, e: int, load: int) -> bool:
+        """Nothing between e and the load writes its memory, its address or e's destinations."""
+        a = self.analysis
+        region = [x for x in self.planner.regions.between(e, load) if x != e]
+        kept = a.effects[e].defs
+        for x in region:
+            edge = a.memory_graph.get_edge_data(x, load)
+            if edge and edge["kind"] in MEMORY_EDGES:
+                return False
+            if a.effects[x].defs & kept:
+                return False
+        return True
+
+
+def _terms(address: str | None) -> list[str]:
+    """The address's parts: `%rd3+4096` -> ['%rd3'] (the offset is compared apart)."""
+    if address is None:
+        return []
+    parts = [p.strip() for p in address.replace(" ", "").split("+")]
+    return [p for p in parts if p and not re.fullmatch(r"-?(0[xX][0-9a-fA-F]+|\d+)", p)]
+
+
+def reuse(function: Function, earlier: int, load: int) -> Function:
+    """The function with statement `load` replaced by movs of `earlier`'s destinations."""
+    body = function.body
+    old, new = destinations(body[load].ins.operands[0]), destinations(body[earlier].ins.operands[0])
+    declared = function_declarations(function)
+    if len(old) != len(new):
+        raise NotApplicable(f"{function.name}: line {body[load].ident} and line {body[earlier].ident} differ in width")
+    guard = f"@{body[load].ins.guard} " if body[load].ins.guard else ""
+    movs = []
+    for k, (dst, src) in enumerate(zip(old, new)):
+        kind = declared.type_of(dst)
+        if kind is None or declared.type_of(src) != kind:
+            raise NotApplicable(f"{function.name}: line {body[load].ident}: {dst} and {src} differ in declared type")
+        code = f"{guard}mov{MOV_TYPE.get(kind, kind)} \t{dst}, {src};"
+        movs.append(new_instruction(code, f"{body[load].ident}r{k}"))
+    return function.with_body(body[:load] + tuple(movs) + body[load + 1 :])
