@@ -46,3 +46,14 @@ def test_every_module_of_the_product_is_in_a_layer() -> None:
                 modules.append(f"{package}.{path.stem}")
     assert modules and not [m for m in modules if not _covered(m, layered)]
     assert _covered("reorder.sass.model", layered) and not _covered("reorder.sassy", layered)
+
+
+def test_every_module_of_reorder_ptx_is_in_a_room() -> None:
+    """reorder/ptx holds its rooms only: a module dropped at its top, or a room the contract
+    does not layer, would sit outside the order of the rooms."""
+    contract = next(c for c in CONFIG["contracts"] if c.get("containers") == ["reorder.ptx"])
+    rooms = {m.strip() for layer in contract["layers"] for m in layer.replace("|", ":").split(":")}
+    here = {p.stem for p in (ROOT / "reorder" / "ptx").iterdir() if not p.name.startswith(("_", "."))}
+    assert rooms == {"space", "moves", "analyses", "model", "toolchain"}
+    assert here == rooms, here ^ rooms
+    assert all((ROOT / "reorder" / "ptx" / room / "__init__.py").is_file() for room in rooms)

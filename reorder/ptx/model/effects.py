@@ -264,7 +264,7 @@ def tokens(text: str) -> list[str]:
 
 def operand_tokens(ins: Instruction) -> list[str]:
     """Name-like tokens of the guard and every operand."""
-    found = [ins.guard_register] if ins.guard else []
+    found = [ins.guard.lstrip("!")] if ins.guard else []  # the guard register, typed as present
     for o in ins.operands:
         found += tokens(o)
     return found
