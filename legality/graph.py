@@ -11,7 +11,7 @@ and unknown opcodes depend on everything before and after them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import networkx as nx
 
@@ -84,6 +84,89 @@ def dependency(
     if memory_conflict(a, b, noalias, buffers, declared):
         return ("MEM", a.access.mem_writes or a.access.mem_reads or "memory")
     return None
+
+
+# A space's accesses conflict with accesses of the spaces listed (`_spaces_overlap` as tokens:
+# two accesses overlap exactly when their token sets meet).
+_SPACE_TOKENS: dict[str, frozenset[str]] = {
+    "global": frozenset({"global"}),
+    "shared": frozenset({"shared"}),
+    "local": frozenset({"local"}),
+    "generic": frozenset({"global", "shared", "local"}),
+}
+
+
+def order_edges(
+    region: Sequence[Instruction],
+    noalias: bool = False,
+    buffers: dict[int, frozenset[int]] | None = None,
+    declared: frozenset[int] | None = None,
+) -> list[tuple[int, int]]:
+    """Edges a -> b (positions in `region`, a < b) whose transitive closure is exactly that of
+    `dependency` over every pair: what a caller needing only the order (ancestors, a
+    topological sort, longest chains) may use instead of the pairwise graph, which costs
+    n^2 / 2 calls (2 x 10^8 for one 20,000-instruction block). Each edge is a pair
+    `dependency` relates. Per register (and per memory space, unless `noalias` exempts pairs
+    by their buffers), a write follows the last write and every read since it, a read follows
+    the last write; a barrier follows everything since the previous barrier and precedes
+    everything up to the next. Under `noalias` with `buffers`, memory pairs are tested one by
+    one (`memory_conflict`), each pair of accesses of which one writes."""
+    edges: list[tuple[int, int]] = []
+    registers, memory = _Chains(edges), _Chains(edges)
+    spaces = {space for ins in region for space in (ins.access.mem_reads, ins.access.mem_writes) if space}
+    pairwise = (bool(noalias) and buffers is not None) or not spaces <= _SPACE_TOKENS.keys()
+    accesses: list[int] = []  # memory accesses since the last barrier (the pairwise test)
+    stores: list[int] = []  # those that write
+    last_barrier: int | None = None
+    since: list[int] = []
+    for b, ins in enumerate(region):
+        if ins.is_barrier:
+            edges += [(a, b) for a in since]
+            if last_barrier is not None:
+                edges.append((last_barrier, b))
+            last_barrier, since, accesses, stores = b, [], [], []
+            registers, memory = _Chains(edges), _Chains(edges)
+            continue
+        if last_barrier is not None:
+            edges.append((last_barrier, b))
+        since.append(b)
+        registers.add(b, ins.access.reads, ins.access.writes)
+        reads, writes = ins.access.mem_reads, ins.access.mem_writes
+        if not (reads or writes):
+            continue
+        if pairwise:
+            earlier = accesses if writes else stores  # two reads never conflict
+            edges += [(a, b) for a in earlier if memory_conflict(region[a], ins, noalias, buffers, declared)]
+            accesses.append(b)
+            if writes:
+                stores.append(b)
+        else:
+            memory.add(b, _SPACE_TOKENS.get(reads, frozenset()), _SPACE_TOKENS.get(writes, frozenset()))
+    return edges
+
+
+class _Chains:
+    """The last write and the reads since it, per resource, of a straight run of instructions
+    (mutable: one `order_edges` call's state)."""
+
+    def __init__(self, edges: list[tuple[int, int]]) -> None:
+        self.edges = edges
+        self.last_write: dict[str, int] = {}
+        self.reads_since: dict[str, list[int]] = {}
+
+    def add(self, b: int, reads: Iterable[str], writes: Iterable[str]) -> None:
+        for r in reads:
+            if r in self.last_write:
+                self.edges.append((self.last_write[r], b))
+        for r in writes:
+            if r in self.last_write:
+                self.edges.append((self.last_write[r], b))
+            self.edges += [(a, b) for a in self.reads_since.get(r, ())]
+        for r in reads:
+            self.reads_since.setdefault(r, []).append(b)
+        for r in writes:
+            self.last_write[r] = b
+            self.reads_since[r] = []
 
 
 def build_graph(

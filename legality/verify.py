@@ -17,6 +17,7 @@ not the latency tables both read: those are checked against the compiler's own s
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -572,11 +573,13 @@ def _walk(
     cfg = control_flow_graph(instructions)
     entry: dict[int, State] = {start: State() for start in blocks}
     seen: dict[int, tuple] = {}
-    work = sorted(blocks)
+    work = deque(sorted(blocks))  # first in, first out; `queued` is its membership
+    queued = set(work)
     found: dict[tuple, Violation] = {}
     horizon = table.max_cycles()
     while work:
-        start = work.pop(0)
+        start = work.popleft()
+        queued.discard(start)
         block = tuple(instructions[i] for i in blocks[start].indices())
         state, local = _through_block(block, entry[start], table, horizon, memo)
         for v in local:  # a pair reached along several paths: keep its worst (fewest cycles)
@@ -588,8 +591,9 @@ def _walk(
             if seen.get(succ) != k:
                 seen[succ] = k
                 entry[succ] = merged
-                if succ not in work:
+                if succ not in queued:
                     work.append(succ)
+                    queued.add(succ)
     return entry, found
 
 

@@ -18,7 +18,9 @@ loop body leave their registers dead across the back edge).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from reorder.analysis.cfg import Block, basic_blocks
 from reorder.analysis.liveness import solve_live_out
@@ -60,6 +62,7 @@ class BlockWebs:
     `reach[(u, reg)]` is the set of def ids (indices into `defs`, or ENTRY) that may
     deliver `reg` to use `u` (an index into `uses`); `end_reach[reg]` the same for a value
     live after the block. `renamable` holds the def ids whose destination may be renamed.
+    `users[d]` is `uses_of(d)`, kept (a rename of every def of a block asks for each).
     """
 
     block: Block
@@ -69,12 +72,14 @@ class BlockWebs:
     end_reach: dict[str, frozenset[int]]
     opaque: frozenset[int]  # block positions whose reads/writes are not all in their operands
     renamable: frozenset[int]
+    users: dict[int, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     def uses_of(self, d: int) -> list[int]:
         """Use ids that def `d` may reach."""
-        return sorted({u for (u, _), ids in self.reach.items() if d in ids})
+        return list(self.users.get(d, ()))
 
 
+@lru_cache(maxsize=8)  # asked for every block of one kernel
 def calls_subroutines(instructions: tuple[Instruction, ...]) -> bool:
     """Whether the kernel CALLs code in its own text. Nothing is renamed in such a kernel:
     on the H200 the two batch-loads outputs that renamed registers in a kernel with CALL
@@ -100,17 +105,25 @@ def guard_of(ins: Instruction) -> Guard:
     return (pred, g.startswith("!")) if is_renamable_name(pred) else _NEVER
 
 
-def operand_registers(ins: Instruction) -> tuple[list[tuple[int, tuple[str, ...]]], list[tuple[int, tuple[str, ...]]]]:
+OperandRegisters = tuple[tuple[int, tuple[str, ...]], ...]
+
+
+def operand_registers(ins: Instruction) -> tuple[OperandRegisters, OperandRegisters]:
     """(destination operands, source operands) as (operand index, R/P names read or written)."""
+    return _operand_registers(ins.opcode, ins.operands)
 
-    def renamable(side):
+
+@lru_cache(maxsize=1 << 17)  # every analysis of a block parses its operands again: once per text
+def _operand_registers(opcode: str, operands: tuple[str, ...]) -> tuple[OperandRegisters, OperandRegisters]:
+    def renamable(side) -> OperandRegisters:
         kept = ((k, tuple(n for n in names if is_renamable_name(n))) for k, names in side)
-        return [(k, names) for k, names in kept if names]
+        return tuple((k, names) for k, names in kept if names)
 
-    dsts, srcs = operand_names(ins.opcode, ins.operands)
+    dsts, srcs = operand_names(opcode, operands)
     return renamable(dsts), renamable(srcs)
 
 
+@lru_cache(maxsize=1 << 17)  # asked of each instruction by every analysis of its block
 def _is_opaque(ins: Instruction) -> bool:
     """Reads or writes R/P registers that its operands do not show (or is unknown)."""
     if not ins.known or ins.base in ("CALL", "RET", "BRX", "JMX"):
@@ -124,6 +137,7 @@ def _is_opaque(ins: Instruction) -> bool:
     } != shown_r
 
 
+@lru_cache(maxsize=8)  # asked for every block of one kernel (one pass over the kernel each time)
 def named_registers(instructions: tuple[Instruction, ...]) -> frozenset[str]:
     """Every general register and predicate some instruction of the kernel names: what an
     opaque instruction may touch (callees share the kernel's registers; a register no
@@ -162,30 +176,58 @@ def _collect(instructions: tuple[Instruction, ...], block: Block, universe: froz
     return tuple(defs), tuple(uses), frozenset(opaque)
 
 
-def _reaching(defs: tuple[Def, ...], pos: int, reg: str, guard: Guard) -> frozenset[int]:
-    """Def ids that may deliver `reg` to a read at `pos` under `guard` (ENTRY: from before)."""
-    found = set()
-    for d in range(len(defs) - 1, -1, -1):
-        df = defs[d]
-        if df.pos >= pos or reg not in df.regs:
-            continue
-        found.add(d)
-        if df.guard is None or (df.guard == guard and _same_predicate_value(defs, df.pos, pos, guard[0])):
-            return frozenset(found)
-    return frozenset(found | {ENTRY})
+@dataclass(frozen=True)
+class Writers:
+    """The defs of a block by register: for each R/P name, the ids of the defs writing it and
+    their block positions, in block order. A reaching set is then a walk back over one
+    register's writers, not over every def of the block (which made a block's webs quadratic
+    in its length: 31 CPU-s for one 4,826-instruction block)."""
 
+    defs: tuple[Def, ...]
+    ids: dict[str, list[int]]
+    positions: dict[str, list[int]]
 
-def _same_predicate_value(defs: tuple[Def, ...], start: int, end: int, pred: str) -> bool:
-    """No write of `pred` at positions [start, end): a guard read at both ends sees one value."""
-    return not any(start <= d.pos < end and pred in d.regs for d in defs)
+    @staticmethod
+    def of(defs: tuple[Def, ...]) -> Writers:
+        ids: dict[str, list[int]] = {}
+        positions: dict[str, list[int]] = {}
+        for d, df in enumerate(defs):
+            for reg in df.regs:
+                mine = ids.setdefault(reg, [])
+                if not mine or mine[-1] != d:
+                    mine.append(d)
+                    positions.setdefault(reg, []).append(df.pos)
+        return Writers(defs, ids, positions)
+
+    def reaching(self, pos: int, reg: str, guard: Guard) -> frozenset[int]:
+        """Def ids that may deliver `reg` to a read at `pos` under `guard` (ENTRY: from
+        before): the nearest writers back to one that surely covers the read (unguarded, or
+        under the read's own guard with the predicate not written in between)."""
+        ids = self.ids.get(reg, ())
+        found = set()
+        for k in range(bisect_left(self.positions.get(reg, ()), pos) - 1, -1, -1):
+            d = ids[k]
+            df = self.defs[d]
+            found.add(d)
+            if df.guard is None or (df.guard == guard and self.same_predicate_value(df.pos, pos, guard[0])):
+                return frozenset(found)
+        return frozenset(found | {ENTRY})
+
+    def same_predicate_value(self, start: int, end: int, pred: str) -> bool:
+        """No write of `pred` at positions [start, end): a guard read at both ends sees one value."""
+        positions = self.positions.get(pred, ())
+        k = bisect_left(positions, start)
+        return k == len(positions) or positions[k] >= end
 
 
 def analyse_block(instructions: tuple[Instruction, ...], block: Block, live_after: frozenset[str]) -> BlockWebs:
     """Webs of one block, given the R/P registers live after it."""
     defs, uses, opaque = _collect(instructions, block, named_registers(instructions))
     n = block.end - block.start
-    reach = {(u, reg): _reaching(defs, use.pos, reg, use.guard) for u, use in enumerate(uses) for reg in use.regs}
-    end_reach = {reg: _reaching(defs, n, reg, None) for reg in live_after if is_renamable_name(reg)}
+    writers = Writers.of(defs)
+    reach = {(u, reg): writers.reaching(use.pos, reg, use.guard) for u, use in enumerate(uses) for reg in use.regs}
+    end_reach = {reg: writers.reaching(n, reg, None) for reg in live_after if is_renamable_name(reg)}
+    users = _users(reach)
     pinned = {d for (u, _), ids in reach.items() if uses[u].operand == OPAQUE for d in ids}
     for ids in end_reach.values():
         pinned |= ids
@@ -196,20 +238,29 @@ def analyse_block(instructions: tuple[Instruction, ...], block: Block, live_afte
             d
             for d in range(len(defs))
             if d not in pinned
-            and _sole_writer(d, defs, uses, reach)
+            and _sole_writer(d, defs, uses, reach, users.get(d, ()))
             and _renamable_def(instructions[block.start + defs[d].pos], defs[d])
         )
     )
-    return BlockWebs(block, defs, uses, reach, end_reach, opaque, renamable)
+    return BlockWebs(block, defs, uses, reach, end_reach, opaque, renamable, users)
 
 
-def _sole_writer(d: int, defs: tuple[Def, ...], uses: tuple[Use, ...], reach) -> bool:
-    """`d` is the only def reaching every register of every use it reaches (a multi-register
-    use, like `R20.64`, must come wholly from `d`, or renaming its base would split it)."""
-    for (u, _), ids in list(reach.items()):
-        if d not in ids:
-            continue
-        if any(reach[(u, reg)] != frozenset({d}) for reg in uses[u].regs):
+def _users(reach: dict[tuple[int, str], frozenset[int]]) -> dict[int, tuple[int, ...]]:
+    """def id -> the use ids it may reach, ascending (one pass over `reach`)."""
+    out: dict[int, set[int]] = {}
+    for (u, _), ids in reach.items():
+        for d in ids:
+            out.setdefault(d, set()).add(u)
+    return {d: tuple(sorted(us)) for d, us in out.items()}
+
+
+def _sole_writer(d: int, defs: tuple[Def, ...], uses: tuple[Use, ...], reach, users: tuple[int, ...]) -> bool:
+    """`d` is the only def reaching every register of every use it reaches (`users`; a
+    multi-register use, like `R20.64`, must come wholly from `d`, or renaming its base would
+    split it)."""
+    only = frozenset({d})
+    for u in users:
+        if any(reach[(u, reg)] != only for reg in uses[u].regs):
             return False
         if not set(uses[u].regs) <= set(defs[d].regs):
             return False
@@ -231,7 +282,8 @@ def _upward_exposed(
 ) -> tuple[frozenset[str], frozenset[str]]:
     """(registers read before any write that surely covers the read, registers surely written)."""
     defs, uses, _ = _collect(instructions, block, universe)
-    exposed = {reg for use in uses for reg in use.regs if ENTRY in _reaching(defs, use.pos, reg, use.guard)}
+    writers = Writers.of(defs)
+    exposed = {reg for use in uses for reg in use.regs if ENTRY in writers.reaching(use.pos, reg, use.guard)}
     killed = {reg for d in defs if d.guard is None for reg in d.regs}
     return frozenset(exposed), frozenset(killed)
 

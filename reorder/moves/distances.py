@@ -157,20 +157,21 @@ def plan(
 ) -> None:
     """Give `order` (in place) the stalls and waits its in-block dependencies need, and the
     needs `learnt` from earlier verdicts, first position first. The stall before a position
-    grows once, by its largest shortfall; `bump(order, index, cycles)` adds stall cycles
-    before index + 1 (spilling backwards past 15)."""
+    grows once, by its largest shortfall; `bump(order, index, cycles)` adds `cycles` of stall
+    before index + 1 (spilling backwards past 15) and says whether all of them fitted."""
     learnt = learnt or {}
     block = _Block()
     rates, rules = load_rates(table.arch), load_rules(table.arch)
     pipes: dict[str, int] = {}  # pipe -> position of its newest op
     barrier: int | None = None  # position of the newest barrier with a distance rule
     issue = [0] * (len(order) + 1)
+    stale = False  # a bump that did not fit changed stalls `issue` does not count yet
     for j, ins in enumerate(order):
         if j:
             issue[j] = issue[j - 1] + order[j - 1].ctrl.stall
         short = _fresh_wait_shortfall(block, ins, issue, j)
-        if short > 0 and j and bump(order, j - 1, short):
-            issue[: j + 1] = _issue_cycles(order, j)
+        if short > 0 and j:
+            stale = _bumped(order, issue, j, short, bump, stale)
         block.waited(ins.ctrl.wait, issue, j)
         after: list[tuple[int, int]] = []
         waits = 0
@@ -186,8 +187,8 @@ def plan(
         if waits & ~ins.ctrl.wait:
             order[j] = ins = ins.with_ctrl(ins.ctrl.with_(wait=ins.ctrl.wait | waits))
         short = max([issue[p] + cycles - issue[j] for p, cycles in after], default=0)
-        if short > 0 and j and bump(order, j - 1, short):
-            issue[: j + 1] = _issue_cycles(order, j)
+        if short > 0 and j:
+            stale = _bumped(order, issue, j, short, bump, stale)
         block.waited(ins.ctrl.wait, issue, j)
         if ins.known:
             block.record(j, ins)
@@ -234,9 +235,32 @@ def _fresh_wait_shortfall(block: _Block, ins: Instruction, issue: list[int], j: 
     )
 
 
-def _issue_cycles(order: list[Instruction], j: int) -> list[int]:
-    """Issue cycle of positions 0..j, counted from position 0."""
-    out = [0]
-    for k in range(j):
-        out.append(out[-1] + order[k].ctrl.stall)
-    return out
+def _bumped(
+    order: list[Instruction],
+    issue: list[int],
+    j: int,
+    cycles: int,
+    bump: Callable[[list[Instruction], int, int], bool],
+    stale: bool,
+) -> bool:
+    """Add `cycles` before position j; when all fitted, count issue cycles 0..j again (from 0
+    if an earlier bump that did not fit left them stale). Returns whether they are stale now."""
+    if not bump(order, j - 1, cycles):
+        return True
+    _reissue(order, issue, j, cycles, stale)
+    return False
+
+
+def _reissue(order: list[Instruction], issue: list[int], j: int, added: int, stale: bool = False) -> None:
+    """Issue cycles of positions 0..j again (in place) after `added` stall cycles went in before
+    position j: from the earliest position whose stall grew, found walking back from j - 1 (a
+    bump spills back only past full stalls: recounting from position 0 every time made
+    scheduling a block quadratic in its length)."""
+    k, found = j, 0
+    while not stale and found < added and k > 0:
+        k -= 1
+        found += order[k].ctrl.stall - (issue[k + 1] - issue[k])
+    if stale or found != added:
+        k = 0
+    for m in range(k, j):
+        issue[m + 1] = issue[m] + order[m].ctrl.stall

@@ -19,11 +19,13 @@ callers verify the result (reorder.build.pipeline).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
+from itertools import accumulate, chain
 
 import networkx as nx
 
-from legality.graph import dependency
+from legality.graph import order_edges
 from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import Block, movable_blocks
 from reorder.analysis.webs import ENTRY, BlockWebs, analyse_block, guarded_live_out, is_renamable_name, web_renames
@@ -137,36 +139,40 @@ def _virtual_name(reg: str, d: int) -> str:
     return f"{reg}'{d}"
 
 
-def _virtual(ins: Instruction, pos: int, webs: BlockWebs) -> Instruction:
+def _virtual(ins: Instruction, pos: int, webs: BlockWebs, uses: list[int], defs: list[int]) -> Instruction:
     """The instruction with every renamable value named after its web, so the dependency
-    test sees only the conflicts renaming cannot remove."""
+    test sees only the conflicts renaming cannot remove (`uses`, `defs`: its use and def ids)."""
     if pos in webs.opaque:
         return ins
     reads = {r for r in ins.access.reads if not is_renamable_name(r)}
     writes = {r for r in ins.access.writes if not is_renamable_name(r)}
-    for u, use in enumerate(webs.uses):
-        if use.pos == pos:
-            for reg in use.regs:
-                ids = webs.reach[(u, reg)]
-                d = next(iter(ids))
-                reads.add(_virtual_name(reg, d) if len(ids) == 1 and d in webs.renamable else reg)
-    for d, df in enumerate(webs.defs):
-        if df.pos == pos:
-            writes |= {_virtual_name(reg, d) if d in webs.renamable else reg for reg in df.regs}
+    for u in uses:
+        for reg in webs.uses[u].regs:
+            ids = webs.reach[(u, reg)]
+            d = next(iter(ids))
+            reads.add(_virtual_name(reg, d) if len(ids) == 1 and d in webs.renamable else reg)
+    for d in defs:
+        writes |= {_virtual_name(reg, d) if d in webs.renamable else reg for reg in webs.defs[d].regs}
     return replace(ins, access=Access(frozenset(reads), frozenset(writes), ins.access.mem_reads, ins.access.mem_writes))
 
 
 def _graph(code: KernelCode, block: Block, webs: BlockWebs, noalias: Noalias) -> nx.DiGraph:
-    """Dependencies between block positions over renamed values."""
+    """Dependencies between block positions over renamed values: only their order is read
+    (ancestors, a topological sort, longest chains), so the edges are `order_edges`, whose
+    closure is the pairwise graph's."""
     buffers = address_parameters(code) if noalias else None
     declared = declared_parameters(noalias)
-    virtual = [_virtual(code.instructions[i], p, webs) for p, i in enumerate(block.indices())]
+    n = block.end - block.start
+    uses_at: list[list[int]] = [[] for _ in range(n)]
+    defs_at: list[list[int]] = [[] for _ in range(n)]
+    for u, use in enumerate(webs.uses):
+        uses_at[use.pos].append(u)
+    for d, df in enumerate(webs.defs):
+        defs_at[df.pos].append(d)
+    virtual = [_virtual(code.instructions[i], p, webs, uses_at[p], defs_at[p]) for p, i in enumerate(block.indices())]
     graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(virtual)))
-    for a in range(len(virtual)):
-        for b in range(a + 1, len(virtual)):
-            if dependency(virtual[a], virtual[b], bool(noalias), buffers, declared) is not None:
-                graph.add_edge(a, b)
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(order_edges(virtual, bool(noalias), buffers, declared))
     return graph
 
 
@@ -244,8 +250,28 @@ def _intervals(webs: BlockWebs, new_pos: list[int]) -> dict[int, dict[str, Inter
     return out
 
 
-def _overlaps(a: Interval, b: Interval) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
+class _Held:
+    """The intervals one register is taken for: those of values that keep their register
+    (ENTRY and the defs not renamed: fixed before allocation starts) and those assigned to it
+    so far. Values are assigned in the order they start, so an assigned interval starts no
+    later than the one asked about, and overlaps it exactly when it ends at or after its
+    start: the latest end answers. The fixed ones, sorted by start with the running largest
+    end, answer by bisection. (Scanning every interval per candidate register made the
+    allocation of a block quadratic in its length.)"""
+
+    def __init__(self, fixed: list[Interval]) -> None:
+        fixed = sorted(fixed)
+        self.starts = [lo for lo, _ in fixed]
+        self.ends = list(accumulate((hi for _, hi in fixed), max))
+        self.assigned_end = -math.inf
+
+    def overlaps(self, span: Interval) -> bool:
+        """Whether `span` (starting no earlier than every assigned interval) meets one held."""
+        k = bisect_right(self.starts, span[1])
+        return (k > 0 and self.ends[k - 1] >= span[0]) or self.assigned_end >= span[0]
+
+    def assign(self, span: Interval) -> None:
+        self.assigned_end = max(self.assigned_end, span[1])
 
 
 def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] | None:
@@ -255,11 +281,18 @@ def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] |
     for k, p in enumerate(order):
         new_pos[p] = k
     spans = _intervals(webs, new_pos)
-    taken: dict[str, list[Interval]] = {}
+    fixed: dict[str, list[Interval]] = {}
     for d, regs in spans.items():
         if d == ENTRY or d not in webs.renamable:
             for reg, span in regs.items():
-                taken.setdefault(reg, []).append(span)
+                fixed.setdefault(reg, []).append(span)
+    held: dict[str, _Held] = {}
+
+    def free(name: str, span: Interval) -> bool:
+        if name not in held:
+            held[name] = _Held(fixed.get(name, []))
+        return not held[name].overlaps(span)
+
     assigned: dict[int, int] = {}
     for d in sorted(webs.renamable, key=lambda d: new_pos[webs.defs[d].pos]):
         df = webs.defs[d]
@@ -268,25 +301,22 @@ def _allocate(webs: BlockWebs, order: list[int], limit: int) -> dict[int, int] |
         align = width if width in (2, 4) else 1
         # never into R1, the stack pointer, as ptxas never does (a suspect in an H200 NaN of
         # 2026-11-30 that proved not to be its cause; the convention stays)
-        candidates = [base] + [
-            b
-            for b in range(0, top - width + 2, align)
-            if b != base and not (kind == "R" and b <= STACK_POINTER < b + width)
-        ]
-        mine = [spans[d][reg] for reg in df.regs]
-        pick = next(
+        candidates = chain(
+            [base],
             (
                 b
-                for b in candidates
-                if all(not any(_overlaps(mine[k], t) for t in taken.get(f"{kind}{b + k}", ())) for k in range(width))
+                for b in range(0, top - width + 2, align)
+                if b != base and not (kind == "R" and b <= STACK_POINTER < b + width)
             ),
-            None,
         )
+        mine = [spans[d][reg] for reg in df.regs]
+        pick = next((b for b in candidates if all(free(f"{kind}{b + k}", mine[k]) for k in range(width))), None)
         if pick is None:
             return None
         assigned[d] = pick
         for k in range(width):
-            taken.setdefault(f"{kind}{pick + k}", []).append(mine[k])
+            free(f"{kind}{pick + k}", mine[k])  # makes its entry
+            held[f"{kind}{pick + k}"].assign(mine[k])
     return assigned
 
 

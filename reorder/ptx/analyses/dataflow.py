@@ -7,6 +7,7 @@ must ask which. A guarded definition may not happen: it reaches on, but kills no
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import cached_property
 
 from reorder.ptx.analyses.cfg import EXIT, Cfg
@@ -64,9 +65,39 @@ class DefUse:
         return self._reaching_in[b]
 
     def reaching(self, i: int, reg: str) -> frozenset[int]:
-        """The definitions of `reg` that reach statement i (before it executes)."""
+        """The definitions of `reg` that reach statement i (before it executes): the block's
+        writers of `reg` before i, back to one that kills, else from the block's entry (a
+        walk over one register's writers, not the block: a twin search asks this for pairs
+        of loads, and walking the block made it cubic in the kernel's length)."""
         b = self.cfg.block_of[i]
-        return self._through_block(b, dict(self._reaching_in[b]), stop=i).get(reg, frozenset())
+        positions, writers = self._block_writers[b].get(reg, ((), ()))
+        found = []
+        for k in range(bisect_left(positions, self._position[i]) - 1, -1, -1):
+            d = writers[k]
+            if self._kills(d):
+                return frozenset({d, *found})
+            found.append(d)
+        entry = self._reaching_in[b].get(reg, frozenset())
+        return entry | frozenset(found) if found else entry
+
+    @cached_property
+    def _position(self) -> dict[int, int]:
+        """Statement -> its place among its block's instructions."""
+        return {i: p for block in self.cfg.blocks for p, i in enumerate(block.instructions)}
+
+    @cached_property
+    def _block_writers(self) -> dict[int, dict[str, tuple[list[int], list[int]]]]:
+        """Block -> register -> (places in the block, statements) of the instructions writing it, in order."""
+        out: dict[int, dict[str, tuple[list[int], list[int]]]] = {}
+        for block in self.cfg.blocks:
+            mine: dict[str, tuple[list[int], list[int]]] = {}
+            for p, i in enumerate(block.instructions):
+                for reg in self.effects[i].defs if self.effects[i] else ():
+                    places, statements = mine.setdefault(reg, ([], []))
+                    places.append(p)
+                    statements.append(i)
+            out[block.index] = mine
+        return out
 
     @cached_property
     def definitions(self) -> dict[str, frozenset[int]]:

@@ -19,6 +19,7 @@ from reorder.ptx.analyses.cfg import EXIT, Cfg
 from reorder.ptx.analyses.dataflow import DefUse
 from reorder.ptx.analyses.memory import MEMORY_KINDS, MemoryFacts, conflict
 from reorder.ptx.analyses.provenance import UNKNOWN, Origins
+from reorder.ptx.model.effects import Effect
 
 
 def memory_graph(cfg: Cfg, defuse: DefUse, origins: dict[int, Origins], facts: MemoryFacts) -> nx.DiGraph:
@@ -54,10 +55,13 @@ def _register_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse) -> None:
 def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int, Origins], facts: MemoryFacts) -> None:
     effects = defuse.effects
     ordered = [i for b in cfg.blocks for i in b.instructions if effects[i].kind in MEMORY_KINDS]
+    # two plain reads (no fence, barrier, unknown or write) never conflict: a read is paired
+    # with the others only (every pair of an unrolled kernel's loads was tried before: quadratic)
+    others = [i for i in ordered if not _plain_read(effects[i])]
     later = _reachable_blocks(cfg)
     for a in ordered:
         ba = cfg.block_of[a]
-        for b in ordered:
+        for b in others if _plain_read(effects[a]) else ordered:
             if a == b and ba not in later[ba]:
                 continue
             bb = cfg.block_of[b]
@@ -72,6 +76,12 @@ def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int
             )
             if kind and not graph.has_edge(a, b):
                 graph.add_edge(a, b, kind=kind)
+
+
+def _plain_read(effect: Effect) -> bool:
+    """An access `conflict` pairs with no other plain read: not unknown, ordered or a barrier,
+    and writing no memory."""
+    return effect.kind not in ("unknown", "barrier") and not effect.ordered and not effect.writes_memory
 
 
 def _reachable_blocks(cfg: Cfg) -> dict[int, frozenset[int]]:

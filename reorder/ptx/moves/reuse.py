@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analyses.analysis import Analysis
@@ -107,10 +108,11 @@ class Twins:
         )
 
     def earlier(self, load: int) -> int | None:
-        """The latest earlier twin the load may take its value from, or None."""
+        """The latest earlier twin the load may take its value from, or None. Only loads that
+        could pass `_same_address` are tried (`_candidates`)."""
         a = self.analysis
         cfg, body = a.cfg, a.function.body
-        for e in sorted((x for x in self.loads if x != load), reverse=True):
+        for e in self._candidates(load):
             if body[e].ins.guard is not None or _shape(body[e].ins.opcode) != _shape(body[load].ins.opcode):
                 continue
             be, bl = cfg.block_of[e], cfg.block_of[load]
@@ -119,6 +121,50 @@ class Twins:
             if self._same_address(e, load) and self._clear(e, load):
                 return e
         return None
+
+    def _candidates(self, load: int) -> list[int]:
+        """The other loads, latest first, that agree with `load` in what `_same_address`
+        requires: state space, symbol, offset and number of address terms, and for the first
+        term the same register (`_unchanged`) or the same value number (`_same_value`).
+        Trying every earlier load made the twin search quadratic in the loads, times the
+        cost of each comparison (a 1,000-statement kernel took minutes)."""
+        group, reg, value = self._address_key(load)
+        by_group, by_register, by_value = self._indexes
+        if value is UNNUMBERED:
+            found = by_group.get(group, set())
+        else:
+            found = (
+                by_register.get((group, reg), set())
+                | by_value.get((group, value), set())
+                | by_value.get((group, UNNUMBERED), set())
+            )
+        return sorted(found - {load}, reverse=True)
+
+    def _address_key(self, i: int) -> tuple[tuple, str | None, object]:
+        """(space, symbol, offset, term count), the first term's register and value number."""
+        effect = self.analysis.effects[i]
+        terms = _terms(self.analysis.function.body[i].ins.address())
+        group = (effect.space, effect.symbol, effect.offset, len(terms))
+        if not terms:
+            return group, None, None
+        return group, self._register(terms[0], i), self._numbers.of(terms[0], i)
+
+    @cached_property
+    def _indexes(self) -> tuple[dict, dict, dict]:
+        """The loads by group, by (group, first register), by (group, first value number)."""
+        by_group: dict[tuple, set[int]] = {}
+        by_register: dict[tuple, set[int]] = {}
+        by_value: dict[tuple, set[int]] = {}
+        for i in self.loads:
+            group, reg, value = self._address_key(i)
+            by_group.setdefault(group, set()).add(i)
+            by_register.setdefault((group, reg), set()).add(i)
+            by_value.setdefault((group, value), set()).add(i)
+        return by_group, by_register, by_value
+
+    @cached_property
+    def _numbers(self) -> ValueNumbers:
+        return ValueNumbers(self.analysis, self._register)
 
     def _same_address(self, e: int, load: int) -> bool:
         a = self.analysis
@@ -183,6 +229,106 @@ class Twins:
             if a.effects[x].defs & kept:
                 return False
         return True
+
+
+UNNUMBERED = ("unnumbered",)  # a value ValueNumbers could not number: compared with every load
+
+
+class _Cycle(Exception):
+    """Definitions that feed each other (ValueNumbers numbers acyclic definitions only)."""
+
+
+class ValueNumbers:
+    """A number per (operand, statement) such that `Twins._same_value` holds only between
+    operands of one number: the unique reaching definition's opcode, operand count and the
+    numbers of its operands (a kernel parameter read: its operand text); any other value
+    (several reaching definitions, a guarded one, one in a loop, an impure one) is numbered
+    by its set of definitions. Equal numbers do not prove equal values (no depth limit, no
+    check of the definition's destinations): `_same_value` still decides; the numbers only
+    rule pairs out. Definitions are numbered without recursion (address chains are
+    thousands of definitions deep in an unrolled kernel)."""
+
+    def __init__(self, analysis: Analysis, register) -> None:
+        self.analysis = analysis
+        self.register = register  # Twins._register: the register an operand token names there
+        self.table: dict[tuple, int] = {}
+        self.of_def: dict[int, int] = {}
+
+    def of(self, token: str, at: int) -> object:
+        """The number of `token` as read at statement `at` (UNNUMBERED where definitions feed
+        each other in a cycle outside any loop the CFG knows: then no pair is ruled out)."""
+        reg = self.register(token, at)
+        if reg is None:
+            return ("token", token)
+        try:
+            return self._of_set(self.analysis.defuse.reaching(at, reg))
+        except _Cycle:
+            return UNNUMBERED
+
+    def _of_set(self, defs: frozenset[int]) -> int:
+        if len(defs) != 1:
+            return self._number(("defs", defs))
+        (d,) = defs
+        if d not in self.of_def:
+            self._number_definitions(d)
+        return self.of_def[d]
+
+    def _shape(self, d: int) -> tuple | None:
+        """How definition d is numbered: None when by its operands (their numbers first)."""
+        a = self.analysis
+        ins = a.function.body[d].ins
+        if ins.guard or a.cfg.loops_of(a.cfg.block_of[d]) or a.effects[d].kind not in ("pure", "param"):
+            return ("defs", frozenset({d}))
+        if a.effects[d].kind == "param":
+            return ("param", ins.opcode, len(ins.operands), tuple(ins.operands[1:]))
+        return None
+
+    def _operand_defs(self, d: int) -> list[frozenset[int] | None]:
+        """The reaching definitions of each source operand of d (None: not a register)."""
+        a = self.analysis
+        out: list[frozenset[int] | None] = []
+        for token in a.function.body[d].ins.operands[1:]:
+            reg = self.register(token, d)
+            out.append(None if reg is None else a.defuse.reaching(d, reg))
+        return out
+
+    def _number_definitions(self, root: int) -> None:
+        """Number `root` and every unique reaching definition below it, operands first (a
+        depth-first walk: a definition is numbered on its second visit, its operands' done)."""
+        stack, expanded = [root], set()
+        while stack:
+            d = stack[-1]
+            if d in self.of_def:
+                stack.pop()
+                continue
+            shape = self._shape(d)
+            if shape is not None:
+                self.of_def[d] = self._number(shape)
+                stack.pop()
+                continue
+            operands = self._operand_defs(d)
+            below = [next(iter(x)) for x in operands if x is not None and len(x) == 1]
+            pending = [x for x in below if x not in self.of_def]
+            if d not in expanded:
+                expanded.add(d)
+                if any(x in expanded for x in pending):
+                    raise _Cycle(d)  # an operand's definition is still waiting for this one
+                stack += pending
+                continue
+            if pending:
+                raise _Cycle(d)
+            ins = self.analysis.function.body[d].ins
+            parts = tuple(self._part(token, x) for token, x in zip(ins.operands[1:], operands, strict=True))
+            self.of_def[d] = self._number(("op", ins.opcode, len(ins.operands), parts))
+            stack.pop()
+
+    def _part(self, token: str, defs: frozenset[int] | None) -> object:
+        if defs is None:
+            return ("token", token)
+        return self._of_set(defs)
+
+    def _number(self, key: tuple) -> int:
+        return self.table.setdefault(key, len(self.table))
 
 
 def _terms(address: str | None) -> list[str]:
