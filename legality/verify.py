@@ -78,6 +78,10 @@ class Pending:
             return True
         return any(mask >> b & 1 and self.elapsed - at >= FRESH_SCOREBOARD_CYCLES for b, at in self.cover)
 
+    def settled(self) -> bool:
+        """Whether aging changes nothing any more: its age and every cover age at the cap."""
+        return self.elapsed == ELAPSED_CAP and all(at == 0 for _, at in self.cover)
+
     def aged(self, stall: int) -> Pending:
         """This access `stall` cycles later (ages count up to ELAPSED_CAP, cover ages kept)."""
         elapsed = min(self.elapsed + stall, ELAPSED_CAP)
@@ -516,10 +520,16 @@ def _forget_guards(s: State, predicate: str) -> None:
 
 
 def _advance(s: State, stall: int) -> None:
-    s.clock += stall  # fixed-latency entries age by the clock (Recent.at)
+    """`stall` cycles pass: fixed-latency entries age by the clock (Recent.at), pending ones
+    one by one, except where nothing would change (no cycles, or every access of a resource
+    aged to the cap: most of what a long unrolled block keeps in flight)."""
+    s.clock += stall
+    if not stall:
+        return
     for table in (s.writes, s.reads):
-        for res in table:
-            table[res] = frozenset(p.aged(stall) for p in table[res])
+        for res, pending in table.items():
+            if not all(p.settled() for p in pending):
+                table[res] = frozenset(p.aged(stall) for p in pending)
 
 
 def _exact_key(state: State) -> tuple:

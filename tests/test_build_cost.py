@@ -220,3 +220,33 @@ def test_the_twin_search_finds_what_trying_every_load_finds():
                 assert twin == _every_earlier(twins, load)
                 found += twin is not None
     assert found > 100
+
+
+def _random_pending(rng: random.Random):
+    from legality.verify import ELAPSED_CAP, Pending
+
+    elapsed = rng.choice([ELAPSED_CAP, ELAPSED_CAP, rng.randint(0, ELAPSED_CAP)])
+    cover = tuple((rng.randint(0, 5), rng.choice([0, 0, rng.randint(0, elapsed)])) for _ in range(rng.randint(0, 2)))
+    return Pending(rng.randint(-1, 5), 16 * rng.randint(0, 99), "LDG.E", elapsed, cover=cover)
+
+
+def test_aging_skips_only_what_aging_leaves_as_it_was():
+    from legality.verify import State, _advance
+
+    rng = random.Random(11)
+    skipped = 0
+    for _ in range(3_000):
+        tables = [
+            {
+                f"R{r}": frozenset(_random_pending(rng) for _ in range(rng.randint(1, 3)))
+                for r in range(rng.randint(1, 4))
+            }
+            for _ in range(2)
+        ]
+        stall = rng.choice([0, 1, 2, 5, 15, 70])
+        state = State(writes=dict(tables[0]), reads=dict(tables[1]), clock=3)
+        _advance(state, stall)
+        every = [{res: frozenset(p.aged(stall) for p in ps) for res, ps in t.items()} for t in tables]
+        assert (state.writes, state.reads, state.clock) == (every[0], every[1], 3 + stall)
+        skipped += sum(all(p.settled() for p in ps) for t in tables for ps in t.values())
+    assert skipped > 500
