@@ -141,7 +141,7 @@ def order_edges(
             if writes:
                 stores.append(b)
         else:
-            memory.add(b, _SPACE_TOKENS.get(reads, frozenset()), _SPACE_TOKENS.get(writes, frozenset()))
+            memory.add(b, _SPACE_TOKENS.get(reads or "", frozenset()), _SPACE_TOKENS.get(writes or "", frozenset()))
     return edges
 
 

@@ -71,7 +71,7 @@ class DefUse:
         of loads, and walking the block made it cubic in the kernel's length)."""
         b = self.cfg.block_of[i]
         positions, writers = self._block_writers[b].get(reg, ((), ()))
-        found = []
+        found: list[int] = []
         for k in range(bisect_left(positions, self._position[i]) - 1, -1, -1):
             d = writers[k]
             if self._kills(d):
