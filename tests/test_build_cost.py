@@ -24,9 +24,9 @@ from legality.graph import dependency, order_edges
 from reorder.analysis.cfg import basic_blocks
 from reorder.analysis.webs import ENTRY, Writers, _collect, named_registers
 from reorder.binary.cubin import read_cubin
-from reorder.ptx.analysis import Analysis
-from reorder.ptx.model import parse_module
-from reorder.ptx.reuse import Twins, _shape
+from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.model.model import parse_module
+from reorder.ptx.moves.reuse import Twins, _shape
 from reorder.sass.model import decode_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,8 +44,8 @@ def _pipeline_seconds(cubin: Path, ptx: Path) -> float:
     """CPU seconds of batch-loads, the stall cut, the final verdict and the PTX move space."""
     from legality.verify import clear_caches, verify_kernel
     from reorder.build.pipeline import batch_loads, cut_stalls
-    from reorder.ptx.registry import MoveOptions
-    from reorder.ptx.searchspace import first_stage
+    from reorder.ptx.space.registry import MoveOptions
+    from reorder.ptx.space.searchspace import first_stage
 
     code = decode_kernel(read_cubin(cubin), "fma_chain")  # nvdisasm: another process, not counted
     clear_caches()
