@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reorder.base.deadline import process_start
 from reorder.base.files import check_output
 from reorder.binary.cubin import read_cubin
 from reorder.cli.kernelpick import pick_kernel
@@ -513,7 +512,7 @@ def _optimize():
                 launch=Path(args.launch) if args.launch else None,
                 budget=args.budget,
                 seconds=seconds(args.time),
-                started=process_start(),  # the user's --time counts from the command line
+                started=args.started,  # set by main: the command line's start, or the call's
                 jobs=args.jobs,
                 storage=args.storage,
                 l2=args.l2,

@@ -9,8 +9,10 @@ import contextlib
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 
+from reorder.base.deadline import process_start
 from reorder.base.errors import ReorderError, one_line
 from reorder.cli import commands  # noqa: F401  (importing it registers the subcommands)
 from reorder.cli.registry import COMMANDS
@@ -41,8 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. From the command line (`argv` None) its `--time` counts from the
+    process's start, interpreter and imports included; called in-process with `argv` (a test,
+    the fuzzer, a notebook), from this call: a long-lived process must not have spent a
+    command's time before the command began."""
+    started = process_start() if argv is None else time.monotonic()
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.started = started
     _batch_loads_cubin(args, parser)
     with _pipe_safe_stdout():
         return _run(args)
