@@ -707,7 +707,10 @@ def verify_kernel(
     if found and original is not None:
         found, inherited = split(ins, found, _compiler_made(original, code.arch))
     if original is not None:
+        from legality.scoreboards import reuse_violations  # it walks with this module's dataflow
+
         found += _neighbour_violations(ins, original, code.arch) + _stack_pointer_writes(ins, original)
+        found += reuse_violations(ins, original, code.arch)
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
 
 

@@ -11,7 +11,8 @@ class Violation:
     """One broken dependency: who produced, who consumed too early, and by how much."""
 
     kind: str  # raw, raw_pred, raw_guard, raw_u, waw, war, scoreboard, untracked, encoding, registers,
-    #            barrier (a memory access too soon after one), barrier_neighbour (legality.barriers)
+    #            barrier (a memory access too soon after one), barrier_neighbour (legality.barriers),
+    #            scoreboard_reuse (legality.scoreboards)
     resource: str
     producer_offset: int
     producer_opcode: str

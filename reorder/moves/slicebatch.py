@@ -12,8 +12,10 @@ ancestors to the top of the block, slices first and loads after them, and everyt
 else keeps its order. Registers and predicates are then assigned by a linear scan over
 the new order: a value keeps its register where that clashes with nothing, else takes
 the lowest free one (dead in the block first, new ones above the count within
-`extra_registers`). Every rewritten word is checked with nvdisasm (reorder.sass.rename), and
-callers verify the result (reorder.build.pipeline).
+`extra_registers`). The hoisted loads then get scoreboards of their own where some are free
+(reorder.moves.scoreboards; `own_scoreboards=False` keeps the compiler's, and `instances` lists
+both). Every rewritten word is checked with nvdisasm (reorder.sass.rename), and callers verify
+the result (reorder.build.pipeline).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from reorder.binary.cubin import RESERVED_REGISTERS, STACK_POINTER
 from reorder.moves.blocks import apply_renames, block_at, declared_parameters, is_hoistable_load
 from reorder.moves.protocol import Candidate, MoveOptions, Noalias
 from reorder.moves.schedule import schedule_block
+from reorder.moves.scoreboards import spread_scoreboards
 from reorder.sass.model import Instruction, KernelCode
 from reorder.sass.operands import Access
 from reorder.sass.rename import OperandRename
@@ -53,6 +56,7 @@ class SliceBatch:
     max_loads: int = 16
     extra_registers: int = 32
     noalias: Noalias = False
+    own_scoreboards: bool = True  # spread the loads over free scoreboards (reorder.moves.scoreboards)
     name: str = field(default="slice_batch", init=False)
 
     @property
@@ -70,8 +74,11 @@ class SliceBatch:
                 continue
             if not any(is_hoistable_load(code.instructions[i]) for i in b.indices()):
                 continue
-            if plan_slices(code, b, max_loads, extra_registers, noalias, live) is not None:
+            plan = plan_slices(code, b, max_loads, extra_registers, noalias, live)
+            if plan is not None:
                 out.append(SliceBatch(b.start, max_loads, extra_registers, noalias))
+                if len(plan.loads) > 1:  # the same batch on the compiler's scoreboards, for the search to weigh
+                    out.append(SliceBatch(b.start, max_loads, extra_registers, noalias, own_scoreboards=False))
         return out
 
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
@@ -83,8 +90,13 @@ class SliceBatch:
             raise NotApplicable(f"no load of block {self.block_start} can move")
         renamed = apply_renames(code, list(plan.renames), plan.regcount)
         new = schedule_block(renamed.instructions, block.start, block.end, plan.order, code.arch)
+        notes = plan.notes
+        if self.own_scoreboards:
+            batch = frozenset(code.instructions[i].offset for i in plan.loads)
+            new, note = spread_scoreboards(new, block.start, block.end, batch, code.arch)
+            notes += (note,) if note else ()
         moved = sum(1 for k, i in enumerate(plan.order) if i != block.start + k)
-        return Candidate(renamed, new, plan.regcount, plan.notes, moved)
+        return Candidate(renamed, new, plan.regcount, notes, moved)
 
 
 @dataclass(frozen=True)
