@@ -112,8 +112,13 @@ def batch_loads(
     steps: list[Outcome] = []
     current = code
     options = MoveOptions(noalias=noalias, extra_registers=extra_registers)
+    done: set[tuple[int, ...]] = set()
     for move in SliceBatch.instances(code, options):
+        if move.blocks in done:  # the kept-scoreboard twin is only the fallback of its block's spread batch
+            continue
         step = _same_values(current, _kept(current, apply_each(current, [move])))
+        if step.applied:
+            done.add(move.blocks)
         if not step.applied:
             fallback = [m for m in LoadBatch.instances(current, options) if m.blocks == move.blocks]
             step = _merged(current, [step, _kept(current, apply_each(current, fallback))])
