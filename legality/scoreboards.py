@@ -21,12 +21,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from legality.latency import load_table
-from legality.verify import State, _apply_waits, block_entry_states, queue_of, read_queue, step
 from legality.violation import Violation
 from reorder.analysis.cfg import basic_blocks
 from reorder.sass.model import Instruction
+
+State = Any  # legality.verify's dataflow state: this module gets the walk from there (it imports this one)
+Step = Callable[[State, Instruction], State]  # the state after one instruction
+Waited = Callable[[State, int], State]  # a copy of the state with a wait mask applied
+Queues = Callable[[Instruction], tuple[str, ...]]  # the in-order queues an op completes and reads in
 
 NO_SCOREBOARD = 7  # the control field's 'none'
 SCOREBOARDS = 6  # SB0..SB5
@@ -53,15 +58,18 @@ def reassigned(candidate: tuple[Instruction, ...], original: tuple[Instruction, 
 
 
 def reuse_violations(
-    candidate: tuple[Instruction, ...], original: tuple[Instruction, ...], arch: int
+    candidate: tuple[Instruction, ...],
+    original: tuple[Instruction, ...],
+    entry: Mapping[int, State],
+    step: Step,
+    waited: Waited,
+    queues: Queues,
 ) -> tuple[Violation, ...]:
     """Every reassigned op that sets a scoreboard on which an op not reassigned there is pending
     (entry states over every path: legality.verify)."""
     moved = reassigned(candidate, original)
     if not moved:
         return ()
-    table = load_table(arch)
-    entry = block_entry_states(candidate, arch)
     counted = _counted(candidate)
     found: list[Violation] = [_depbar(ins, moved[ins.offset]) for ins in candidate if moved.get(ins.offset) in counted]
     for b in basic_blocks(candidate):
@@ -71,23 +79,21 @@ def reuse_violations(
         state = entry[b.start]
         for ins in block:
             if ins.offset in moved:
-                found += _check(state, ins, moved)
-            state = step(state, ins, table, [])
+                found += _check(waited(state, ins.ctrl.wait), ins, moved, queues(ins))
+            state = step(state, ins)
     return tuple(found)
 
 
-def _check(state: State, ins: Instruction, moved: dict[int, int]) -> list[Violation]:
-    """The compiler's ops still pending on the scoreboard `ins` was moved to, once its own
-    waits are applied."""
-    after = state.copy()
-    _apply_waits(after, ins.ctrl.wait)
+def _check(after: State, ins: Instruction, moved: dict[int, int], own: tuple[str, ...]) -> list[Violation]:
+    """The ops of other queues still pending on the scoreboard `ins` was moved to (`after`: the
+    state once its own waits are applied)."""
     sb = moved[ins.offset]
     holders = {
         (p.offset, p.opcode)
         for table in (after.writes, after.reads)
         for pending in table.values()
         for p in pending
-        if p.sb == sb and p.offset != ins.offset and p.queue not in (queue_of(ins), read_queue(ins))
+        if p.sb == sb and p.offset != ins.offset and p.queue not in own
     }
     return [
         Violation(
@@ -129,23 +135,27 @@ def _depbar(ins: Instruction, sb: int) -> Violation:
 
 
 def free_scoreboards(
-    kernel: tuple[Instruction, ...], start: int, end: int, batch: frozenset[int], first: int, arch: int
+    kernel: tuple[Instruction, ...],
+    start: int,
+    end: int,
+    batch: frozenset[int],
+    first: int,
+    entry: State,
+    step: Step,
+    waited: Waited,
 ) -> list[int] | None:
     """Scoreboards no op outside `batch` (offsets) holds, on any path, at any point from
     position `first` of block [start, end) to the block's end: where a move may put the batch's
     loads without meeting the compiler's ops. None when a batch load is still pending at the
     end (its consumers lie beyond the block and wait on the scoreboard it has)."""
-    table = load_table(arch)
-    state = block_entry_states(kernel, arch)[start]
+    state = entry
     held: set[int] = set()
     for k, ins in enumerate(kernel[start:end]):
         if k >= first:
-            after = state.copy()
-            _apply_waits(after, ins.ctrl.wait)
-            held |= _holders(after, batch)
+            held |= _holders(waited(state, ins.ctrl.wait), batch)
             if ins.offset not in batch:
                 held |= {b for b in (ins.ctrl.wbar, ins.ctrl.rbar) if b != NO_SCOREBOARD}
-        state = step(state, ins, table, [])
+        state = step(state, ins)
     if any(p.offset in batch for t in (state.writes, state.reads) for pend in t.values() for p in pend):
         return None
     held |= _holders(state, batch)

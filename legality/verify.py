@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from legality import barriers, issue
+from legality import barriers, issue, scoreboards
 from legality.inherited import split
 from legality.latency import FRESH_SCOREBOARD_CYCLES, LatencyTable, latency_class, load_table, lookup_read
 from legality.violation import Violation
@@ -707,10 +707,8 @@ def verify_kernel(
     if found and original is not None:
         found, inherited = split(ins, found, _compiler_made(original, code.arch))
     if original is not None:
-        from legality.scoreboards import reuse_violations  # it walks with this module's dataflow
-
         found += _neighbour_violations(ins, original, code.arch) + _stack_pointer_writes(ins, original)
-        found += reuse_violations(ins, original, code.arch)
+        found += _reuse_violations(ins, original, code.arch)
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
 
 
@@ -762,3 +760,47 @@ def _compiler_made(original: tuple[Instruction, ...], arch: int) -> dict:
     from legality.inherited import compiler_made
 
     return compiler_made(original, original_violations(original, arch))
+
+
+# ---------------------------------------------------------------- scoreboard reuse (legality.scoreboards)
+
+
+def _stepper(arch: int):
+    table = load_table(arch)
+    return lambda s, ins: step(s, ins, table, [])
+
+
+def _waited(s: State, mask: int) -> State:
+    out = s.copy()
+    _apply_waits(out, mask)
+    return out
+
+
+def _queues(ins: Instruction) -> tuple[str, ...]:
+    return queue_of(ins), read_queue(ins)
+
+
+def _reuse_violations(
+    ins: tuple[Instruction, ...], original: tuple[Instruction, ...], arch: int
+) -> tuple[Violation, ...]:
+    """A reassigned op on a scoreboard another queue's op still holds (legality.scoreboards)."""
+    if not scoreboards.reassigned(ins, original):
+        return ()
+    return scoreboards.reuse_violations(ins, original, block_entry_states(ins, arch), _stepper(arch), _waited, _queues)
+
+
+def free_scoreboards(
+    kernel: tuple[Instruction, ...], start: int, end: int, batch: frozenset[int], first: int, arch: int
+) -> list[int] | None:
+    """The verdict a move asks before it reassigns scoreboards: which are free, on every path,
+    from position `first` of block [start, end) to its end, of every op outside `batch`
+    (legality.scoreboards.free_scoreboards)."""
+    entry = block_entry_states(kernel, arch)[start]
+    return scoreboards.free_scoreboards(kernel, start, end, batch, first, entry, _stepper(arch), _waited)
+
+
+def reuse_verdict(
+    candidate: tuple[Instruction, ...], original: tuple[Instruction, ...], arch: int
+) -> tuple[Violation, ...]:
+    """The scoreboard-reuse violations of `candidate` against `original` (a verdict)."""
+    return _reuse_violations(candidate, original, arch)

@@ -13,7 +13,17 @@ from reorder.build.pipeline import apply_each, cut_stalls
 from reorder.moves.core import Swap
 
 MOVES = Path(schedule.__file__).parent
-VERDICTS = {"Violation", "block_violations", "original_violations", "verify_instructions", "verify_kernel"}
+# free_scoreboards and reuse_verdict: which scoreboards no foreign op holds over a range, and
+# whether a reassignment is refused; questions the verifier answers, as block_violations is
+VERDICTS = {
+    "Violation",
+    "block_violations",
+    "original_violations",
+    "verify_instructions",
+    "verify_kernel",
+    "free_scoreboards",
+    "reuse_verdict",
+}
 
 
 def test_the_moves_take_only_verdicts_from_the_verifier():

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from legality.scoreboards import reassigned, reuse_violations
-from legality.verify import verify_kernel
+from legality.scoreboards import reassigned
+from legality.verify import reuse_verdict, verify_kernel
 from reorder.binary.cubin import read_cubin
 from reorder.build.pipeline import apply_each
 from reorder.moves.protocol import MoveOptions
@@ -51,7 +51,7 @@ def test_a_load_moved_onto_a_free_scoreboard_is_legal(code):
     user = code.instructions[_index(code, 0x0E10)]
     good = _with(code, {0x0DD0: {"wbar": 1}, 0x0E10: {"wait": user.ctrl.wait | 2}})
     assert reassigned(good, code.instructions) == {0x0DD0: 1}
-    assert not reuse_violations(good, code.instructions, code.arch)
+    assert not reuse_verdict(good, code.instructions, code.arch)
     assert verify_kernel(code, good, original=code.instructions).ok
 
 

@@ -16,8 +16,7 @@ violation the kept assignment did not have; otherwise the compiler's scoreboards
 
 from __future__ import annotations
 
-from legality.scoreboards import free_scoreboards, reuse_violations
-from legality.verify import verify_instructions
+from legality.verify import free_scoreboards, reuse_verdict, verify_instructions
 from reorder.base.errors import LegalityError
 from reorder.moves.schedule import schedule_block
 from reorder.sass.model import Instruction
@@ -50,7 +49,7 @@ def spread_scoreboards(
     except LegalityError as e:
         return kernel, f"scoreboards kept: {e}"
     before = {v.key for v in verify_instructions(kernel, arch)}
-    if any(v.key not in before for v in verify_instructions(new, arch)) or reuse_violations(new, kernel, arch):
+    if any(v.key not in before for v in verify_instructions(new, arch)) or reuse_verdict(new, kernel, arch):
         return kernel, "scoreboards kept: the spread schedule is not legal"
     groups = len(set(assign.values()))
     return new, (
