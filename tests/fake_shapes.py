@@ -45,6 +45,8 @@ class FakeShapePool:
                 "check_detail": f"identical on {kwargs.get('sets', 3)} sets at {launches} launches (fake)"
                 if not bad
                 else "out[3]: 1.0 != 2.0 (fake)",
+                "check_launch_s": [0.01] * launches,
+                "check_references": 0,
             }
             return SimpleNamespace(status="ok", reason="", value=value, ok=True)
         if job.func.endswith(":time_job"):

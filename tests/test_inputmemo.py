@@ -59,12 +59,30 @@ def test_the_original_runs_once_per_set_and_launch_across_checks(tmp_path: Path,
 
     monkeypatch.setattr(check, "run_once", run_once)
     spec = load_spec(SPEC)
-    assert check.check_pair(original, candidate, spec, sets=3).ok
+    first = check.check_pair(original, candidate, spec, sets=3)
+    assert first.ok and first.references == 4 and len(first.seconds) == 1
     assert runs.count("a.cubin") == 4 and runs.count("b.cubin") == 3  # the first set's reference runs twice
     runs.clear()
-    assert check.check_pair(original, candidate, spec, sets=3).ok
+    again = check.check_pair(original, candidate, spec, sets=3)
+    assert again.ok and again.references == 0
     assert runs == ["b.cubin"] * 3
     runs.clear()
     assert check.check_pair(original, candidate, spec, sets=2, first_set=50).ok  # new sets: judged again
     assert runs.count("a.cubin") == 3
     inputmemo.clear()
+
+
+def test_same_bytes_is_byte_equality_not_value_equality() -> None:
+    """The fast path of the byte check: -0.0 is not 0.0, one NaN payload is not another, and an
+    odd-sized buffer is compared to its last byte."""
+    from timing.check import compare_outputs, same_bytes
+
+    x = np.linspace(-1, 1, 4099, dtype=np.float32)
+    assert same_bytes(x, x.copy())
+    assert not same_bytes(np.zeros(3, np.float32), np.array([0.0, -0.0, 0.0], np.float32))
+    nan = np.array([np.nan], np.float32)
+    assert not same_bytes(nan, nan.view(np.uint32).__add__(1).view(np.float32))
+    odd = np.arange(7, dtype=np.uint8)
+    assert not same_bytes(odd, np.r_[odd[:6], 9].astype(np.uint8))
+    found = compare_outputs({"y": x}, {"y": np.r_[x[:-1], np.float32(2.0)]})
+    assert found is not None and found.flat_index == 4098 and found.n_differing == 1

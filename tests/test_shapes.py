@@ -129,11 +129,35 @@ def test_the_scorer_races_a_search_trial_and_times_a_finalist_everywhere(tmp_pat
     dropped = scorer.score(bad)
     assert dropped.detail["raced"].startswith("dropped after")
     assert pool.count("time_job") == 3 * MIN_HISTORY + 1  # timed at its first shape only
+    assert pool.count("check_job") == MIN_HISTORY  # and never byte-checked: it cannot count
+    assert dropped.detail["check_detail"].startswith("not checked") and scorer.ledger.checks == MIN_HISTORY
     assert dropped.value > min(scorer.score(p, budget_s=1.0).value for p in good)
     final = scorer.score(bad, budget_s=1.0)  # a finalist is never raced
     assert not final.detail["raced"] and len(final.detail["shapes"]) == 3
     assert set(scorer.ledger.finals) >= {__import__("hashlib").sha256(bad.read_bytes()).hexdigest()}
     assert sum(scorer.ledger.dropped.values()) == 1 and scorer.ledger.full == MIN_HISTORY
+
+
+def test_a_wrong_trial_that_survives_the_race_is_rejected_by_its_check(tmp_path: Path) -> None:
+    from reorder.search.scoring import Rejected
+
+    pool = FakeShapePool(same_everywhere=True, mismatch=b"wrong")
+    scorer, original = _scorer(tmp_path, pool)
+    for path in _candidates(tmp_path, original, lambda r: 0.9 < r < 0.95)[:MIN_HISTORY]:
+        scorer.score(path)
+    from tests.fake_shapes import fake_ratio
+
+    data = next(
+        d
+        for k in range(2000)
+        if fake_ratio(d := original.read_bytes() + b"wrong %d" % k, b"", (1,), same_everywhere=True) < 0.85
+    )
+    fast = tmp_path / "wrong.cubin"
+    fast.write_bytes(data)  # faster than every trial at the race's shape: it goes on to its check
+    with pytest.raises(Rejected, match="outputs differ"):
+        scorer.score(fast)
+    assert pool.count("check_job") == MIN_HISTORY + 1 and scorer.ledger.full == MIN_HISTORY
+    assert set(scorer.ledger.check_shape_s) == {"grid1", "grid16", "grid1024"}
 
 
 def test_the_recheck_covers_every_shape_and_check_launch(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ def check_job(
         "check": "identical" if result.ok else "MISMATCH",
         "check_sets": result.sets,
         "check_detail": result.describe(),
+        "check_launch_s": list(result.seconds),
+        "check_references": result.references,
     }
 
 

@@ -142,6 +142,9 @@ def _ledger(scorer) -> dict:
     return {
         "checks": led.checks,
         "check_s": led.check_s,
+        "check_shape_s": led.check_shape_s,
+        "original_runs": led.references,
+        "dropped_before_check": led.unchecked,
         "timings": led.timings,
         "timing_s": led.timing_s,
         "dropped": led.dropped,
@@ -151,29 +154,37 @@ def _ledger(scorer) -> dict:
 
 
 def _cost_section(scorer, study) -> str:
-    """What the search spent where, and what timing every trial at every shape would have cost."""
+    """What the search spent where, and what checking and timing every trial at every shape
+    would have cost."""
     led = scorer.ledger
-    trials = led.checks
+    trials = led.checks + led.unchecked
     spent = sum(led.timing_s.values())
     every = sum(led.mean_timing_s(s.label) * trials for s in scorer.shapes)
+    per_check = led.check_s / max(1, led.checks)
     dropped = ", ".join(f"{n} after {s}" for s, n in led.dropped.items()) or "none"
     rows = [
         "## What the search spent where",
         "",
-        f"- byte checks: {trials} trial(s), each at all {len(scorer.shapes)} shapes (and the filling "
-        f"--check-launch when given): {led.check_s:.1f} s",
-        f"- timing: {spent:.1f} s; timed at every shape: {led.full}; dropped by the race after their first shape: "
-        f"{dropped}",
-        f"- timing every trial at every shape would have cost about {every:.1f} s (each shape's mean timing "
-        f"x {trials} trials)",
+        f"- search trials scored: {trials}; byte-checked at all {len(scorer.shapes)} shapes (and the filling "
+        f"--check-launch when given): {led.checks}, {led.check_s:.1f} s; the original ran {led.references} time(s) "
+        "in them (its outputs are kept per input set and shape after their first run)",
+        f"- dropped by the race after their first shape, before any byte check: {dropped}",
+        f"- timing: {spent:.1f} s; timed at every shape: {led.full}",
+        f"- checking and timing every trial at every shape would have cost about {every + per_check * trials:.1f} s "
+        f"(each shape's mean timing and the mean check, x {trials} trials) against {spent + led.check_s:.1f} s",
         f"- finalists, removals and re-checks, at every shape: {led.final_s:.1f} s",
         "",
-        "| shape | trials timed | seconds | mean seconds per trial |",
-        "|---|---|---|---|",
+        "| shape | trials timed | timing seconds | mean timing per trial | byte-check seconds |",
+        "|---|---|---|---|---|",
     ]
     for s in scorer.shapes:
         n = led.timings.get(s.label, 0)
-        rows.append(f"| {s.label} | {n} | {led.timing_s.get(s.label, 0.0):.1f} | {led.mean_timing_s(s.label):.2f} |")
+        rows.append(
+            f"| {s.label} | {n} | {led.timing_s.get(s.label, 0.0):.1f} | {led.mean_timing_s(s.label):.2f} | "
+            f"{led.check_shape_s.get(s.label, 0.0):.1f} |"
+        )
+    if "fill" in led.check_shape_s:
+        rows.append(f"| fill (--check-launch) | - | - | - | {led.check_shape_s['fill']:.1f} |")
     return "\n".join(rows)
 
 

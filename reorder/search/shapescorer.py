@@ -1,16 +1,20 @@
-"""The GPU scorer for several launch shapes: every trial checked at every shape, timed at each
-(paired, with its CI), scored by the weighted geometric mean (reorder.search.shapes).
+"""The GPU scorer for several launch shapes: every trial that can still count checked at every
+shape, timed at each (paired, with its CI), scored by the weighted geometric mean
+(reorder.search.shapes).
 
-A search trial (scored without a budget) is raced: timed first at the most informative shape
-and dropped there when clearly worse (reorder.search.shapes.race); a finalist (scored with
-its budget) is timed at every shape. The timing budget (--candidate-budget, a finalist's) is
-the candidate's, shared by its shapes (MIN_SHAPE_S each at least), so a multi-shape run keeps
-the time its budgets say rather than N times it; the paired timing stops earlier at each shape
-once its CI is narrow enough. The scorer keeps a ledger of what was spent where (seconds
-of byte checks and of timing per shape, trials dropped at which shape) and of every
-finalist's per-shape ratios, for the report's per-shape table and the per-shape binaries
-(reorder.report.pershape). It is a GpuScorer, so the finalists, the re-check and the pruning
-of the winner treat it as one.
+A search trial (scored without a budget) is raced: timed first at the most informative shape,
+before its byte check, and dropped there when clearly worse (reorder.search.shapes.race); a
+dropped trial is never checked and never counts (its value for the sampler is an estimate
+worse than the incumbent's). A trial that survives is checked at every shape, then timed at
+the others. On the H200 a 5-shape RMSNorm trial's byte check had cost more than its timing
+(9 s against 0.7 s, 2026-12-01), so the race now saves checks as well as timing. A finalist
+(scored with its budget) is checked and timed at every shape. The timing budget
+(--candidate-budget, a finalist's) is the candidate's, shared by its shapes (MIN_SHAPE_S each
+at least); the paired timing stops earlier at each shape once its CI is narrow enough. The
+scorer keeps a ledger of what was spent where (seconds of byte checks per shape, of timing per
+shape, trials dropped at which shape before any check) and of every finalist's per-shape
+ratios, for the report's per-shape table and the per-shape binaries (reorder.report.pershape).
+It is a GpuScorer, so the finalists, the re-check and the pruning of the winner treat it as one.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from reorder.search.shapes import Ratio, Row, estimate, geomean, informative_ord
 
 TRIAL_SETS = 3  # input sets of every trial's byte check at each shape (as a single-shape trial's)
 MIN_SHAPE_S = 0.25  # seconds of paired timing at one shape at least, however many shapes share the budget
+UNCHECKED = "not checked: dropped by the race before its byte check (it never counts)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +46,10 @@ class Shape:
 class Ledger:
     """What the scorer spent and measured. Seconds are wall time of the worker jobs."""
 
-    check_s: float = 0.0  # byte checks of search trials (every shape each)
-    checks: int = 0
+    check_s: float = 0.0  # byte checks of search trials (every shape each), wall seconds of the jobs
+    checks: int = 0  # search trials byte-checked (those the race dropped first are not)
+    check_shape_s: dict[str, float] = field(default_factory=dict)  # shape -> seconds of those checks there
+    references: int = 0  # the original's runs those checks made (its outputs are then kept per set)
     timing_s: dict[str, float] = field(default_factory=dict)  # shape -> seconds of search-trial timing
     timings: dict[str, int] = field(default_factory=dict)  # shape -> search trials timed there
     dropped: dict[str, int] = field(default_factory=dict)  # first shape -> trials the race dropped there
@@ -52,6 +59,11 @@ class Ledger:
     final_bytes: dict[str, bytes] = field(default_factory=dict)  # sha256 -> the finalist's cubin
     rechecked: dict[str, str] = field(default_factory=dict)  # sha256 -> what its re-check covered, or why it failed
     history: list[Row] = field(default_factory=list)  # search trials timed at every shape
+
+    @property
+    def unchecked(self) -> int:
+        """Search trials dropped by the race before their byte check."""
+        return sum(self.dropped.values())
 
     def mean_timing_s(self, label: str) -> float:
         return self.timing_s.get(label, 0.0) / max(1, self.timings.get(label, 0))
@@ -111,14 +123,13 @@ class ShapeScorer(GpuScorer):
         return line
 
     def score(self, candidate: Path, budget_s: float | None = None, target_ci_pct: float | None = None) -> Score:
-        """Check at every shape, then time: a search trial (no budget given) in race order,
-        perhaps dropped after its first shape; a finalist at every shape with its budget."""
+        """A search trial (no budget given) is timed first at its race's shape, *before* any byte
+        check: dropped there, it is never checked (it cannot win, and it never counts); kept, it
+        is checked at every shape and timed at the rest. A finalist is checked at every shape and
+        timed at each with its budget. A wrong candidate that survives the race is rejected by
+        its check like any other, so nothing unchecked is ever a result."""
         final = budget_s is not None
         started = time.monotonic()
-        checked = self._check(candidate)
-        if not final:
-            self.ledger.check_s += time.monotonic() - started
-            self.ledger.checks += 1
         budget = max(MIN_SHAPE_S, (budget_s or self.budget_s) / len(self.shapes))  # the budget is the trial's
         target = target_ci_pct or self.target
         labels = [s.label for s in self.shapes]
@@ -126,29 +137,34 @@ class ShapeScorer(GpuScorer):
         order = labels if final else informative_order(labels, self.weights, self.ledger.history, seconds)
         row: dict[str, Ratio] = {}
         rows: dict[str, dict] = {}
-        why = ""
-        for k, label in enumerate(order):
-            t0 = time.monotonic()
-            rows[label] = self._time(candidate, label, budget, target)
-            row[label] = Ratio(rows[label]["ratio"], rows[label]["ci_low"], rows[label]["ci_high"])
-            if not final:
-                self.ledger.timing_s[label] = self.ledger.timing_s.get(label, 0.0) + time.monotonic() - t0
-                self.ledger.timings[label] = self.ledger.timings.get(label, 0) + 1
-            if k == 0 and not final and self.racing and len(order) > 1:
-                verdict = race(label, row[label], self.ledger.history, self.weights)
-                if verdict.drop:
-                    why = verdict.why
-                    self.ledger.dropped[label] = self.ledger.dropped.get(label, 0) + 1
-                    break
+        if not final and self.racing and len(order) > 1:
+            self._time_into(candidate, order[0], budget, target, row, rows, final)
+            verdict = race(order[0], row[order[0]], self.ledger.history, self.weights)
+            if verdict.drop:
+                self.ledger.dropped[order[0]] = self.ledger.dropped.get(order[0], 0) + 1
+                return self._score(row, rows, verdict.why, UNCHECKED)
+        checked = self._check(candidate, final)
+        for label in order:
+            if label not in row:
+                self._time_into(candidate, label, budget, target, row, rows, final)
         if final:
             self.ledger.final_s += time.monotonic() - started
             sha = hashlib.sha256(candidate.read_bytes()).hexdigest()
             self.ledger.finals[sha] = row
             self.ledger.final_bytes[sha] = candidate.read_bytes()
-        elif not why:
+        else:
             self.ledger.full += 1
             self.ledger.history.append(row)
-        return self._score(row, rows, why, checked)
+        return self._score(row, rows, "", checked)
+
+    def _time_into(self, candidate: Path, label: str, budget: float, target: float, row, rows, final: bool) -> None:
+        """Time at one shape, into `row` and `rows`; a search trial's seconds go to the ledger."""
+        t0 = time.monotonic()
+        rows[label] = self._time(candidate, label, budget, target)
+        row[label] = Ratio(rows[label]["ratio"], rows[label]["ci_low"], rows[label]["ci_high"])
+        if not final:
+            self.ledger.timing_s[label] = self.ledger.timing_s.get(label, 0.0) + time.monotonic() - t0
+            self.ledger.timings[label] = self.ledger.timings.get(label, 0) + 1
 
     def _score(self, row: Row, rows: dict[str, dict], why: str, checked: str) -> Score:
         """The Score of one candidate: the geometric mean (or, for a dropped trial, its estimate
@@ -173,9 +189,11 @@ class ShapeScorer(GpuScorer):
         }
         return Score(total.value, total.low, total.high, True, detail)
 
-    def _check(self, candidate: Path) -> str:
+    def _check(self, candidate: Path, final: bool = False) -> str:
         """Byte check at the first shape, every other shape and the filling launch: what was
-        checked, or Rejected with the first difference."""
+        checked, or Rejected with the first difference. A search trial's seconds go to the
+        ledger, per shape where the worker says (the first check also draws the input sets and
+        runs the original, whose outputs are kept: timing.inputmemo)."""
         from timing.evaluate import check_job, describe_status
         from timing.worker import Job
 
@@ -189,12 +207,27 @@ class ShapeScorer(GpuScorer):
             more=more,
             timeout_s=120 + 10.0 * (1 + len(more)),
         )
+        started = time.monotonic()
         row = describe_status(self.pool.run(job))
+        if not final:
+            self._count_check(time.monotonic() - started, (self.spec, *more), row)
         if row["status"] != "ok":
             raise Rejected(f"{row['status']}: {row['reason']}")
         if row.get("check") != "identical":
             raise Rejected(f"outputs differ: {row['check_detail']}")
         return row["check_detail"]
+
+    def _count_check(self, seconds: float, launches: tuple, row: dict) -> None:
+        """One search trial's byte check in the ledger: its wall seconds, and each launch's
+        seconds under its shape's label ('fill' for the filling --check-launch)."""
+        led = self.ledger
+        led.check_s += seconds
+        led.checks += 1
+        led.references += int(row.get("check_references") or 0)
+        names = {_launch(s.spec): s.label for s in reversed(self.shapes)}
+        for spec, took in zip(launches, row.get("check_launch_s") or ()):
+            label = names.get(_launch(spec), "fill")
+            led.check_shape_s[label] = led.check_shape_s.get(label, 0.0) + took
 
     def _time(self, candidate: Path, label: str, budget_s: float, target: float) -> dict:
         """Paired timing at one shape: the time job's row, or Rejected."""

@@ -26,13 +26,14 @@ class ShapeBest:
 
 
 def _scored(study):
-    """Completed trials that were scored here (not a duplicate's copied value, not the original)."""
+    """Completed trials that were checked and scored here at every shape (not one the race dropped
+    before its check, not a duplicate's copied value, not the original)."""
     import optuna
 
     for t in study.trials:
         if t.state != optuna.trial.TrialState.COMPLETE or t.user_attrs.get("pruned") == ORIGINAL:
             continue
-        if "shape_ratios" in t.user_attrs:
+        if "shape_ratios" in t.user_attrs and "raced" not in t.user_attrs:  # dropped by the race: never checked
             yield t
 
 
