@@ -23,3 +23,16 @@ def test_every_loop_alternative_is_a_seed_and_the_study_starts_with_them() -> No
     everything = study.seed_params(SearchSpace((), (), (), (), ptx=level))
     assert all(s in everything for s in seeds)
     assert everything.index(seeds[0]) < everything.index(seed_params(level)[-1])  # before the placements with cuts
+
+
+def test_each_other_ptx_kind_alone_is_a_seed_and_a_wgmma_only_space_starts_with_it() -> None:
+    """A Triton GEMM whose only PTX decision is the wgmma step: the study's first trial takes
+    it, so a search of a few trials measures it (it never sampled it before)."""
+    from reorder.build.ptxlevel import kind_seed_params
+
+    ptx = Path(__file__).resolve().parent.parent / "benchmarks/triton_kernels/sm_90/ffn_swiglu_fp16.ptx"
+    level = ptx_level(ptx, "ffn_swiglu", True, 90)
+    (seed,) = kind_seed_params(level)
+    assert {p.kind for p in picks_of(seed, level)} == {"wgmma"}
+    assert study.seed_params(SearchSpace((), (), (), (), ptx=level))[0] == seed
+    assert kind_seed_params(ptx_level(PTX, "embedding_bag_sum", True, 90)) == []  # loops are seeded apart

@@ -56,3 +56,14 @@ def test_the_sets_keys_and_configs():
     assert key_of(case) == ["n_vocab", "row_stride"]
     stages = sorted({c.kwargs["LOOP_STAGES"] for c in configs_of(user[0])})
     assert stages == [1, 2, 3, 4] and all(c.num_stages == 3 for c in configs_of(user[0]))
+
+
+def test_the_run_takes_every_familys_middle_shape_first():
+    pytest.importorskip("triton")
+    from benchmarks.triton_one_line import families, visits
+
+    user = families("user")
+    order = visits(user, middle=False)
+    assert len(order) == sum(len(f.shapes) for f in user)
+    assert [(f.name, s) for f, _, s in order[: len(user)]] == [(f.name, f.tune_shape) for f in user]
+    assert all(s == f.shapes[i] for f, i, s in order) and len(visits(user, middle=True)) == len(user)

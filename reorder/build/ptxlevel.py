@@ -34,7 +34,7 @@ from reorder.moves.slicebatch import SliceBatch
 from reorder.ptx.model.model import Module, parse_module
 from reorder.ptx.moves.peel import PeelLoop
 from reorder.ptx.space.plans import loads_reaching
-from reorder.ptx.space.registry import OFF, Instance, MoveOptions, Pick
+from reorder.ptx.space.registry import OFF, Instance, MoveOptions, Pick, registered
 from reorder.ptx.space.searchspace import first_stage, from_params, rebuild, walk
 from reorder.ptx.toolchain.compile import Recipe, compile_ptx, read_head
 from reorder.sass.model import KernelCode, decode_kernel
@@ -174,6 +174,36 @@ def loop_seed_params(level: PtxLevel) -> list[dict]:
             if done.applied and done.module.text not in texts:
                 texts.add(done.module.text)
                 seeds.append({**params, SASS_PARAM: "none"})
+    return seeds
+
+
+SEEDED_ELSEWHERE = ("peel", "hoist", "loop")  # the plans and loop_seed_params seed these
+
+
+def kind_seed_params(level: PtxLevel) -> list[dict]:
+    """Each other kind alone (reuse, wgmma, any kind registered later), every instance of it
+    at one alternative, distinct PTX only. Without them a study whose PTX offers only such a
+    kind started from SASS moves alone: on a Triton GEMM whose only PTX decision was the wgmma
+    step (the twin that ran 1.3x on the H200), a 6-trial search never sampled it."""
+    module, options = level.module(), level.options
+    offered = {(i.kind, c) for i in first_stage(module, options) for c in i.choices[1:]}
+    later = {k.name for k in registered()} - {i.kind for i in first_stage(module, options)}
+    wanted = sorted(offered | {(k, "on") for k in later})
+    seeds, texts = [], set()
+    for kind, alternative in wanted:
+        if kind in SEEDED_ELSEWHERE:
+            continue
+        params: dict = {}
+
+        def decide(inst: Instance, kind=kind, alternative=alternative, params=params) -> str:
+            mine = inst.kind == kind and alternative in inst.choices
+            params[inst.param] = alternative if mine else OFF
+            return params[inst.param]
+
+        done = walk(module, options, decide)
+        if any(p.kind == kind for p in done.picks) and done.module.text not in texts:
+            texts.add(done.module.text)
+            seeds.append({**params, SASS_PARAM: "none"})
     return seeds
 
 

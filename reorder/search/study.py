@@ -211,8 +211,9 @@ def choice_of(params: dict, space: SearchSpace) -> Choice:
 def seed_params(space: SearchSpace) -> list[dict]:
     """The hand-chosen configurations every study starts with: each load-grouping family
     alone (all its instances on), stall cuts alone, and each grouping family with the
-    stall cuts; with PTX at hand, each PTX placement (reorder.build.ptxlevel.seed_params) and
-    each loop move alone at each distance or factor. The search then cannot end worse than the
+    stall cuts; with PTX at hand, each PTX placement (reorder.build.ptxlevel.seed_params),
+    each other PTX kind alone (reuse, wgmma: kind_seed_params), and each loop move alone at
+    each distance or factor. The search then cannot end worse than the
     best single move it could have been told about (up to timing noise)."""
     families = {"sb": len(space.slice_batches), "lb": len(space.load_batches), "sc": len(space.stall_cuts)}
     off = {f"{f}{i}": 0 for f, n in families.items() for i in range(n)}
@@ -227,10 +228,11 @@ def seed_params(space: SearchSpace) -> list[dict]:
         return sass
     ptx_seeds = ptxlevel.seed_params(space.ptx)  # each PTX placement, alone and with stall cuts
     loops = ptxlevel.loop_seed_params(space.ptx)  # each loop move alone, at each distance or factor
+    kinds = ptxlevel.kind_seed_params(space.ptx)  # each other kind alone (reuse, wgmma)
     plain = ptxlevel.off_params(space.ptx)
     if not ptx_seeds:
-        return [plain | p for p in sass] + loops
-    return [ptx_seeds[0], *[plain | p for p in sass], *loops, *ptx_seeds[1:]]
+        return [*kinds, *[plain | p for p in sass], *loops]
+    return [ptx_seeds[0], *kinds, *[plain | p for p in sass], *loops, *ptx_seeds[1:]]
 
 
 def _seed(study, space: SearchSpace, budget: int) -> None:
