@@ -422,6 +422,13 @@ def case_rows(fam, shape, index: int, pool, sets: int, folder: Path) -> tuple[li
     return cells, checks
 
 
+def visits(chosen: list, middle: bool) -> list[tuple[Any, int, tuple[int, ...]]]:
+    """(family, index, shape) in the order the run takes them: every family's middle shape
+    first, then the others, so a deadline costs shapes, never a whole family."""
+    out = [(f, i, s) for f in chosen for i, s in enumerate(f.shapes) if not middle or s == f.tune_shape]
+    return sorted(out, key=lambda v: v[2] != v[0].tune_shape)
+
+
 def run(
     build: Path,
     out: Path,
@@ -461,32 +468,29 @@ def run(
     cells, checks = [], []
     scratch = Path(tempfile.mkdtemp(prefix="one-line-"))
     with WorkerPool(devices=[worker_device()]) as pool:
-        for fam in chosen:
-            for index, shape in enumerate(fam.shapes):
-                if middle and shape != fam.tune_shape:
-                    continue
-                base = {"family": fam.name, "shape": "x".join(map(str, shape))}
-                if time.monotonic() - started > deadline:
-                    cells.append({**stamps, **base, "timing": "skipped: deadline"})
-                    continue
-                t0 = time.monotonic()
-                try:
-                    got, seen = case_rows(fam, shape, index, pool, sets, scratch)
-                except Exception as exc:  # noqa: BLE001 - a failed shape is a row; the next runs
-                    got, seen = [{**base, "timing": f"failed: {error_line(exc)}"}], []
-                counts = {k: v for k, v in served.items() if k != "on"}
-                cells += [{**stamps, **c, **counts, "seconds": round(time.monotonic() - t0, 1)} for c in got]
-                checks += seen
-                write_rows(out / "one_line_cells.csv", cells)
-                write_rows(out / "one_line_checks.csv", checks)
-                last = got[-1]
-                print(
-                    f"[{time.monotonic() - started:.0f} s] {fam.name} {base['shape']}: "
-                    f"{last.get('plain_pick')} -> {last.get('reorder_pick')} speedup "
-                    f"{[round(c.get('speedup', 0), 3) for c in got]} {last.get('timing')} "
-                    f"verify_ok={last.get('verify_ok')}",
-                    flush=True,
-                )
+        for fam, index, shape in visits(chosen, middle):
+            base = {"family": fam.name, "shape": "x".join(map(str, shape))}
+            if time.monotonic() - started > deadline:
+                cells.append({**stamps, **base, "timing": "skipped: deadline"})
+                continue
+            t0 = time.monotonic()
+            try:
+                got, seen = case_rows(fam, shape, index, pool, sets, scratch)
+            except Exception as exc:  # noqa: BLE001 - a failed shape is a row; the next runs
+                got, seen = [{**base, "timing": f"failed: {error_line(exc)}"}], []
+            counts = {k: v for k, v in served.items() if k != "on"}
+            cells += [{**stamps, **c, **counts, "seconds": round(time.monotonic() - t0, 1)} for c in got]
+            checks += seen
+            write_rows(out / "one_line_cells.csv", cells)
+            write_rows(out / "one_line_checks.csv", checks)
+            last = got[-1]
+            print(
+                f"[{time.monotonic() - started:.0f} s] {fam.name} {base['shape']}: "
+                f"{last.get('plain_pick')} -> {last.get('reorder_pick')} speedup "
+                f"{[round(c.get('speedup', 0), 3) for c in got]} {last.get('timing')} "
+                f"verify_ok={last.get('verify_ok')}",
+                flush=True,
+            )
     report(out, None)
     return 0
 
