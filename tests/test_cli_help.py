@@ -24,3 +24,12 @@ def test_each_command_help(name: str, capsys: pytest.CaptureFixture[str]) -> Non
         main([name, "--help"])
     assert done.value.code == 0
     assert f"usage: reorder {name}" in capsys.readouterr().out
+
+
+def test_commands_are_listed_in_their_order() -> None:
+    """`reorder --help` lists the commands of one kernel first, then the GPU ones, the search,
+    the suite, the probes and the PTX commands: the order reorder.cli.commands imports them."""
+    assert list(COMMANDS) == [
+        "disasm", "verify", "diff", "latency-probe", "stalls", "batch-loads", "check", "time",
+        "optimize", "bench", "probe", "timeline", "host-timeline", "ptx-hoist", "ptx-loops",
+    ]  # fmt: skip
