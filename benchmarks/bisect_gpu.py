@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.gpu_session import _suite_cubin, load_suite_spec
-from benchmarks.rows import write_rows
+from reorder.suite.rows import write_rows
 
 
 def _splice(original: tuple, candidate: tuple, upto: int, reverted: frozenset[int]) -> tuple:

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import tomllib
 
-from benchmarks.kernels.sweep import apply_sweep, spec_toml, sweep_points
-from benchmarks.rows import write_rows
+from reorder.suite.rows import write_rows
+from reorder.suite.sweep import apply_sweep, spec_toml, sweep_points
 
 SUITE = Path(__file__).parent / "kernels"
 PROBE_SETS = 8

@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from benchmarks.rows import write_rows
+from reorder.suite.rows import write_rows
 
 ROWS = (1, 16, 128, 1024, 8192)
 SUITE = Path(__file__).parent / "kernels"
@@ -32,7 +32,7 @@ def load_suite_spec(kernel: str, point: dict | None = None):
     """The suite's launch spec for `kernel`, resized to a sweep point."""
     import tomllib
 
-    from benchmarks.kernels.sweep import apply_sweep
+    from reorder.suite.sweep import apply_sweep
     from timing.spec import parse_spec
 
     raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())

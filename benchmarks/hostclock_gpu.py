@@ -251,7 +251,7 @@ def write_study(out: Path, m: Measured) -> dict[str, Any]:
 
 def spec_for(rows: int, folder: Path) -> Path:
     """The suite spec of KERNEL at `rows` rows."""
-    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+    from reorder.suite.sweep import apply_sweep, spec_toml
 
     raw = dict(
         apply_sweep(tomllib.loads((ROOT / "benchmarks/kernels/specs" / f"{KERNEL}.toml").read_text()), {"rows": rows})

@@ -3,7 +3,7 @@ without a GPU.
 
     python -m benchmarks.loops_build [--out gpu_build/loops] [--jobs 2]
 
-Triton's looped RMSNorm (benchmarks/triton_kernels/rmsnorm.py, fp32) for each BLOCK in {512,
+Triton's looped RMSNorm (reorder/suite/triton_kernels/rmsnorm.py, fp32) for each BLOCK in {512,
 1024} and num_warps in {4, 8}, compiled for sm_90 by Triton 3.6 (reorder.triton.compile: the
 JIT's own binding and options):
 
@@ -19,7 +19,7 @@ at a second shape (3 rows, N + BLOCK/2 + 16 columns: the last block partial, so 
 bound and the masks are exercised), from Triton's metadata (reorder.triton.launch). With
 --suite, the suite's loop kernels (find_index, normalize_weights, embedding_bag sum/mean,
 spmv, rms_norm_f32, warp_select k32/k100, cfo_ta_est) get Prefetch 1, 2 and UnrollBatch 2, 4
-candidates per movable loop from nvcc's PTX as well, under benchmarks/suite.toml's no-alias
+candidates per movable loop from nvcc's PTX as well, under reorder/suite/suite.toml's no-alias
 setting (normalize_weights with
 --assume-noalias, as DESIGN.md's measured batch; find_index with --speculate). Everything lands
 in OUT with OUT/manifest.json (what the GPU script reads) and OUT/summary.md (what was
@@ -60,13 +60,13 @@ def _sha(data: bytes) -> str:
 def _case(block: int, rows: int, n: int):
     import dataclasses
 
-    from benchmarks.triton_kernels import rmsnorm_looped_case
+    from reorder.suite.triton_kernels import rmsnorm_looped_case
 
     return dataclasses.replace(rmsnorm_looped_case("float32", (rows, n)), constexprs={"BLOCK": block})
 
 
 def _compile(block: int, warps: int, rows: int, n: int, kernel_stages: int, loop_stages: int):
-    from benchmarks.triton_kernels import stand_in_args
+    from reorder.suite.triton_kernels import stand_in_args
     from reorder.triton.compile import compile_call
 
     case = _case(block, rows, n)

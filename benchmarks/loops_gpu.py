@@ -46,7 +46,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.rows import error_line, write_rows
+from reorder.suite.rows import error_line, write_rows
 
 CELL_RESERVE_S = 18.0  # what one cell needs (11 variants at 1024 rows); a cell is not begun with less left
 SUITE_RESERVE_S = 3.0  # what one suite candidate needs
@@ -337,7 +337,7 @@ def suite_points(kernel: str) -> list[tuple[int, str, dict]]:
     import tomllib
 
     from benchmarks.gpu_session import SUITE
-    from benchmarks.kernels.sweep import sweep_points
+    from reorder.suite.sweep import sweep_points
 
     raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
     return [

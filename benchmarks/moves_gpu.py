@@ -131,7 +131,7 @@ def _relative_spec(record: dict) -> dict:
 def run(folder: Path, out: Path) -> None:
     import cupy
 
-    from benchmarks.rows import write_rows
+    from reorder.suite.rows import write_rows
     from timing.cli_support import validated_spec
     from timing.evaluate import check_job, describe_status
     from timing.worker import Job, WorkerPool

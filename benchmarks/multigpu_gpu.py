@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.rows import write_rows
+from reorder.suite.rows import write_rows
 
 SUITE = Path(__file__).parent / "kernels"
 
@@ -40,7 +40,7 @@ def _gpu_count() -> int:
 def _spec(kernel: str, work: Path) -> Path:
     import tomllib
 
-    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+    from reorder.suite.sweep import apply_sweep, spec_toml
 
     raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
     raw = dict(apply_sweep(raw, {"rows": 16})) if "rows" in raw.get("grid_sweep", {}) else raw

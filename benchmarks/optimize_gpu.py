@@ -21,9 +21,9 @@ from pathlib import Path
 import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
-from benchmarks.kernels.sweep import apply_sweep, spec_toml
-from benchmarks.rows import write_rows
 from reorder.base import provenance
+from reorder.suite.rows import write_rows
+from reorder.suite.sweep import apply_sweep, spec_toml
 
 # kernel, sweep point, assume no alias (the RMSNorm loads sit behind stores of another buffer)
 KERNELS = (

@@ -28,8 +28,8 @@ from pathlib import Path
 import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
-from benchmarks.kernels.sweep import apply_sweep, spec_toml
 from reorder.base import provenance
+from reorder.suite.sweep import apply_sweep, spec_toml
 
 KERNEL = "rmsnorm_triton_style"
 NEAR = 2  # a load-wait jump must sit within this many instructions of the first use

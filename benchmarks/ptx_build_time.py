@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     rows = measure(args.repeats)
-    from benchmarks.rows import write_rows
+    from reorder.suite.rows import write_rows
 
     stamp = time.strftime("%Y-%m-%d")
     write_rows(args.out / f"{stamp}_ptx_build_time.csv", rows)

@@ -7,7 +7,7 @@ For every suite source: `nvcc -ptx -O3 -arch=sm_90` (the suite's flags with -ptx
 suite kernel: how many GlobalHoist instances it has, without and with --assume-noalias;
 then one candidate where any move applies, with the first plan that moves something
 (barrier, then store, then branch; reorder.ptx.space.plans), under the suite's own no-alias
-setting (benchmarks/suite.toml). RMSNorm (rmsnorm_triton_style) gets the 'barrier' plan,
+setting (reorder/suite/suite.toml). RMSNorm (rmsnorm_triton_style) gets the 'barrier' plan,
 the move DESIGN.md measured by hand (its normalise-pass loads above the block reduction),
 and the 'top' plan beside it. Each candidate: OUT_DIR/<kernel>[.<mode>].ptx and .cubin,
 compiled by reorder.ptx.toolchain.compile (ptxas -O3) and verified; OUT_DIR/manifest.json lists
@@ -45,10 +45,10 @@ RMSNORM = "rmsnorm_triton_style"
 
 
 def suite_noalias() -> dict[str, bool]:
-    """kernel -> whether benchmarks/suite.toml lets the search assume no aliasing."""
+    """kernel -> whether reorder/suite/suite.toml lets the search assume no aliasing."""
     import tomllib
 
-    suite = tomllib.loads((KERNEL_DIR.parent / "suite.toml").read_text())
+    suite = tomllib.loads((KERNEL_DIR.parent.parent / "reorder" / "suite" / "suite.toml").read_text())
     return {k["name"]: bool(k.get("noalias", False)) for k in suite["kernel"]}
 
 

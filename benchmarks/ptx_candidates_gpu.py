@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def run(out: Path, rows: tuple[int, ...], budget_s: float) -> None:
     import cupy
 
-    from benchmarks.rows import write_rows
+    from reorder.suite.rows import write_rows
     from timing.evaluate import check_and_time_job, check_job, describe_status
     from timing.worker import Job, WorkerPool
 

@@ -5,7 +5,7 @@
 
 The GPU is scarce, so the search's candidate building is done ahead, on the CPU, and the
 GPU only checks and times (benchmarks/ptx_search_gpu.py picks the best per launch shape by
-measurement). Per suite kernel (benchmarks/suite.toml), from its nvcc PTX
+measurement). Per suite kernel (reorder/suite/suite.toml), from its nvcc PTX
 (benchmarks/kernels/ptx_candidates/source, `nvcc -ptx -O3 -arch=sm_90`) under the suite's
 no-alias setting:
 
@@ -36,11 +36,11 @@ from pathlib import Path
 import tomllib
 
 from benchmarks.kernels.build import CUBIN_DIR, KERNEL_DIR, all_kernels, cubin_name, source_for_kernel
-from benchmarks.kernels.sweep import sweep_points
 from reorder.build.ptxlevel import PtxLevel, picks_of, seed_params
 from reorder.build.space import Choice, build_candidate
 from reorder.ptx.space.registry import OFF, Instance
 from reorder.ptx.space.searchspace import walk
+from reorder.suite.sweep import sweep_points
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_PTX = KERNEL_DIR / "ptx_candidates" / "source"
@@ -55,7 +55,7 @@ NO_STALL_CUTS = ("warp_select_k32", "warp_select_k100")
 
 
 def suite() -> list[dict]:
-    return tomllib.loads((ROOT / "benchmarks" / "suite.toml").read_text())["kernel"]
+    return tomllib.loads((ROOT / "reorder" / "suite" / "suite.toml").read_text())["kernel"]
 
 
 def shapes(kernel: str) -> list[dict]:

@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.rows import error_line, write_rows
+from reorder.suite.rows import error_line, write_rows
 
 KERNEL_RESERVE_S = 10.0  # a kernel is not begun with less left
 RMS_SHARE = 0.35  # of the deadline, for rmsnorm_triton_style (the must-show); the rest split evenly

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import tomllib
 
-from benchmarks.kernels.sweep import apply_sweep, spec_toml
+from reorder.suite.sweep import apply_sweep, spec_toml
 
 HERE = Path(__file__).resolve().parent
 

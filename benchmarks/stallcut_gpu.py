@@ -18,7 +18,7 @@ import json
 import time
 from pathlib import Path
 
-from benchmarks.rows import write_rows
+from reorder.suite.rows import write_rows
 
 SUITE_SPECS = Path(__file__).parent / "kernels" / "specs"
 CORPUS = Path(__file__).parent.parent / "tests" / "corpus"

@@ -127,7 +127,7 @@ def table(rows: list[dict]) -> str:
 
 
 def run(build: Path, out: Path, deadline_s: float, budget_s: float, sets: int, dry_run: bool) -> list[dict]:
-    from benchmarks.rows import write_rows
+    from reorder.suite.rows import write_rows
     from timing.evaluate import describe_status
     from timing.worker import WorkerPool
 

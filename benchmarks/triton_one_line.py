@@ -6,7 +6,7 @@
     python -m benchmarks.triton_one_line report OUT [--prebuilt CELLS.csv]
 
 Sets: `user`, the kernels written apart from the project (benchmarks.triton_user), every
-shape; `bench`, the Triton benchmark's own families (benchmarks.triton_kernels), every shape
+shape; `bench`, the Triton benchmark's own families (reorder.suite.triton_kernels), every shape
 but three of the feed-forward's 24.
 
 `build` (CPU, no GPU): every config and its three twins compiled for sm_90 through the stages
@@ -40,7 +40,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from benchmarks.rows import error_line, write_rows
+from reorder.suite.rows import error_line, write_rows
 
 WARMUP_MS, REP_MS = 5, 25  # the do_bench both autotuners time their configs with
 FFN_SHAPES = ((128, 512, 512), (512, 512, 4096), (2048, 1024, 4096))
@@ -56,7 +56,7 @@ def families(which: str) -> list:
         from benchmarks.triton_user import FAMILIES
 
         return list(FAMILIES)
-    from benchmarks.triton_kernels import FAMILIES
+    from reorder.suite.triton_kernels import FAMILIES
 
     return [dataclasses.replace(f, shapes=FFN_SHAPES) if f.name == "ffn_swiglu_fp16" else f for f in FAMILIES]
 
@@ -107,7 +107,7 @@ def build_unit(set_name: str, family_name: str, index: int) -> dict:
     import triton
 
     import reorder.triton as rt
-    from benchmarks.triton_kernels import stand_in_args
+    from reorder.suite.triton_kernels import stand_in_args
     from reorder.triton.compile import compile_call
 
     os.environ["REORDER_QUIET"] = "1"
@@ -251,7 +251,7 @@ def cache_check(fam, served: dict) -> str:
     """One config compiled afresh here (its own empty cache) against the served entry."""
     import tempfile
 
-    from benchmarks.triton_kernels import torch_args
+    from reorder.suite.triton_kernels import torch_args
     from reorder.triton.compile import compile_call
 
     case = fam.case(fam.shapes[0])
@@ -324,7 +324,7 @@ def _math(fam, case, kernel, args, named) -> str:
 def case_rows(fam, shape, index: int, pool, sets: int, folder: Path) -> tuple[list[dict], list[dict]]:
     """One shape: both autotuners, rt.verify, the math, the picks timed paired (warm, cold)."""
     import reorder.triton as rt
-    from benchmarks.triton_kernels import torch_args
+    from reorder.suite.triton_kernels import torch_args
     from reorder.triton.compile import compile_call
     from reorder.triton.launch import launch_spec
     from timing.worker import Job
@@ -504,7 +504,7 @@ def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: fl
     import tempfile
 
     import reorder.triton as rt
-    from benchmarks.triton_kernels import torch_args
+    from reorder.suite.triton_kernels import torch_args
 
     out.mkdir(parents=True, exist_ok=True)
     _caches(build, "user")["on"] = False  # the search compiles here, with this host's own ptxas

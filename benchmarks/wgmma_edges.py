@@ -23,7 +23,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.rows import write_rows
+from reorder.suite.rows import write_rows
 
 FAMILY = "ffn_swiglu_fp16"
 BASE_SHAPE = "512x512x512"

@@ -10,7 +10,7 @@ import pytest
 
 from reorder.cli.bench import BenchKernel, draw, load_suite, run_bench
 
-SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.toml"
+SUITE = Path(__file__).resolve().parent.parent / "reorder" / "suite" / "suite.toml"
 
 
 def test_suite_lists_every_kernel_with_its_grid():

@@ -301,7 +301,7 @@ def test_probe_host_clock_writes_every_file_from_a_modelled_run(tmp_path, monkey
     files and the PNG) with the GPU job answered by the model."""
     import tomllib
 
-    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+    from reorder.suite.sweep import apply_sweep, spec_toml
     from timing import cli_support
     from timing.worker import JobResult
 

@@ -16,7 +16,7 @@ from reorder.build.ptxcandidate import read_ptx, write_and_compile
 from reorder.ptx.moves.prefetch import Prefetch
 
 ROOT = Path(__file__).resolve().parent.parent
-TRITON = ROOT / "benchmarks/triton_kernels/sm_90"
+TRITON = ROOT / "reorder/suite/triton_kernels/sm_90"
 
 
 @pytest.mark.skipif(not have_tool("ptxas"), reason="needs ptxas")

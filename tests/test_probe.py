@@ -328,7 +328,7 @@ def test_cli_region_stamps_build_only(tmp_path):
     spec = tmp_path / "rms.toml"
     import tomllib
 
-    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+    from reorder.suite.sweep import apply_sweep, spec_toml
 
     raw = dict(
         apply_sweep(

@@ -76,7 +76,9 @@ def test_triton_ptx_gives_the_cubin_triton_gives():
 @pytest.mark.skipif(_triton_release() != (3, 6), reason="Triton 3.6 is not installed")
 def test_triton_36_ptx_gives_the_machine_code_triton_36_gives(tmp_path, monkeypatch):
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path))
-    made = Path(__file__).resolve().parents[1] / "benchmarks" / "triton_kernels" / "sm_90" / "matmul_leaky_fp16.ptx"
+    made = (
+        Path(__file__).resolve().parents[1] / "reorder" / "suite" / "triton_kernels" / "sm_90" / "matmul_leaky_fp16.ptx"
+    )
     compiled = compile_ptx(made)
     assert compiled.recipe.ptxas == (triton_bin_dir() / "ptxas").resolve()
     assert "--regAllocOptLevel=2" not in compiled.recipe.flags and "-lineinfo" in compiled.recipe.flags

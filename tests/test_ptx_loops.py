@@ -33,7 +33,7 @@ from reorder.ptx.moves.prefetch import Prefetch
 from reorder.ptx.moves.unroll import UnrollBatch
 
 ROOT = Path(__file__).resolve().parent.parent
-TRITON = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
+TRITON = ROOT / "reorder/suite/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
 SUITE = ROOT / "benchmarks/kernels/ptx_candidates/source"
 SQUARES, NORMALISE = "$L__BB0_2", "$L__BB0_6"  # Triton's two passes over the row
 
@@ -320,7 +320,7 @@ def test_the_loop_kind_is_registered_and_every_alternative_applies():
 
 
 def test_a_cubin_gets_its_loops_named_and_the_need_for_ptx(tmp_path):
-    cubin = ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"
+    cubin = ROOT / "reorder/suite/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"
     listed = subprocess.run(
         [sys.executable, "-m", "reorder", "ptx-loops", str(cubin), "--list"],
         capture_output=True,
@@ -450,7 +450,7 @@ def test_the_optimize_note_for_a_cubin_names_its_loops():
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
 
-    code = decode_kernel(read_cubin(ROOT / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"))
+    code = decode_kernel(read_cubin(ROOT / "reorder/suite/triton_kernels/sm_90/rmsnorm_looped_fp32.cubin"))
     note = loops_note(code)
     assert note.startswith("loops seen in the SASS: 2 (at 0x") and "need the kernel's PTX" in note
 

@@ -219,7 +219,7 @@ def test_a_triton_ptx_candidate_is_compiled_the_way_triton_compiles(tmp_path):
     from reorder.binary.tools import triton_bin_dir
     from reorder.ptx.toolchain.compile import read_head, recipes
 
-    source = Path(__file__).resolve().parent.parent / "benchmarks/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
+    source = Path(__file__).resolve().parent.parent / "reorder/suite/triton_kernels/sm_90/rmsnorm_looped_fp32.ptx"
     head = read_head(source.read_bytes())
     if not triton_bin_dir().is_dir():
         pytest.skip("Triton's ptxas is not installed")

@@ -1,6 +1,6 @@
 """WgmmaAsync (reorder.ptx.moves.wgmma): the fused feed-forward's serialized HGMMA loop.
 
-Triton's PTX of benchmarks/triton_kernels/ffn.py has a `wgmma.wait_group 0` after the K loop
+Triton's PTX of reorder/suite/triton_kernels/ffn.py has a `wgmma.wait_group 0` after the K loop
 and zeroes the accumulators on the path that skips the loop, so ptxas serializes every
 HGMMA. The move must: find that wait; lower exactly the waits that PTX's register rules
 need (gate and up share A fragments, so Triton's wait 7 after each dot leaves the up dot of
@@ -25,7 +25,7 @@ from reorder.ptx.space.registry import MoveOptions, kind_named
 from reorder.sass.model import decode_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
-SM90 = ROOT / "benchmarks/triton_kernels/sm_90"
+SM90 = ROOT / "reorder/suite/triton_kernels/sm_90"
 FFN = SM90 / "ffn_swiglu_fp16.ptx"
 KERNEL = "ffn_swiglu"
 

@@ -128,7 +128,7 @@ def test_spec_is_well_formed(path):
 def test_spec_loads_with_timing_loader(path):
     timing_spec = pytest.importorskip("timing.spec")
     raw = load(path)
-    raw.pop("grid_sweep")  # the sweep table is read by benchmarks.kernels.sweep only
+    raw.pop("grid_sweep")  # the sweep table is read by reorder.suite.sweep only
     assert timing_spec.parse_spec(raw, str(path)).name == path.stem
 
 

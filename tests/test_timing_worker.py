@@ -121,7 +121,7 @@ if __name__ == "__main__":
 
 def test_job_of_a_function_of_a_script_run_with_dash_m(tmp_path) -> None:
     """A benchmark script run as `python -m benchmarks.x` sends its own module-level jobs: the
-    worker imports them as `benchmarks.x`, not `__main__` (benchmarks.triton_gpu's first GPU
+    worker imports them as `benchmarks.x`, not `__main__` (reorder.suite.triton_gpu's first GPU
     run died on this); a plain script file has no importable name and is refused."""
     import os
     import subprocess

@@ -1,6 +1,6 @@
-"""The Triton benchmark on the CPU: benchmarks.triton_build on one config (Triton compiles for
+"""The Triton benchmark on the CPU: reorder.suite.triton_build on one config (Triton compiles for
 sm_90 without a GPU, reorder's PTX candidates compiled by Triton's own cubin stage), then
-benchmarks.triton_gpu walked with --dry-run over what it built (every job made up, every
+reorder.suite.triton_gpu walked with --dry-run over what it built (every job made up, every
 row and file written), its deadline, a crashing check, and the cell statistics."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from benchmarks.triton_cells import Member, cell_summary, config_rows, roofline
+from reorder.suite.triton_cells import Member, cell_summary, config_rows, roofline
 from timing.multi import split_rounds, time_ci
 
 FAMILY = "rmsnorm_row_fp16"
@@ -73,7 +73,7 @@ def test_a_gemm_is_measured_against_the_compute_roof_and_halves_split_the_rounds
 def built(tmp_path_factory):
     """One config built on the CPU (SASS step left out here: tests/test_triton_kernels covers it)."""
     pytest.importorskip("triton")
-    import benchmarks.triton_build as tb
+    import reorder.suite.triton_build as tb
 
     out = tmp_path_factory.mktemp("build")
     saved, env = tb.sass_candidate, os.environ.get("TRITON_CACHE_DIR")
@@ -119,7 +119,7 @@ def test_the_hooks_answer_is_stored_where_the_gpu_run_points_reorder(built, monk
 
 
 def test_a_dry_run_writes_every_table_the_summary_and_the_readme_row(built, tmp_path):
-    from benchmarks import triton_gpu
+    from reorder.suite import triton_gpu
 
     build, _ = built
     assert triton_gpu.main(["--build", str(build), "--out", str(tmp_path), "--dry-run", "--deadline", "200"]) == 0
@@ -146,7 +146,7 @@ def test_the_live_run_sends_real_jobs_and_without_a_gpu_each_fails_for_that_alon
     run never reaches)."""
     import importlib.util
 
-    from benchmarks import triton_gpu
+    from reorder.suite import triton_gpu
 
     if importlib.util.find_spec("cupy") is not None:
         pytest.skip("cupy is installed: this test is for machines without a GPU stack")
@@ -163,7 +163,7 @@ def test_the_live_run_sends_real_jobs_and_without_a_gpu_each_fails_for_that_alon
 
 
 def test_past_the_deadline_every_cell_is_a_skipped_row_and_the_run_ends_cleanly(built, tmp_path):
-    from benchmarks import triton_gpu
+    from reorder.suite import triton_gpu
 
     build, _ = built
     assert (
@@ -189,7 +189,7 @@ def test_past_the_deadline_every_cell_is_a_skipped_row_and_the_run_ends_cleanly(
 
 
 def test_a_check_that_crashes_is_retried_per_candidate_and_the_culprit_is_left_out(built, tmp_path, monkeypatch):
-    from benchmarks import triton_gpu
+    from reorder.suite import triton_gpu
 
     build, manifest = built
     config = manifest["families"][0]["configs"][0]

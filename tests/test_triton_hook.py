@@ -198,7 +198,7 @@ def triton_env(tmp_path, monkeypatch):
 
 
 def _rmsnorm_call(**options):
-    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
 
     case = family("rmsnorm_looped_fp16").case((16, 16384))
@@ -239,9 +239,9 @@ def test_a_marked_feed_forward_gets_the_wgmma_step_then_the_sass_moves(triton_en
     """The hook's `moves` path on the kernel ptxas serializes (eight HGMMAs, each followed by
     a wait of 0): the PTX step leaves one wait of 0, on the loop's way out; the note says so;
     rt.verify's static judgment (against that step's own compile) calls it legal."""
-    from benchmarks.triton_kernels import family, stand_in_args
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
     from reorder.triton.prove import static_verdict
 

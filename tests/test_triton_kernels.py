@@ -1,5 +1,5 @@
 """The project's Triton kernels as Triton 3.6 compiles them for sm_90 (checked in by
-benchmarks/triton_kernels/build.py): their launch specs from metadata agree with the
+reorder/suite/triton_kernels/build.py): their launch specs from metadata agree with the
 cubins, reorder's moves on them are legal against the compiler's schedule, and the search
 runs on them with the launch validated. No Triton needed; with Triton 3.6 the checked-in
 files are also rebuilt and compared."""
@@ -13,12 +13,12 @@ import pytest
 
 from reorder.cli.main import main
 
-FOLDER = Path(__file__).resolve().parent.parent / "benchmarks" / "triton_kernels" / "sm_90"
+FOLDER = Path(__file__).resolve().parent.parent / "reorder" / "suite" / "triton_kernels" / "sm_90"
 CUBINS = sorted(FOLDER.glob("*.cubin"))
 
 
 def test_every_family_is_checked_in():
-    from benchmarks.triton_kernels import FAMILIES
+    from reorder.suite.triton_kernels import FAMILIES
 
     assert [p.stem for p in CUBINS] == sorted(f.name for f in FAMILIES)
     assert all(p.with_suffix(".ptx").is_file() and p.with_suffix(".toml").is_file() for p in CUBINS)
@@ -78,7 +78,7 @@ def test_the_checked_in_files_are_what_this_triton_builds(tmp_path, monkeypatch)
     wanted = (FOLDER / "VERSION").read_text().split(";")[0].split()[1]
     if triton.__version__ != wanted:
         pytest.skip(f"checked in by Triton {wanted}, this is {triton.__version__}")
-    from benchmarks.triton_kernels.build import build
+    from reorder.suite.triton_kernels.build import build
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     for path in build(tmp_path / "sm_90"):

@@ -189,8 +189,8 @@ def triton_cache(tmp_path_factory):
 
 @needs_triton
 def test_every_project_kernel_compiles_without_a_gpu_and_its_spec_matches_the_cubin(triton_cache):
-    from benchmarks.triton_kernels import FAMILIES, stand_in_args
     from reorder.binary.cubin import parse_cubin
+    from reorder.suite.triton_kernels import FAMILIES, stand_in_args
     from reorder.triton.compile import compile_call
     from timing.cli_support import param_sizes
     from timing.spec import check_against_params
@@ -207,7 +207,7 @@ def test_every_project_kernel_compiles_without_a_gpu_and_its_spec_matches_the_cu
 
 @needs_triton
 def test_ints_equal_to_one_and_none_become_constexprs_and_leave_the_parameter_list(triton_cache):
-    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
 
     case = family("matmul_leaky_fp16").case((512, 512, 512))
@@ -235,8 +235,8 @@ def test_tuple_and_descriptor_arguments_are_refused_in_one_line(ty, words):
 def test_a_none_argument_becomes_a_constexpr_and_leaves_the_parameter_list(triton_cache):
     from triton_optional import add_optional  # tests/triton_optional.py
 
-    from benchmarks.triton_kernels import StandInTensor, TensorArg
     from reorder.binary.cubin import parse_cubin
+    from reorder.suite.triton_kernels import StandInTensor, TensorArg
     from reorder.triton.compile import compile_call
     from timing.cli_support import param_sizes
     from timing.spec import check_against_params

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.rows import write_rows
 from benchmarks.triton_one_line_report import write_summary
+from reorder.suite.rows import write_rows
 
 
 def _cell(family: str, l2: str, speedup: float, low: float, high: float, twin: bool = True) -> dict:

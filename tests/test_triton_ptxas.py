@@ -20,7 +20,7 @@ from reorder.triton.request import Request
 ROOT = Path(__file__).resolve().parent.parent
 NVCC_PTX = ROOT / "tests" / "corpus" / "ptx" / "sm_90" / "elementwise.ptx"
 TRITON_PTX = ROOT / "tests" / "corpus" / "triton" / "sm_90" / "rmsnorm.ptx"  # Triton 3.9's, PTX 9.4
-TRITON36_PTX = ROOT / "benchmarks" / "triton_kernels" / "sm_90" / "softmax_fp16.ptx"  # Triton 3.6's, PTX 8.7
+TRITON36_PTX = ROOT / "reorder" / "suite" / "triton_kernels" / "sm_90" / "softmax_fp16.ptx"  # Triton 3.6's, PTX 8.7
 HAVE_TRITON = importlib.util.find_spec("triton") is not None
 needs_ptxas = pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
 TRITON_FLAGS = ("-lineinfo", "-v", "--gpu-name=sm_90a")  # Triton 3.6's make_cubin, ptx_options before --gpu-name
@@ -162,10 +162,10 @@ def stand_in(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not HAVE_TRITON, reason="triton is not installed")
 def test_triton_compiles_through_the_stand_in_without_the_hook(stand_in, monkeypatch):
-    from benchmarks.triton_kernels import family, stand_in_args
     from legality.verify import verify_kernel
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
 
     case = family("softmax_fp16").case((512, 32000))
@@ -189,9 +189,9 @@ def test_triton_compiles_through_the_stand_in_without_the_hook(stand_in, monkeyp
 def test_the_stand_in_runs_the_wgmma_step_on_the_feed_forward(stand_in, tmp_path, monkeypatch):
     """Through the stand-in (no hook), a marked feed-forward config gets the `wgmma` PTX step:
     its K loop's eight waits of 0 after each HGMMA become one, after the loop."""
-    from benchmarks.triton_kernels import family, stand_in_args
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
 
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))

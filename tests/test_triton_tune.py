@@ -39,7 +39,7 @@ def test_with_reorder_adds_a_marked_twin_of_each_config_for_the_autotuner():
 
 
 def test_tune_runs_the_search_on_a_launch_from_metadata_and_the_hook_serves_its_winner(triton_env):
-    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton import install
     from reorder.triton.compile import compile_call
     from reorder.triton.prove import verify
@@ -81,8 +81,8 @@ def test_tune_runs_the_search_on_a_launch_from_metadata_and_the_hook_serves_its_
 
 
 def test_verify_needs_a_marked_config(triton_env):
-    from benchmarks.triton_kernels import family, stand_in_args
     from reorder.base.errors import InputError
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.prove import verify
 
     case = family("rmsnorm_row_fp32").case((16, 4096))
@@ -93,7 +93,7 @@ def test_verify_needs_a_marked_config(triton_env):
 def test_verify_checks_every_twin_the_autotuner_may_pick_and_names_its_plain_pick(triton_env):
     """The autotuner chose the plain config: every twin is still a build it may pick at another
     key, so each is checked (here: kept the compiler's cubin, or not checked without a GPU)."""
-    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.prove import verify
 
     case = family("rmsnorm_row_fp32").case((16, 4096))

@@ -25,7 +25,7 @@ def triton_env(tmp_path, monkeypatch):
 
 
 def _args(n: int = 4096):
-    from benchmarks.triton_kernels import StandInTensor, TensorArg
+    from reorder.suite.triton_kernels import StandInTensor, TensorArg
 
     return StandInTensor(TensorArg((64, n), "float32"), 0x10000), StandInTensor(TensorArg((64,), "float32"), 0x20000), n
 
@@ -102,7 +102,7 @@ def test_loop_aware_cycles_count_a_trip_laid_out_k_times_as_k_iterations():
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
 
-    cubin = Path(__file__).resolve().parent.parent / "benchmarks" / "triton_kernels" / "sm_90"
+    cubin = Path(__file__).resolve().parent.parent / "reorder" / "suite" / "triton_kernels" / "sm_90"
     code = decode_kernel(parse_cubin((cubin / "rmsnorm_looped_fp16.cubin").read_bytes()))
     once, twice = loop_aware_cycles(code.instructions), loop_aware_cycles(code.instructions, per_trip=2)
     assert twice < once and once > kernel_cycles(code.instructions)  # the loop runs 8 times, not once

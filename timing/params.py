@@ -39,7 +39,7 @@ DISTS: dict[str, dict[str, float | None]] = {
 _KERNEL_KEYS = {"name", "grid", "block", "shared", "seed", "hook"}
 _BUFFER_KEYS = {"name", "kind", "dtype", "shape", "role", "init"}
 _SCALAR_KEYS = {"name", "kind", "dtype", "value"}
-TOP_LEVEL_KEYS = {"kernel", "param", "type", "buffer", "grid_sweep"}  # grid_sweep: read by benchmarks.kernels.sweep
+TOP_LEVEL_KEYS = {"kernel", "param", "type", "buffer", "grid_sweep"}  # grid_sweep: read by reorder.suite.sweep
 _HOOK_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 

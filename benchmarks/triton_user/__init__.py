@@ -1,7 +1,7 @@
 """Triton kernels written as a Triton user writes them, apart from the benchmark's own families
-(benchmarks.triton_kernels), to test reorder's one line on code it was not shaped around.
+(reorder.suite.triton_kernels), to test reorder's one line on code it was not shaped around.
 
-Five families (benchmarks.triton_kernels' Family and Case values, so the same launch and
+Five families (reorder.suite.triton_kernels' Family and Case values, so the same launch and
 check code serves them):
 
 - `xent_fp16`: cross-entropy forward, a `tl.range` loop with a block reduction per chunk
@@ -20,7 +20,7 @@ num_stages for the GEMMs; block sizes are fixed per family.
 
 from __future__ import annotations
 
-from benchmarks.triton_kernels import Case, Family, TensorArg
+from reorder.suite.triton_kernels import Case, Family, TensorArg
 
 EPS = 1e-5
 ROW_CONFIGS = tuple({"num_warps": w, "LOOP_STAGES": s} for w in (4, 8) for s in (1, 2, 3, 4))

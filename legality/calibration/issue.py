@@ -27,7 +27,7 @@ SOURCES = (
     "tests/corpus/cubin/*/*.cubin",
     "tests/corpus/heldout/cubin/*.cubin",
     "benchmarks/kernels/cubin/*.cubin",
-    "benchmarks/triton_kernels/sm_90/*.cubin",
+    "reorder/suite/triton_kernels/sm_90/*.cubin",
 )
 
 

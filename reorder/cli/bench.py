@@ -83,8 +83,8 @@ def l2_states(values, where: str) -> tuple[str, ...]:
 
 def _bench_kernel(suite: Path, entry: dict, defaults: dict) -> BenchKernel:
     """One [[kernel]] entry, its files checked to exist and its launch spec to parse."""
-    from benchmarks.kernels.sweep import sweep_points
     from reorder.ptx.toolchain.compile import compile_ptx
+    from reorder.suite.sweep import sweep_points
 
     cubin, spec = suite.parent / entry["cubin"], suite.parent / entry["spec"]
     if not cubin.is_file():
@@ -114,7 +114,7 @@ def _number(entry: dict, defaults: dict, key: str) -> float:
 
 
 def _point_spec(kernel: BenchKernel, point: dict, folder: Path) -> Path:
-    from benchmarks.kernels.sweep import apply_sweep, spec_toml
+    from reorder.suite.sweep import apply_sweep, spec_toml
 
     raw = tomllib.loads(kernel.spec.read_text())
     raw = dict(apply_sweep(raw, point) if point else raw)
@@ -412,16 +412,16 @@ def run_args(args) -> int:
 
 
 def run_triton(args) -> int:
-    """`--triton STEP`: benchmarks.triton_build, triton_gpu or triton_report with these options."""
+    """`--triton STEP`: reorder.suite.triton_build, triton_gpu or triton_report with these options."""
     if args.suite is not None:
-        raise InputError("--triton takes no suite file: its kernels are benchmarks/triton_kernels")
+        raise InputError("--triton takes no suite file: its kernels are reorder/suite/triton_kernels")
     families = ["--families", args.families] if args.families else []
     if args.triton == "build":
-        from benchmarks.triton_build import main as build
+        from reorder.suite.triton_build import main as build
 
         return build(["--out", str(args.build), "--jobs", str(args.jobs), *families])
     if args.triton == "run":
-        from benchmarks.triton_gpu import main as run
+        from reorder.suite.triton_gpu import main as run
 
         return run(
             [
@@ -435,7 +435,7 @@ def run_triton(args) -> int:
                 *families,
             ]
         )
-    from benchmarks.triton_report import main as render
+    from reorder.suite.triton_report import main as render
 
     return render([str(args.out)])
 

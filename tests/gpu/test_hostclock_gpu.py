@@ -19,10 +19,10 @@ import tomllib
 
 pytestmark = pytest.mark.gpu
 
-from benchmarks.kernels.sweep import apply_sweep, spec_toml  # noqa: E402
 from reorder.binary.tools import have_tool  # noqa: E402
 from reorder.probe.hostaxis import flag_check, host_axis, needed_slack  # noqa: E402
 from reorder.probe.hostclock import Session  # noqa: E402
+from reorder.suite.sweep import apply_sweep, spec_toml  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CUBIN = ROOT / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin"

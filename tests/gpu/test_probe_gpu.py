@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from benchmarks.kernels.sweep import apply_sweep, spec_toml
 from reorder.binary.tools import have_tool
+from reorder.suite.sweep import apply_sweep, spec_toml
 
 pytestmark = pytest.mark.gpu
 

@@ -12,11 +12,11 @@ import tomllib
 
 pytestmark = pytest.mark.gpu
 
-from benchmarks.kernels.sweep import apply_sweep, spec_toml  # noqa: E402
 from legality.verify import verify_kernel  # noqa: E402
 from reorder.binary.cubin import read_cubin  # noqa: E402
 from reorder.sass.model import decode_kernel  # noqa: E402
 from reorder.sass.writer import patch_kernel  # noqa: E402
+from reorder.suite.sweep import apply_sweep, spec_toml  # noqa: E402
 from timing.check import check_pair  # noqa: E402
 from timing.spec import load_spec  # noqa: E402
 

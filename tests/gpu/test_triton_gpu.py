@@ -15,15 +15,15 @@ pytest.importorskip("triton")
 from timing.multi import Build  # noqa: E402 - after the skip: no Triton, nothing to import
 from timing.spec import load_spec  # noqa: E402
 
-BUILT = Path(__file__).resolve().parents[2] / "benchmarks" / "triton_kernels" / "sm_90"
+BUILT = Path(__file__).resolve().parents[2] / "reorder" / "suite" / "triton_kernels" / "sm_90"
 
 
 def test_tritons_jit_and_reorders_launch_from_metadata_give_the_same_bytes():
     """Every checked-in build that needs more than 48 KiB of dynamic shared memory (the opt-in
     attribute path), at the family's tune shape and the config it was built with."""
-    from benchmarks.triton_jobs import jit_job
-    from benchmarks.triton_kernels import FAMILIES
-    from benchmarks.triton_kernels.build import CONFIG_INDEX
+    from reorder.suite.triton_jobs import jit_job
+    from reorder.suite.triton_kernels import FAMILIES
+    from reorder.suite.triton_kernels.build import CONFIG_INDEX
 
     large = [f for f in FAMILIES if load_spec(BUILT / f"{f.name}.toml").shared > 48 * 1024]
     assert large  # the matmul (65,536 bytes at 4 stages) at least
@@ -37,7 +37,7 @@ def test_tritons_jit_and_reorders_launch_from_metadata_give_the_same_bytes():
 
 
 def test_two_num_warps_builds_are_checked_and_timed_in_the_same_rounds(tmp_path):
-    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
     from reorder.triton.launch import launch_spec
     from timing.inputs import draw_inputs
@@ -73,7 +73,7 @@ def test_the_hooks_feed_forward_twin_is_byte_identical(shape, tmp_path, monkeypa
     import triton
 
     import reorder.triton as rt
-    from benchmarks.triton_kernels.ffn import ffn_swiglu
+    from reorder.suite.triton_kernels.ffn import ffn_swiglu
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))

@@ -8,7 +8,7 @@ accumulator. Triton writes such a path itself: a K loop that may run zero times 
 followed by a block that starts with `wgmma.wait_group 0`, and the path that skips the
 loop zeroes the accumulators on its way there. Nothing is pending on that path, so the
 wait means nothing there, but ptxas cannot tell, and the whole K loop then runs one
-tensor-core op at a time (the fused feed-forward of benchmarks/triton_kernels: eight
+tensor-core op at a time (the fused feed-forward of reorder/suite/triton_kernels: eight
 HGMMAs an iteration, each followed by `WARPGROUP.DEPBAR.LE gsb0, 0x0`).
 
 The move, on one such wait:

@@ -1,8 +1,8 @@
 """The Triton benchmark's report: summary.md and the warm/cold heatmaps, from the CSVs.
 
-    python -m benchmarks.triton_report OUT       # (re)draw from OUT/triton_cells.csv
+    python -m reorder.suite.triton_report OUT       # (re)draw from OUT/triton_cells.csv
 
-benchmarks.triton_gpu calls `write_report` after every family, so a run cut short still
+reorder.suite.triton_gpu calls `write_report` after every family, so a run cut short still
 leaves a report of what it measured. Heatmaps need matplotlib; without it the summary is
 written and the line says which command draws them later (on any machine).
 
@@ -170,7 +170,7 @@ def summary(out: Path, roof: dict | None = None) -> str:
     ]
     lines += ["", "## reorder from each config (its best candidate against its own original)", "", *from_configs(out)]
     for r in (r for r in steps if r.get("step") == "readme"):
-        lines += ["", "## The README example (benchmarks.triton_readme)", ""]
+        lines += ["", "## The README example (reorder.suite.triton_readme)", ""]
         lines += [
             f"autotune over num_warps 2/4/8/16 at {r.get('shape')}: without reorder {r.get('plain_best')} "
             f"{_f(r, 'plain_us'):.2f} us, with `rt.with_reorder` {r.get('reorder_best')} "
@@ -266,7 +266,7 @@ def write_report(out: Path, roof: dict | None = None, heatmaps: bool = True) -> 
     except ImportError:
         print(
             f"triton_report: no matplotlib here; draw the heatmaps later with "
-            f"`python -m benchmarks.triton_report {out}`",
+            f"`python -m reorder.suite.triton_report {out}`",
             file=sys.stderr,
         )
         return [out / "summary.md"]
@@ -275,7 +275,7 @@ def write_report(out: Path, roof: dict | None = None, heatmaps: bool = True) -> 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not (Path(argv[0]) / "triton_cells.csv").is_file():
-        print("usage: python -m benchmarks.triton_report OUT (a folder holding triton_cells.csv)", file=sys.stderr)
+        print("usage: python -m reorder.suite.triton_report OUT (a folder holding triton_cells.csv)", file=sys.stderr)
         return 2
     for path in write_report(Path(argv[0])):
         print(path)

@@ -85,7 +85,7 @@ def jit_job(family_name: str, shape: Sequence[int], config: dict, build: Build) 
     import numpy as np
     import torch
 
-    from benchmarks.triton_kernels import TensorArg, family
+    from reorder.suite.triton_kernels import TensorArg, family
     from timing.inputs import draw_inputs
     from timing.multi_check import first_difference, run_build
 

@@ -6,7 +6,7 @@ CONFIG_INDEX. The CPU tier tests reorder on these (verify against the original, 
 with the launch validated against the cubin, the ptxas stand-in on Triton's PTX) without
 installing Triton; `sm_90/VERSION` names the Triton that made them.
 
-    python -m benchmarks.triton_kernels.build [OUT_DIR [FAMILY ...]]
+    python -m reorder.suite.triton_kernels.build [OUT_DIR [FAMILY ...]]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def build(out: Path = HERE / "sm_90", names: set[str] | None = None) -> list[Pat
     """Write the files of every family (of those in `names`, when given)."""
     import triton
 
-    from benchmarks.triton_kernels import FAMILIES, stand_in_args
+    from reorder.suite.triton_kernels import FAMILIES, stand_in_args
     from reorder.triton.compile import compile_call
     from reorder.triton.launch import launch_spec, spec_toml
 

@@ -100,7 +100,7 @@ def _grid_configs(warps: tuple[int, ...], stages: tuple[int, ...], key: str) -> 
 
 
 def softmax_case(dtype: str, shape: tuple[int, ...]) -> Case:
-    from benchmarks.triton_kernels.softmax import softmax_rows
+    from reorder.suite.triton_kernels.softmax import softmax_rows
 
     rows, cols = shape
 
@@ -123,7 +123,7 @@ def softmax_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
 
 def rmsnorm_case(dtype: str, shape: tuple[int, ...]) -> Case:
-    from benchmarks.triton_kernels.rmsnorm import rmsnorm_row
+    from reorder.suite.triton_kernels.rmsnorm import rmsnorm_row
 
     rows, cols = shape
     return Case(
@@ -140,7 +140,7 @@ def rmsnorm_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
 
 def rmsnorm_looped_case(dtype: str, shape: tuple[int, ...]) -> Case:
-    from benchmarks.triton_kernels.rmsnorm import rmsnorm_looped
+    from reorder.suite.triton_kernels.rmsnorm import rmsnorm_looped
 
     rows, cols = shape
     return Case(
@@ -164,7 +164,7 @@ def _rms_reference(t: dict) -> dict:
 
 
 def layernorm_case(dtype: str, shape: tuple[int, ...]) -> Case:
-    from benchmarks.triton_kernels.layernorm import layernorm_looped
+    from reorder.suite.triton_kernels.layernorm import layernorm_looped
 
     rows, cols = shape
 
@@ -203,7 +203,7 @@ def layernorm_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
 
 def matmul_case(dtype: str, shape: tuple[int, ...]) -> Case:
-    from benchmarks.triton_kernels.matmul_leaky import matmul_leaky
+    from reorder.suite.triton_kernels.matmul_leaky import matmul_leaky
 
     m, n, k = shape
     bm, bn = 128, 128
@@ -244,7 +244,7 @@ def matmul_case(dtype: str, shape: tuple[int, ...]) -> Case:
 
 
 def ffn_case(dtype: str, shape: tuple[int, ...]) -> Case:
-    from benchmarks.triton_kernels.ffn import ffn_swiglu
+    from reorder.suite.triton_kernels.ffn import ffn_swiglu
 
     m, n, k = shape
     bm, bn = FFN_TILE

@@ -1,8 +1,8 @@
 """Everything the Triton benchmark needs from a compiler, built on the CPU for the H200 run.
 
-    python -m benchmarks.triton_build --out gpu_build/triton [--families a,b] [--jobs 2]
+    python -m reorder.suite.triton_build --out gpu_build/triton [--families a,b] [--jobs 2]
 
-For each kernel family of benchmarks.triton_kernels and each of its configs (num_warps x
+For each kernel family of reorder.suite.triton_kernels and each of its configs (num_warps x
 num_stages, or x the `tl.range` stages of a load-only loop), Triton compiles the kernel for
 sm_90 with no GPU (reorder.triton.compile: the JIT's own binder on stand-in tensors, so the
 cubin is the one `kernel[grid](...)` would launch); the cubin is the config's **original**.
@@ -38,7 +38,7 @@ the compiles filled (the GPU run points TRITON_CACHE_DIR at a copy, so its JIT c
 finds the same cubins instead of compiling); OUT/reorder_cache holds what the stages hook
 answers a config marked `--reorder=noalias` (the `sass` step), for the README example's run
 (REORDER_CACHE on the GPU; valid while reorder's sources are the build's: `code_digest`). The GPU
-side only loads, checks and times: benchmarks/triton_gpu.py.
+side only loads, checks and times: reorder/suite/triton_gpu.py.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from benchmarks.rows import error_line
+from reorder.suite.rows import error_line
 
 PTX_MODES = ("barrier", "top", "store", "branch")
 # registered PTX move kinds (reorder.ptx.space.registry) beyond the hoist plans, and the alternatives
@@ -174,7 +174,7 @@ def _ptx_row(
 def build_config(family_name: str, index: int, out: str) -> dict:
     """Compile one config at every shape of its family, write its original, candidates and
     launch specs; the manifest entry (run in a worker process)."""
-    from benchmarks.triton_kernels import family, stand_in_args
+    from reorder.suite.triton_kernels import family, stand_in_args
     from reorder.triton.compile import compile_call
     from reorder.triton.launch import launch_spec, spec_dict
 
@@ -324,8 +324,8 @@ def build(out: Path, names: list[str], jobs: int, only: set[int] | None = None) 
     with `jobs` processes (1: in this process), then write the manifest."""
     import triton
 
-    from benchmarks.triton_kernels import family
     from reorder.base import provenance
+    from reorder.suite.triton_kernels import family
     from reorder.triton.digest import code_digest
 
     out.mkdir(parents=True, exist_ok=True)
@@ -382,9 +382,9 @@ def _merged(out: Path, families: list[dict]) -> list[dict]:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from benchmarks.triton_kernels import FAMILIES
+    from reorder.suite.triton_kernels import FAMILIES
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.triton_build", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m reorder.suite.triton_build", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path("gpu_build/triton"))
     p.add_argument("--families", default=",".join(f.name for f in FAMILIES))
     p.add_argument("--jobs", type=int, default=2, help="build processes (1: in this one)")
@@ -393,7 +393,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.triton_kernels import FAMILIES
+    from reorder.suite.triton_kernels import FAMILIES
 
     args = parse(argv)
     names = [n for n in args.families.split(",") if n]

@@ -1,7 +1,7 @@
-"""The README's Triton example, run as written and timed (the last step of benchmarks.triton_gpu).
+"""The README's Triton example, run as written and timed (the last step of reorder.suite.triton_gpu).
 
 `example()` is the README's lines: an `@triton.autotune` fused feed-forward
-(benchmarks/triton_kernels/ffn.py, 512 x 512 x 4096 fp16, num_warps x num_stages) whose
+(reorder/suite/triton_kernels/ffn.py, 512 x 512 x 4096 fp16, num_warps x num_stages) whose
 configs gain reorder as an axis with one call (`rt.with_reorder`: each config plus a twin
 whose binary the stages hook makes: the wgmma PTX step, then the static SASS moves). `measure()` runs it beside the
 same autotuner without the twins and times both winners with `triton.testing.do_bench`, the
@@ -10,7 +10,7 @@ autotuner's own timer (L2 flushed before each launch), in alternating rounds; th
 
 It runs in the benchmark's main process (rt.verify starts its own GPU worker, which a
 worker process may not), after every other row is written. The hook's static result for
-each config is normally found in reorder's cache (benchmarks.triton_build writes it as
+each config is normally found in reorder's cache (reorder.suite.triton_build writes it as
 OUT/reorder_cache, for the same reorder sources), so the step compiles but does not search.
 """
 
@@ -35,7 +35,7 @@ def example() -> tuple[Any, tuple, tuple, list]:
     import triton
 
     import reorder.triton as rt
-    from benchmarks.triton_kernels.ffn import ffn_swiglu
+    from reorder.suite.triton_kernels.ffn import ffn_swiglu
 
     rt.install()  # reorder: one more stage of Triton's compiler
     configs = [triton.Config(TILE, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3, 4)]
@@ -55,7 +55,7 @@ def measure(rounds: int = 5) -> dict:
     medians over alternating rounds), with what the autotuner chose and the byte check."""
     import triton
 
-    from benchmarks.triton_kernels.ffn import ffn_swiglu
+    from reorder.suite.triton_kernels.ffn import ffn_swiglu
 
     kernel, args, grid, checked = example()
     plain = triton.autotune(configs(), key=["M", "N", "K"])(ffn_swiglu)

@@ -1,14 +1,14 @@
 """reorder against Triton's own tuning on the GPU: launch, check and time what the CPU built.
 
-    python -m benchmarks.triton_gpu --build gpu_build/triton --out OUT [--deadline 360]
+    python -m reorder.suite.triton_gpu --build gpu_build/triton --out OUT [--deadline 360]
         [--families a,b] [--l2 warm,cold] [--cell-budget 0.7] [--sets 2] [--no-jit-check] [--no-readme] [--dry-run]
 
-Everything a compiler does was done on the CPU by benchmarks.triton_build (each config's
+Everything a compiler does was done on the CPU by reorder.suite.triton_build (each config's
 cubin as Triton's JIT makes it for sm_90, reorder's SASS and PTX candidates for it, each
 shape's launch spec from the metadata); this script only runs them, each step a
 timing.worker job so a fault costs one job:
 
-1. roofs: copy bandwidth and cuBLAS' fp16 GEMM rate (benchmarks.triton_jobs.roof_job);
+1. roofs: copy bandwidth and cuBLAS' fp16 GEMM rate (reorder.suite.triton_jobs.roof_job);
 2. per family, one config launched by Triton's own JIT against the same cubin launched from
    reorder's spec: same cubin, byte-equal outputs, outputs within tolerance of torch
    (`--no-jit-check` skips it; the Triton cache the build filled is used, so the JIT
@@ -17,9 +17,9 @@ timing.worker job so a fault costs one job:
    `--sets` fresh input sets with shared memory poisoned (a mismatch or a fault excludes
    the candidate, recorded); then for each L2 state every original and every identical
    candidate timed in the same rounds (timing.multi, `--cell-budget` seconds of rounds);
-   benchmarks.triton_cells turns the matrix into the cell's row and one row per config;
+   reorder.suite.triton_cells turns the matrix into the cell's row and one row per config;
 4. last, in this process: the README example run as written and timed against the same
-   autotuner without reorder (benchmarks.triton_readme; `--no-readme` skips it; 60 s of the
+   autotuner without reorder (reorder.suite.triton_readme; `--no-readme` skips it; 60 s of the
    deadline are kept for it).
 
 Rows are written as each cell is done: OUT/triton_cells.csv (per cell), OUT/triton_configs.csv
@@ -27,8 +27,8 @@ Rows are written as each cell is done: OUT/triton_cells.csv (per cell), OUT/trit
 OUT/triton_checks.csv (every candidate's check), OUT/triton_steps.csv (the JIT cross-checks and
 the README example, column `step`): seven files, so a log beside them still comes back;
 OUT/summary.md and the
-heatmaps (benchmarks.triton_report) at the end (summary.md after every family too; a run cut
-short draws them later with `python -m benchmarks.triton_report OUT`). Cells not begun by the deadline are
+heatmaps (reorder.suite.triton_report) at the end (summary.md after every family too; a run cut
+short draws them later with `python -m reorder.suite.triton_report OUT`). Cells not begun by the deadline are
 rows marked skipped; the run stops cleanly. `--dry-run` walks every step without a GPU
 (made-up times; tests/test_triton_gpu_script.py).
 """
@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.rows import write_rows
-from benchmarks.triton_jobs import check_job, jit_job, roof_job, time_job
+from reorder.suite.rows import write_rows
+from reorder.suite.triton_jobs import check_job, jit_job, roof_job, time_job
 from timing.multi import Build
 
 CELL_RESERVE_S = 8.0  # a shape (check + both L2 states) is not begun with less left
@@ -104,7 +104,7 @@ def load_manifest(build: Path) -> dict:
     path = build / "manifest.json"
     if not path.is_file():
         raise SystemExit(
-            f"triton_gpu: {path} not found: run `python -m benchmarks.triton_build --out {build}` on the CPU first"
+            f"triton_gpu: {path} not found: run `python -m reorder.suite.triton_build --out {build}` on the CPU first"
         )
     return json.loads(path.read_text())
 
@@ -251,7 +251,7 @@ def check_shape(run: Run, configs: list[Config], shape: str) -> dict[str, dict]:
 
 
 def time_cell(run: Run, family: dict, shape: dict, configs: list[Config], checks: dict, l2: str) -> None:
-    from benchmarks.triton_cells import Member, cell_summary, config_rows
+    from reorder.suite.triton_cells import Member, cell_summary, config_rows
 
     members, builds = [], []
     for c in configs:
@@ -320,8 +320,8 @@ def family_rows(run: Run, family: dict, jit: bool) -> None:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.triton_gpu", description=__doc__.split("\n\n")[0])
-    p.add_argument("--build", type=Path, default=Path("gpu_build/triton"), help="what benchmarks.triton_build wrote")
+    p = argparse.ArgumentParser(prog="python -m reorder.suite.triton_gpu", description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", type=Path, default=Path("gpu_build/triton"), help="what reorder.suite.triton_build wrote")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--families", help="comma list (default: every family built)")
     p.add_argument("--deadline", type=float, default=360.0, help="seconds; shapes not begun by then are skipped")
@@ -329,7 +329,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cell-budget", type=float, default=0.7, help="seconds of timing rounds per cell and L2 state")
     p.add_argument("--sets", type=int, default=2, help="fresh input sets per byte check")
     p.add_argument("--no-jit-check", action="store_true", help="skip launching each family once through Triton")
-    p.add_argument("--no-readme", action="store_true", help="skip the README example (benchmarks.triton_readme)")
+    p.add_argument("--no-readme", action="store_true", help="skip the README example (reorder.suite.triton_readme)")
     p.add_argument("--dry-run", action="store_true", help="walk every step without a GPU (nothing is measured)")
     return p.parse_args(argv)
 
@@ -345,7 +345,7 @@ def _caches(build: Path) -> None:
 
 
 def readme_step(run: Run, dry: bool) -> None:
-    """The README example, run and timed (benchmarks.triton_readme), in this process."""
+    """The README example, run and timed (reorder.suite.triton_readme), in this process."""
     from reorder.triton.digest import code_digest
 
     row = {"step": "readme", "digest_matches_build": code_digest() == run.stamps.get("built_digest")}
@@ -353,7 +353,7 @@ def readme_step(run: Run, dry: bool) -> None:
         run.add("steps", {**row, "status": "dry", "reason": "not run (dry run)"})
         return
     try:
-        from benchmarks.triton_readme import measure
+        from reorder.suite.triton_readme import measure
 
         run.add("steps", {**row, **measure(), "status": "ok"})
     except Exception as exc:  # noqa: BLE001 - the last step; every other row is written already
@@ -361,8 +361,8 @@ def readme_step(run: Run, dry: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.triton_report import write_report
     from reorder.base import provenance
+    from reorder.suite.triton_report import write_report
 
     args = parse(argv)
     manifest = load_manifest(args.build)
