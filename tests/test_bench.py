@@ -89,3 +89,16 @@ def test_struct_kernels_run_by_the_name_their_spec_gives(tmp_path):
         assert k.points == ({},) and k.kernel_name != name
         spec = validated_spec(_point_spec(k, {}, tmp_path), [k.cubin], k.kernel_name)
         assert spec.name.startswith("_Z") and spec.types and spec.extra
+
+
+def test_the_installed_suite_is_the_default_and_holds_its_own_files() -> None:
+    """`reorder bench` with no suite file runs the suite installed with reorder: its cubins
+    and specs sit inside the package (reorder/suite), not in a checkout's benchmarks/."""
+    from reorder.suite import SUITE_FILE
+
+    package = SUITE_FILE.parent
+    kernels, _ = load_suite(SUITE_FILE)
+    assert SUITE.resolve() == SUITE_FILE and len(kernels) >= 10
+    for k in kernels:
+        assert package in k.spec.resolve().parents and k.spec.is_file()
+        assert package in k.cubin.resolve().parents and k.cubin.is_file()

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 import tomllib
 
-from benchmarks.kernels import build, reference, sweep
-from benchmarks.kernels.inputs import embedding_bag_inputs, find_index_inputs, make_inputs, spmv_inputs
+from benchmarks.kernels import build, reference
 from benchmarks.kernels.verify import verify
 from reorder.base.errors import SpecError
+from reorder.suite import sweep
+from reorder.suite.inputs import embedding_bag_inputs, find_index_inputs, make_inputs, spmv_inputs
 
 SPEC_PATHS = sorted(build.SPEC_DIR.glob("*.toml"))
 POINTER_BYTES = 8

@@ -359,7 +359,12 @@ def _overridden(kernel: BenchKernel, args) -> BenchKernel:
 
 def add_arguments(parser) -> None:
     """The bench options (shared by `reorder bench` and `python -m reorder.cli.bench`)."""
-    parser.add_argument("suite", type=Path, nargs="?", help="the suite file (not with --triton)")
+    parser.add_argument(
+        "suite",
+        type=Path,
+        nargs="?",
+        help="the suite file (default: the suite installed with reorder; not with --triton)",
+    )
     parser.add_argument("--kernels", help="comma list (default: the whole suite)")
     parser.add_argument("--l2", help="comma list of warm,cold (default: the suite's)")
     parser.add_argument("--out", type=Path, default=Path("bench_out"))
@@ -394,9 +399,10 @@ def run_args(args) -> int:
     """Run the bench the parsed options describe; print the CSV and the plots it wrote."""
     if args.triton:
         return run_triton(args)
-    if args.suite is None:
-        raise InputError("reorder bench needs a suite file (or --triton build|run|render)")
-    kernels, l2 = load_suite(args.suite, set(args.kernels.split(",")) if args.kernels else None)
+    from reorder.suite import SUITE_FILE
+
+    suite = SUITE_FILE if args.suite is None else args.suite
+    kernels, l2 = load_suite(suite, set(args.kernels.split(",")) if args.kernels else None)
     kernels = [_overridden(k, args) for k in kernels]
     l2 = l2_states(args.l2.split(","), "--l2") if args.l2 else l2
     run = run_bench_tuned_once if args.tune_once or _static(args.device) else run_bench

@@ -45,11 +45,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -121,9 +123,11 @@ def ptx_candidates(ptx: str, kernel: str, config_kwargs: dict, folder: Path) -> 
     from reorder.ptx.model.model import parse_module
 
     module = parse_module(ptx)
-    ways = [(f"ptx-{mode}", lambda mode=mode: _plan_moves(module, kernel, mode)) for mode in PTX_MODES]
+    ways: list[tuple[str, Callable[[], Any]]] = [
+        (f"ptx-{mode}", functools.partial(_plan_moves, module, kernel, mode)) for mode in PTX_MODES
+    ]
     ways += [
-        (f"ptx-{kind}-{choice}", lambda kind=kind, choice=choice: _kind_moves(module, kernel, kind, choice))
+        (f"ptx-{kind}-{choice}", functools.partial(_kind_moves, module, kernel, kind, choice))
         for kind, choices in KIND_CHOICES.items()
         for choice in choices
     ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -44,11 +45,17 @@ def _best(times: np.ndarray, columns: Sequence[int]) -> int:
     return list(columns)[int(np.argmin(means))]
 
 
+def _column(report: np.ndarray, build: int) -> Sequence[float]:
+    """One build's times over the report rounds: a numpy column, which the statistics of
+    timing read as the sequence of floats they declare."""
+    return cast(Sequence[float], report[:, build])
+
+
 def _ratio(report: np.ndarray, a: int, b: int) -> tuple[float, float, float]:
     """time(b) / time(a) on the report rounds with its 95% CI (1, 1, 1 for the same build)."""
     if a == b:
         return 1.0, 1.0, 1.0
-    est = paired_ratio_ci(report[:, a], report[:, b], rng=0)
+    est = paired_ratio_ci(_column(report, a), _column(report, b), rng=0)
     return est.ratio, est.low, est.high
 
 
@@ -59,7 +66,7 @@ def config_rows(members: Sequence[Member], times: np.ndarray) -> list[dict]:
     for config in dict.fromkeys(m.config for m in members):
         original = members.index(Member(config))
         mine = [i for i, m in enumerate(members) if m.config == config and m.candidate]
-        us, lo, hi = time_ci(report[:, original])
+        us, lo, hi = time_ci(_column(report, original))
         row = {
             "config": config,
             "original_us": us,
@@ -70,7 +77,7 @@ def config_rows(members: Sequence[Member], times: np.ndarray) -> list[dict]:
         if mine:
             best = _best(pick, mine)
             r, r_lo, r_hi = _ratio(report, original, best)
-            b_us, b_lo, b_hi = time_ci(report[:, best])
+            b_us, b_lo, b_hi = time_ci(_column(report, best))
             row.update(
                 {
                     "best_candidate": members[best].candidate,
@@ -96,8 +103,8 @@ def cell_summary(
     candidates = [i for i, m in enumerate(members) if m.candidate]
     triton = _best(pick, originals)
     axis = _best(pick, originals + candidates)
-    t_us, t_lo, t_hi = time_ci(report[:, triton])
-    a_us, a_lo, a_hi = time_ci(report[:, axis])
+    t_us, t_lo, t_hi = time_ci(_column(report, triton))
+    a_us, a_lo, a_hi = time_ci(_column(report, axis))
     r, r_lo, r_hi = _ratio(report, triton, axis)
     row = {
         "triton_best_config": members[triton].config,

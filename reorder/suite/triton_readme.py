@@ -29,7 +29,7 @@ def configs() -> list:
     return [triton.Config(TILE, num_warps=w, num_stages=s) for w in (4, 8) for s in (2, 3, 4)]
 
 
-def example() -> tuple[Any, tuple, tuple, list]:
+def example() -> tuple[Any, tuple, tuple, Any]:
     """The README's lines: (the autotuned kernel, its arguments, its grid, rt.verify's answer)."""
     import torch
     import triton

@@ -1,7 +1,7 @@
 """GPU tier for the benchmark kernel suite: launch each checked-in cubin and compare with NumPy.
 
 Every kernel runs at its spec's smallest sweep point and at the spec's own
-(realistic) size, with inputs from benchmarks.kernels.inputs and outputs checked
+(realistic) size, with inputs from reorder.suite.inputs and outputs checked
 by benchmarks.kernels.verify. Skips cleanly without cupy or a device.
 """
 
@@ -15,9 +15,10 @@ pytestmark = pytest.mark.gpu
 
 import cupy  # noqa: E402  (tests/conftest.py collects this file only where a GPU is present)
 
-from benchmarks.kernels import build, sweep  # noqa: E402
-from benchmarks.kernels.inputs import make_inputs  # noqa: E402
+from benchmarks.kernels import build  # noqa: E402
 from benchmarks.kernels.verify import verify  # noqa: E402
+from reorder.suite import sweep  # noqa: E402
+from reorder.suite.inputs import make_inputs  # noqa: E402
 
 SPEC_PATHS = sorted(build.SPEC_DIR.glob("*.toml"))
 

@@ -113,7 +113,7 @@ def cfo_ta_descr(
             "block": [256, 1, 1],
             "shared": 0,
             "seed": 1234,
-            "hook": "benchmarks.kernels.structs.inputs:cfo_ta_descr_inputs",
+            "hook": "reorder.suite.structs.inputs:cfo_ta_descr_inputs",
         },
         "type": [
             _descr(4),
