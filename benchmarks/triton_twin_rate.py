@@ -6,9 +6,9 @@
 A twin is a config marked `--reorder` (what `reorder.triton.with_reorder` adds beside each
 config an autotuner times): Triton compiles it, and the stages hook rewrites its cubin
 (reorder.triton.rewrite: the wgmma PTX step where it applies, LoadBatch, stall cuts, each
-step verified). For every config of every family of benchmarks.triton_kernels (and, with
+step verified). For every config of every family of reorder.suite.triton_kernels (and, with
 --gelu, a GEMM with an erf-GELU epilogue of about 5,000 SASS instructions:
-benchmarks/triton_kernels/matmul_gelu.py) one child process, with the code of the checkout
+reorder/suite/triton_kernels/matmul_gelu.py) one child process, with the code of the checkout
 --tree (default: this one), compiles for sm_90 with no GPU, each compile with its own empty
 Triton cache and reorder cache: a warm-up compile (Triton's own first-call costs), Triton's
 compile of the config, then the twin. CPU time is the process's user + system time plus
@@ -47,7 +47,7 @@ tmp = tempfile.mkdtemp(prefix="twin-rate-")
 os.environ["REORDER_CACHE"] = os.path.join(tmp, "reorder-cache")
 os.environ["REORDER_QUIET"] = "1"
 import triton
-from benchmarks.triton_kernels import StandInTensor, TensorArg, family, stand_in_args
+from reorder.suite.triton_kernels import StandInTensor, TensorArg, family, stand_in_args
 from reorder.triton import hook
 from reorder.triton.compile import compile_call
 
@@ -90,7 +90,7 @@ print(json.dumps({**job, "instructions": count, "plain_cpu_s": round(plain_s, 3)
 
 
 def jobs(families: list[str] | None, gelu: bool) -> list[dict]:
-    from benchmarks.triton_kernels import FAMILIES
+    from reorder.suite.triton_kernels import FAMILIES
 
     out = [
         {"family": f.name, "config": config}
@@ -99,7 +99,7 @@ def jobs(families: list[str] | None, gelu: bool) -> list[dict]:
         for config in f.configs
     ]
     if gelu:
-        gelu_file = str(ROOT / "benchmarks" / "triton_kernels" / "matmul_gelu.py")
+        gelu_file = str(ROOT / "reorder" / "suite" / "triton_kernels" / "matmul_gelu.py")
         out += [{"family": "matmul_gelu", "config": c, "shape": GELU_SHAPE, "gelu": gelu_file} for c in GELU_CONFIGS]
     return out
 

@@ -30,7 +30,7 @@ def test_each_other_ptx_kind_alone_is_a_seed_and_a_wgmma_only_space_starts_with_
     it, so a search of a few trials measures it (it never sampled it before)."""
     from reorder.build.ptxlevel import kind_seed_params
 
-    ptx = Path(__file__).resolve().parent.parent / "benchmarks/triton_kernels/sm_90/ffn_swiglu_fp16.ptx"
+    ptx = Path(__file__).resolve().parent.parent / "reorder/suite/triton_kernels/sm_90/ffn_swiglu_fp16.ptx"
     level = ptx_level(ptx, "ffn_swiglu", True, 90)
     (seed,) = kind_seed_params(level)
     assert {p.kind for p in picks_of(seed, level)} == {"wgmma"}

@@ -30,7 +30,7 @@ def triton_env(tmp_path, monkeypatch):
 
 
 def _args(n: int = 4096):
-    from benchmarks.triton_kernels import StandInTensor, TensorArg
+    from reorder.suite.triton_kernels import StandInTensor, TensorArg
 
     return StandInTensor(TensorArg((64, n), "float32"), 0x10000), StandInTensor(TensorArg((64,), "float32"), 0x20000), n
 
