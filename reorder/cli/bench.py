@@ -381,6 +381,12 @@ def add_arguments(parser) -> None:
         help="optimize each kernel once (first point, warm L2), then check and time that binary "
         "at every point and L2 state",
     )
+    parser.add_argument(
+        "--shapes",
+        action="store_true",
+        help="per kernel with several points: one search per point, one binary for all points (one search "
+        "over every point) and its per-shape groups, in one table (bench_shapes.md)",
+    )
     triton = parser.add_argument_group("Triton (reorder against Triton's own num_warps x num_stages tuning)")
     triton.add_argument(
         "--triton",
@@ -405,6 +411,12 @@ def run_args(args) -> int:
     kernels, l2 = load_suite(suite, set(args.kernels.split(",")) if args.kernels else None)
     kernels = [_overridden(k, args) for k in kernels]
     l2 = l2_states(args.l2.split(","), "--l2") if args.l2 else l2
+    if args.shapes:
+        from reorder.cli.benchshapes import run_bench_shapes
+
+        csv_path = run_bench_shapes(kernels, l2, args.out, args.device, args.jobs, _label, _point_spec)
+        print(f"wrote {csv_path} and {csv_path.with_suffix('.md')}")
+        return 0
     run = run_bench_tuned_once if args.tune_once or _static(args.device) else run_bench
     csv_path = run(kernels, l2, args.out, args.device, args.jobs)
     plots = draw(csv_path)
