@@ -13,7 +13,7 @@ import pytest
 from reorder.cli.bench import BenchKernel, _label, _point_spec, load_suite
 from reorder.cli.benchshapes import columns, geomean, markdown, rows_for, run_bench_shapes
 
-SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.toml"
+SUITE = Path(__file__).resolve().parent.parent / "reorder" / "suite" / "suite.toml"
 
 DOC = {
     "winner": "w",
