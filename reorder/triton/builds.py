@@ -23,7 +23,7 @@ def moves_binary(cubin: bytes, noalias: bool) -> bytes:
     No SliceBatch here: nothing this returns is checked on a GPU unless the user calls
     `verify`, and on an H200 (2026-11-30, benchmarks/results/2026-11-30_verifier_rules_triton_loops) three
     Triton candidates whose slice batches renamed 51-117 instructions computed wrong bytes or
-    raised an illegal instruction while the verifier accepted them. The cause was found a session
+    raised an illegal instruction while the verifier accepted them. The cause was found a day
     later (a register overwritten before an op without a read scoreboard had read it; the
     verifier now requires the wait, and the three, repaired by that alone, were identical), but
     slice batches have not been checked on silicon in numbers since, so this path, whose output
