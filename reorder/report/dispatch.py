@@ -12,8 +12,8 @@ the standard library (and cupy for `load`), so it can ship beside the cubins:
 The manifest's key names what tells the launches apart (`blocks`: the grid's block count;
 `grid.x`; `param NAME`: a scalar argument; `shape NAME[i]`: a buffer dimension). With one key a
 group's predicate is an inclusive range of it (null: unbounded), the ranges splitting halfway
-(geometrically) between the measured shapes; with several keys a launch goes to the group of
-the nearest measured shape in log scale.
+(geometrically) between the measured shapes; with several keys (or groups given no range) a
+launch goes to the group of the nearest measured shape in log scale.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _distance(a: Sequence[float], b: Sequence[float]) -> float:
 def group_for(manifest: Mapping, values: Sequence[float]) -> Mapping:
     """The group serving a launch with these key values."""
     groups = manifest["groups"]
-    if len(manifest["key"]) == 1:
+    if len(manifest["key"]) == 1 and all(g.get("range") is not None for g in groups):
         for group in groups:
             if _in_range(values[0], group["range"]):
                 return group

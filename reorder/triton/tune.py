@@ -20,6 +20,7 @@ never compares outputs.
 from __future__ import annotations
 
 import copy
+import json
 import sys
 import tempfile
 import time
@@ -28,11 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reorder.base.errors import ReorderError
+from reorder.base.errors import InputError, ReorderError
+from reorder.triton import keys
 from reorder.triton.compile import Call, compile_call, config_kwargs, ptxas_recipe
 from reorder.triton.launch import Grid, launch_spec, spec_toml
 from reorder.triton.request import Request, split_options, with_marker
-from reorder.triton.rewrite import store_tuned
+from reorder.triton.rewrite import store_tuned, tuned_binary
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class TunedConfig:
 
     label: str
     kernel: str
-    key: str  # the stored winner (tuned:KEY)
+    key: str  # the stored winner (tuned:KEY): over several key values, the one binary for all of them
     changed: bool  # the winner differs from the config's own cubin
     score: str  # ratio and CI, measured or predicted
     measured: bool
@@ -51,6 +53,18 @@ class TunedConfig:
     config: Any
     marked: Any
     ptx: str = ""  # whether the search spanned Triton's PTX, and compiled how
+    groups: tuple[keys.KeyGroup, ...] = ()  # over several key values: the binary of each group of them
+    manifest: Path | None = None  # keys.json, the dispatch over the key values (reorder.triton.keys)
+
+    @property
+    def twins(self) -> list[Any]:
+        """This config's marked copies: one per distinct binary of its key groups, else one."""
+        if not self.groups:
+            return [self.marked]
+        seen: dict[str, Any] = {}
+        for g in self.groups:
+            seen.setdefault(g.tuned, g.marked)
+        return list(seen.values())
 
 
 @dataclass
@@ -59,13 +73,46 @@ class TuneResult:
 
     @property
     def configs(self) -> list[Any]:
-        """Every original config, then each one's reorder twin: the autotune axis."""
-        return [r.config for r in self.rows] + [r.marked for r in self.rows]
+        """Every original config, then each one's reorder twins: the autotune axis."""
+        return [r.config for r in self.rows] + [t for r in self.rows for t in r.twins]
 
     def table(self) -> str:
         lines = ["config | reorder | moves | check | PTX"]
-        lines += [f"{r.label} | {r.score} | {r.moves} | {r.check} | {r.ptx}" for r in self.rows]
+        for r in self.rows:
+            lines.append(f"{r.label} | {r.score} | {r.moves} | {r.check} | {r.ptx}")
+            if len(r.twins) > 1:
+                for g in r.groups:
+                    shown = ", ".join("/".join(f"{v:g}" for v in row) for row in g.values)
+                    lines.append(f"  key {shown} | {', '.join(g.ratios)} | {g.moves} | tuned:{g.tuned} |")
         return "\n".join(lines)
+
+    def dispatch(self) -> dict[str, Any]:
+        """`prune_configs_by` for `triton.autotune(self.configs, key=...)`: at each launch every
+        original config stays, and of each config's twins only the one whose key group holds
+        the launch's key values (reorder.triton.keys: the range rule, else the nearest measured
+        value); a launch whose key values are not numbers keeps the originals alone. A config
+        tuned at one key value keeps its one twin. The autotuner's own do_bench then decides
+        between each config and its twin, as with `with_reorder`."""
+        docs = [(r, json.loads(r.manifest.read_text()) if r.manifest else None) for r in self.rows]
+
+        def early_config_prune(configs: list, named_args: dict, **kwargs: Any) -> list:
+            chosen: set[tuple[tuple, Any]] = set()
+            for row, doc in docs:
+                if doc is None:  # tuned at one key value: its one twin everywhere
+                    chosen |= {(_original_key(t), _options(t)) for t in row.twins}
+                    continue
+                values = keys.read_values(doc, named_args)
+                if values is None:
+                    continue
+                tuned = keys.group_of(doc, values)["tuned"]
+                chosen |= {(_original_key(g.marked), _options(g.marked)) for g in row.groups if g.tuned == tuned}
+            return [c for c in configs if not twin_of(c) or (_original_key(c), _options(c)) in chosen]
+
+        return {"early_config_prune": early_config_prune}
+
+
+def _options(config: Any) -> Any:
+    return config_kwargs(config).get("ptx_options")
 
 
 def label_of(kwargs: Mapping[str, Any]) -> str:
@@ -170,7 +217,7 @@ def _unmarked(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 def tune(
     kernel: Any,
     *args: Any,
-    grid: Grid,
+    grid: Grid | None = None,
     configs: Sequence[Any] | None = None,
     budget: int = 12,
     seconds: float = 300.0,
@@ -183,6 +230,10 @@ def tune(
     arch: int | None = None,
     device: str = "auto",
     ptx: bool = True,
+    key: Sequence[str] = (),
+    launches: Sequence[tuple[Sequence[Any], Grid]] = (),
+    weights: Sequence[float] = (),
+    per_shape: bool = True,
     **kwargs: Any,
 ) -> TuneResult:
     """Run reorder's search on each config (see the module docstring); `outputs` names the
@@ -193,71 +244,248 @@ def tune(
     parameters, each PTX candidate compiled by the config's own ptxas and flags (checked
     first: they must rebuild the config's cubin byte for byte) and checked as `optimize`
     checks every candidate. No `if __name__ == "__main__":` is needed around it: its GPU
-    worker never re-runs the calling script (timing.worker)."""
-    from reorder.optimize import OptimizeArgs, optimize
+    worker never re-runs the calling script (timing.worker).
 
+    Several key values: `launches=[(args, grid), ...]` and `key=[...]` (the autotune key's
+    argument names) instead of `*args, grid=`: each argument set is one launch shape of one
+    multi-shape search per config (`weights`, one per launch: how often each runs), and with
+    `per_shape` the per-shape groups, when they are a real gain, become one stored binary per
+    group of key values and a manifest keyed by them (reorder.triton.keys); install it with
+    `triton.autotune(result.configs, key=[...], prune_configs_by=result.dispatch())`."""
+    if launches:
+        if args or grid is not None:
+            raise InputError("give either *args with grid= (one key value) or launches=[(args, grid), ...], not both")
+        if weights and len(weights) != len(launches):
+            raise InputError(f"weights: {len(weights)} given for {len(launches)} launches (one per launch)")
+        for k, pair in enumerate(launches):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], (tuple, list))):
+                raise InputError(f"launches[{k}]: {type(pair).__name__}: each launch is a pair (args tuple, grid)")
+        if any(not (isinstance(w, (int, float)) and w > 0) for w in weights):
+            raise InputError(f"weights: {list(weights)}: each must be a positive number")
+    elif grid is None:
+        raise InputError("tune needs grid= (or launches=[(args, grid), ...] for several key values)")
+    elif key:
+        raise InputError("key= names the key of launches=[...]: one argument set needs no dispatch")
     base = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="reorder-tune-"))
     result = TuneResult()
+    search = Search(budget, seconds, outputs, inits, l2, noalias, jobs, device, ptx, arch)
     for config in configs if configs is not None else [{}]:
         call_kwargs = _unmarked({**kwargs, **config_kwargs(config)})
+        if launches:
+            result.rows.append(_tune_keys(kernel, config, call_kwargs, launches, key, weights, per_shape, base, search))
+            continue
+        assert grid is not None  # refused above otherwise
         call = compile_call(kernel, *args, arch=arch, **call_kwargs)
         label = label_of(config_kwargs(config))
         here = base / f"{call.name}-{label}"
         here.mkdir(parents=True, exist_ok=True)
-        original, output, launch = here / "original.cubin", here / "reorder.cubin", here / "launch.toml"
-        original.write_bytes(call.cubin)
+        launch = here / "launch.toml"
         launch.write_text(spec_toml(launch_spec(call.kernel, call.values, grid, outputs=outputs, inits=inits)))
-        source, recipe, ptx_note = _ptx_of(call, here) if ptx else (None, None, "PTX moves not asked for (ptx=False)")
-        report = optimize(
-            OptimizeArgs(
-                cubin=original,
-                output=output,
-                kernel=call.name,
-                launch=launch,
-                budget=budget,
-                seconds=seconds,
-                jobs=jobs,
-                storage=None,
-                l2=l2,
-                device=device,
-                noalias=noalias,
-                seed=0,
-                ptx=source,
-                ptx_recipe=recipe,
-                started=time.monotonic(),  # `seconds` is this config's: not counted from the process's start
-            )
-        )
-        assert report is not None  # a search in this process, not a helper worker
-        winner = output.read_bytes()
-        score = report.result
-        record = {
-            "kernel": call.name,
-            "config": label,
-            "launch": str(launch),
-            "moves": report.best_moves,
-            "check": report.check,
-            "score": score.line() if score else "none",
-            "verifier": report.verifier,
-            "ptx": ptx_note,
-        }
-        key = store_tuned(call.cubin, winner, record)
-        result.rows.append(
-            TunedConfig(
-                label,
-                call.name,
-                key,
-                winner != call.cubin,
-                record["score"],
-                bool(score and score.measured),
-                report.best_moves,
-                report.check or "",
-                here,
-                config,
-                marked_config(config, Request("tuned", key=key, noalias=noalias)),
-                ptx_note,
-            )
-        )
+        found = _search(call, label, here, (launch,), (), False, search)
+        result.rows.append(_row(label, call, config, found, search.noalias))
     return result
+
+
+@dataclass(frozen=True)
+class Search:
+    """How each config's search runs (tune's keywords)."""
+
+    budget: int
+    seconds: float
+    outputs: Sequence[str]
+    inits: Mapping[str, Any] | None
+    l2: str
+    noalias: bool
+    jobs: int
+    device: str
+    ptx: bool
+    arch: int | None
+
+
+@dataclass(frozen=True)
+class Found:
+    """One optimize run on a config's cubin: its winner, stored, and what it measured."""
+
+    key: str
+    winner: bytes
+    record: dict
+    measured: bool
+    folder: Path  # the run's report folder (reorder.reorder)
+
+
+def _search(
+    call: Call, label: str, here: Path, launches: tuple[Path, ...], weights: Sequence[float], per_shape: bool, s: Search
+) -> Found:
+    """`reorder optimize` on the call's cubin at `launches` (several: one multi-shape search);
+    the winner stored by content (reorder.triton.rewrite.store_tuned)."""
+    from reorder.optimize import OptimizeArgs, optimize
+
+    original, output = here / "original.cubin", here / "reorder.cubin"
+    original.write_bytes(call.cubin)
+    source, recipe, ptx_note = _ptx_of(call, here) if s.ptx else (None, None, "PTX moves not asked for (ptx=False)")
+    report = optimize(
+        OptimizeArgs(
+            cubin=original,
+            output=output,
+            kernel=call.name,
+            launch=launches[0],
+            budget=s.budget,
+            seconds=s.seconds,
+            jobs=s.jobs,
+            storage=None,
+            l2=s.l2,
+            device=s.device,
+            noalias=s.noalias,
+            seed=0,
+            ptx=source,
+            ptx_recipe=recipe,
+            started=time.monotonic(),  # `seconds` is this config's: not counted from the process's start
+            more_launches=launches[1:],
+            weights=tuple(float(w) for w in weights),
+            per_shape=per_shape and len(launches) > 1,
+        )
+    )
+    assert report is not None  # a search in this process, not a helper worker
+    winner = output.read_bytes()
+    score = report.result
+    record = {
+        "kernel": call.name,
+        "config": label,
+        "launch": ", ".join(map(str, launches)),
+        "moves": report.best_moves,
+        "check": report.check,
+        "score": score.line() if score else "none",
+        "verifier": report.verifier,
+        "ptx": ptx_note,
+    }
+    key = store_tuned(call.cubin, winner, record)
+    return Found(key, winner, record, bool(score and score.measured), output.with_name("reorder.reorder"))
+
+
+def _row(label: str, call: Call, config: Any, found: Found, noalias: bool, **more: Any) -> TunedConfig:
+    r = found.record
+    return TunedConfig(
+        label,
+        call.name,
+        found.key,
+        found.winner != call.cubin,
+        r["score"],
+        found.measured,
+        r["moves"],
+        r["check"] or "",
+        found.folder.parent,
+        config,
+        marked_config(config, Request("tuned", key=found.key, noalias=noalias)),
+        r["ptx"],
+        **more,
+    )
+
+
+def _tune_keys(
+    kernel: Any,
+    config: Any,
+    call_kwargs: Mapping[str, Any],
+    launches: Sequence[tuple[Sequence[Any], Grid]],
+    names: Sequence[str],
+    weights: Sequence[float],
+    per_shape: bool,
+    base: Path,
+    s: Search,
+) -> TunedConfig:
+    """One config over several key values: one multi-shape search per cubin the key values
+    compile to (Triton specializes ints equal to 1 and 16-divisibility: each specialization is
+    its own cubin, so its own search), its per-shape groups (when a real gain) stored as one
+    binary each, and the manifest over the key values (reorder.triton.keys)."""
+    calls = [compile_call(kernel, *a, arch=s.arch, **call_kwargs) for a, _ in launches]
+    rows = [keys.key_values(names, c.values, f"launch {k + 1}") for k, c in enumerate(calls)]
+    keys.check_keys(names, rows)
+    label = label_of(config_kwargs(config))
+    here = base / f"{calls[0].name}-{label}"
+    by_cubin: dict[bytes, list[int]] = {}
+    for k, c in enumerate(calls):
+        by_cubin.setdefault(c.cubin, []).append(k)
+    groups: list[keys.KeyGroup] = []
+    notes: list[str] = []
+    blobs: dict[str, bytes] = {}
+    first: Found | None = None
+    for j, members in enumerate(by_cubin.values()):
+        folder = here / f"cubin{j}" if len(by_cubin) > 1 else here
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for k in members:
+            path = folder / f"{keys.label_of_key(names, rows[k])}.toml"
+            spec = launch_spec(calls[k].kernel, calls[k].values, launches[k][1], outputs=s.outputs, inits=s.inits)
+            path.write_text(spec_toml(spec))
+            paths.append(path)
+        found = _search(
+            calls[members[0]],
+            label,
+            folder,
+            tuple(paths),
+            [weights[k] for k in members] if weights else (),
+            per_shape,
+            s,
+        )
+        first = first or found
+        made, note = _key_groups(
+            calls[members[0]], found, names, [rows[k] for k in members], len(blobs), s.noalias, config
+        )
+        notes.append(note)
+        for g in made:
+            blobs[g.cubin] = tuned_binary(calls[members[0]].cubin, g.tuned) or found.winner
+        groups += made
+    assert first is not None
+    doc = keys.manifest(calls[0].name, names, groups, "; ".join(notes))
+    where = keys.write_manifest(here / "dispatch", doc, blobs)
+    return _row(label, calls[0], config, first, s.noalias, groups=tuple(groups), manifest=where)
+
+
+def _key_groups(
+    call: Call,
+    found: Found,
+    names: Sequence[str],
+    rows: list[tuple[float, ...]],
+    taken: int,
+    noalias: bool,
+    config: Any,
+) -> tuple[list[keys.KeyGroup], str]:
+    """The key groups of one multi-shape run: optimize's per-shape groups when it wrote them
+    as a real gain (each group's cubin stored by content), else one group, the written binary."""
+    stem = call.name.replace("/", "_")[:80]
+    labels = {keys.label_of_key(names, r): r for r in rows}
+    path = found.folder / "dispatch" / "manifest.json"
+    doc = json.loads(path.read_text()) if path.is_file() else None
+    if len(rows) == 1:
+        note = "one key value: one binary"
+    elif doc is None:
+        note = "one binary for every key value: " + (
+            "per-shape groups were not asked for (per_shape=False)"
+            if found.measured
+            else "the static model does not depend on the launch (per-shape groups need a GPU)"
+        )
+    else:
+        note = doc["note"]
+    if doc is None or not doc["gain"]:
+        single = _ratios(doc, labels) if doc else ("not measured" if not found.measured else "",) * len(rows)
+        name = f"{stem}.{taken}.cubin"
+        marked = marked_config(config, Request("tuned", key=found.key, noalias=noalias))
+        return [keys.KeyGroup(tuple(rows), found.key, marked, found.record["moves"], name, tuple(single))], note
+    out: list[keys.KeyGroup] = []
+    for g in doc["groups"]:
+        data = (path.parent / g["cubin"]).read_bytes()
+        measured = [s["launch"] for s in g["shapes"]]
+        tuned = store_tuned(call.cubin, data, {**found.record, "moves": g["moves"], "shapes": measured})
+        ratios = tuple(f"{s['ratio'][0]:.4f} [{s['ratio'][1]:.4f}, {s['ratio'][2]:.4f}]" for s in g["shapes"])
+        marked = marked_config(config, Request("tuned", key=tuned, noalias=noalias))
+        name = f"{stem}.{taken + len(out)}.cubin"
+        out.append(keys.KeyGroup(tuple(labels[m] for m in measured), tuned, marked, g["moves"], name, ratios))
+    return out, note
+
+
+def _ratios(doc: dict, labels: Mapping[str, tuple[float, ...]]) -> tuple[str, ...]:
+    """Each key value's measured ratio in a one-group manifest, in `labels` order."""
+    shown = {s["launch"]: s["ratio"] for g in doc["groups"] for s in g["shapes"]}
+    return tuple(f"{shown[m][0]:.4f} [{shown[m][1]:.4f}, {shown[m][2]:.4f}]" if m in shown else "" for m in labels)
 
 
 def _ptx_of(call: Call, folder: Path) -> tuple[Path | None, Any, str]:
