@@ -14,7 +14,8 @@ import pytest
 from reorder.base.errors import InputError
 from reorder.triton import keys
 from reorder.triton.request import Request, split_options
-from reorder.triton.tune import Found, TunedConfig, TuneResult, _key_groups, marked_config
+from reorder.triton.runs import Found
+from reorder.triton.tune import TunedConfig, TuneResult, _key_groups, marked_config
 
 triton = pytest.importorskip("triton")
 

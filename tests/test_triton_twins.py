@@ -161,7 +161,7 @@ def test_verification_is_ok_only_when_every_build_was_proven():
 
 def test_tune_compiles_tritons_ptx_with_the_configs_own_ptxas_and_flags(triton_env):
     from reorder.triton.compile import compile_call
-    from reorder.triton.tune import _ptx_of
+    from reorder.triton.runs import _ptx_of
     from tests.triton_twin_kernels import row_sums
 
     call = compile_call(row_sums, *_args(), arch=90, BLOCK=256, num_warps=1)

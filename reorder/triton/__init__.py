@@ -11,12 +11,18 @@ or, with a GPU search per config (measured, byte-checked, stored by content):
     tuned = rt.tune(kernel, x, w, y, N, grid=(rows,), configs=configs, budget=20, outputs=["y"])
     kernel = triton.autotune(tuned.configs, key=["N"])(kernel)
 
+or over every key value the kernel serves (one multi-shape search per config, one binary per
+group of key values when the groups are a real gain):
+
+    tuned = rt.tune(kernel, key=["N"], launches=[(args_a, grid_a), (args_b, grid_b)], configs=configs)
+    kernel = triton.autotune(tuned.configs, key=["N"], prune_configs_by=tuned.dispatch())(kernel)
+
 Modules (each imports Triton only inside functions, so `import reorder.triton` works without
 it): `request` the marker in `ptx_options`; `rewrite` a cubin to reorder's binary, cached,
 never failing a compile; `hook` the stages hook; `ptxas` the `reorder-ptxas` stand-in;
 `compile` the JIT's binding and compile for any target; `launch` LaunchSpec from metadata
 and live arguments; `twins` the builds a config's twins get; `tune` the search and the
-autotune axis; `prove` rt.verify.
+autotune axis; `keys` the autotune key values as a dispatch; `prove` rt.verify.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ static model (and the launch is still checked against the cubin's parameters). E
 is stored by content (reorder.triton.rewrite.store_tuned), and `tune` returns the configs
 with a marked copy of each (`ptx_options="--reorder=tuned:KEY"`); the stored winner is also
 the first twin `with_reorder` gives that config from then on (reorder.triton.twins).
+Over several key values (`key=[...]`, `launches=[(args, grid), ...]`) each config gets one
+multi-shape search over them and, when its per-shape groups are a real gain, one stored
+binary per group of key values and a manifest keyed by them (reorder.triton.keys).
 
 `with_reorder(configs)` adds each config's twins (reorder.triton.twins), made when Triton
 compiles them through the stages hook and timed by the autotuner's own do_bench next to the
@@ -23,18 +26,18 @@ import copy
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reorder.base.errors import InputError, ReorderError
+from reorder.base.errors import InputError
 from reorder.triton import keys
-from reorder.triton.compile import Call, compile_call, config_kwargs, ptxas_recipe
+from reorder.triton.compile import Call, compile_call, config_kwargs
 from reorder.triton.launch import Grid, launch_spec, spec_toml
 from reorder.triton.request import Request, split_options, with_marker
 from reorder.triton.rewrite import store_tuned, tuned_binary
+from reorder.triton.runs import Found, Search, run_search
 
 
 @dataclass(frozen=True)
@@ -281,85 +284,9 @@ def tune(
         here.mkdir(parents=True, exist_ok=True)
         launch = here / "launch.toml"
         launch.write_text(spec_toml(launch_spec(call.kernel, call.values, grid, outputs=outputs, inits=inits)))
-        found = _search(call, label, here, (launch,), (), False, search)
+        found = run_search(call, label, here, (launch,), (), False, search)
         result.rows.append(_row(label, call, config, found, search.noalias))
     return result
-
-
-@dataclass(frozen=True)
-class Search:
-    """How each config's search runs (tune's keywords)."""
-
-    budget: int
-    seconds: float
-    outputs: Sequence[str]
-    inits: Mapping[str, Any] | None
-    l2: str
-    noalias: bool
-    jobs: int
-    device: str
-    ptx: bool
-    arch: int | None
-
-
-@dataclass(frozen=True)
-class Found:
-    """One optimize run on a config's cubin: its winner, stored, and what it measured."""
-
-    key: str
-    winner: bytes
-    record: dict
-    measured: bool
-    folder: Path  # the run's report folder (reorder.reorder)
-
-
-def _search(
-    call: Call, label: str, here: Path, launches: tuple[Path, ...], weights: Sequence[float], per_shape: bool, s: Search
-) -> Found:
-    """`reorder optimize` on the call's cubin at `launches` (several: one multi-shape search);
-    the winner stored by content (reorder.triton.rewrite.store_tuned)."""
-    from reorder.optimize import OptimizeArgs, optimize
-
-    original, output = here / "original.cubin", here / "reorder.cubin"
-    original.write_bytes(call.cubin)
-    source, recipe, ptx_note = _ptx_of(call, here) if s.ptx else (None, None, "PTX moves not asked for (ptx=False)")
-    report = optimize(
-        OptimizeArgs(
-            cubin=original,
-            output=output,
-            kernel=call.name,
-            launch=launches[0],
-            budget=s.budget,
-            seconds=s.seconds,
-            jobs=s.jobs,
-            storage=None,
-            l2=s.l2,
-            device=s.device,
-            noalias=s.noalias,
-            seed=0,
-            ptx=source,
-            ptx_recipe=recipe,
-            started=time.monotonic(),  # `seconds` is this config's: not counted from the process's start
-            more_launches=launches[1:],
-            weights=tuple(float(w) for w in weights),
-            per_shape=per_shape and len(launches) > 1,
-        )
-    )
-    assert report is not None  # a search in this process, not a helper worker
-    winner = output.read_bytes()
-    score = report.result
-    record = {
-        "kernel": call.name,
-        "config": label,
-        "launch": ", ".join(map(str, launches)),
-        "moves": report.best_moves,
-        "check": report.check,
-        "score": score.line() if score else "none",
-        "verifier": report.verifier,
-        "ptx": ptx_note,
-    }
-    key = store_tuned(call.cubin, winner, record)
-    return Found(key, winner, record, bool(score and score.measured), output.with_name("reorder.reorder"))
 
 
 def _row(label: str, call: Call, config: Any, found: Found, noalias: bool, **more: Any) -> TunedConfig:
@@ -417,7 +344,7 @@ def _tune_keys(
             spec = launch_spec(calls[k].kernel, calls[k].values, launches[k][1], outputs=s.outputs, inits=s.inits)
             path.write_text(spec_toml(spec))
             paths.append(path)
-        found = _search(
+        found = run_search(
             calls[members[0]],
             label,
             folder,
@@ -486,23 +413,3 @@ def _ratios(doc: dict, labels: Mapping[str, tuple[float, ...]]) -> tuple[str, ..
     """Each key value's measured ratio in a one-group manifest, in `labels` order."""
     shown = {s["launch"]: s["ratio"] for g in doc["groups"] for s in g["shapes"]}
     return tuple(f"{shown[m][0]:.4f} [{shown[m][1]:.4f}, {shown[m][2]:.4f}]" if m in shown else "" for m in labels)
-
-
-def _ptx_of(call: Call, folder: Path) -> tuple[Path | None, Any, str]:
-    """(the config's PTX file, the ptxas recipe that rebuilds its cubin, a note), or
-    (None, None, why the search runs without PTX): the recipe is Triton's own ptxas and flags
-    for this call (reorder.triton.compile.ptxas_recipe), used only when it reproduces the
-    config's cubin byte for byte, so every PTX candidate is compiled as the original was."""
-    from reorder.ptx.toolchain.compile import Recipe, compile_ptx
-
-    path = folder / "original.ptx"
-    path.write_text(call.kernel.asm["ptx"])
-    try:
-        ptxas, flags = ptxas_recipe(call.options, call.kernel.metadata.target.arch)
-        recipe = Recipe(Path(ptxas), flags)
-        made = compile_ptx(path, recipe)
-    except ReorderError as exc:
-        return None, None, f"PTX moves left out: {str(exc).splitlines()[0]}"
-    if made is None or made.cubin.read_bytes() != call.cubin:
-        return None, None, f"PTX moves left out: {recipe.describe()} does not rebuild the config's cubin"
-    return path, recipe, f"Triton's PTX, compiled as the config is: {recipe.describe()}"
