@@ -16,37 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import time
 from pathlib import Path
 
+from benchmarks.studies.runner import SUITE, load_suite_spec  # noqa: F401 - other scripts import them from here
+from benchmarks.studies.runner import commit as _commit
+from benchmarks.studies.runner import suite_cubin as _suite_cubin
 from reorder.suite.rows import write_rows
 
 ROWS = (1, 16, 128, 1024, 8192)
-SUITE = Path(__file__).parent / "kernels"
 RMS = "rmsnorm_triton_style"
 AA_REPEATS = 5
-
-
-def load_suite_spec(kernel: str, point: dict | None = None):
-    """The suite's launch spec for `kernel`, resized to a sweep point."""
-    import tomllib
-
-    from reorder.suite.sweep import apply_sweep
-    from timing.spec import parse_spec
-
-    raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
-    raw = dict(apply_sweep(raw, point) if point else raw)
-    raw.pop("grid_sweep", None)
-    return parse_spec(raw, kernel)
-
-
-def _suite_cubin(kernel: str) -> Path:
-    from reorder.binary.cubin import read_cubin
-
-    return next(
-        p for p in sorted((SUITE / "cubin").glob("*.cubin")) if kernel in {k.name for k in read_cubin(p).kernels}
-    )
 
 
 def _bisect_variants(out: Path) -> list[dict]:
@@ -204,20 +184,6 @@ def run(folder: Path, out: Path, only: tuple[str, ...] = EXPERIMENTS) -> None:
 
 def _write(out: Path, rows: list[dict]) -> None:
     write_rows(out / "gpu_session.csv", rows)
-
-
-def _commit() -> str:
-    done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent, check=False
-    )
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parent,
-        check=False,
-    ).stdout.strip()
-    return done.stdout.strip() + ("+dirty" if dirty else "")
 
 
 if __name__ == "__main__":

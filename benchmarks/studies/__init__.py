@@ -1,0 +1,17 @@
+"""GPU studies, each a declarative `Study` (benchmarks/studies/runner.py) run by one runner:
+`python -m benchmarks.studies NAME [--dry-run] [--out DIR] [--deadline S]`."""
+
+from __future__ import annotations
+
+import importlib
+
+# name -> the module whose STUDY it is (imported only when asked for: a study pulls in its build)
+STUDIES = {
+    "loops": "benchmarks.studies.loops",
+    "ptx_search": "benchmarks.studies.ptx_search",
+}
+
+
+def study(name: str):
+    """The `Study` called `name`; KeyError when there is none."""
+    return importlib.import_module(STUDIES[name]).STUDY

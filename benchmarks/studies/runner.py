@@ -1,0 +1,274 @@
+"""One runner for every GPU study: the command line, the build folder's manifest, the device
+(a worker pool on the GPU, or a dry run that walks every step with made-up numbers), the
+deadline, the record of rows and the summary.
+
+A study is a `Study` value: what it builds on the CPU (`build`, a command line of its own),
+what it checks and times on the GPU (`check_and_time`, given a `Record` it adds rows to), and
+what it draws (`plot`, the summary text and any figures). The runner does the rest, the same
+for every study, so a failing step is a row in OUT/<prefix>_failures.csv and an exit code, not
+a traceback, and a study cut by its deadline says what it skipped (`lanes`).
+
+    python -m benchmarks.studies NAME [--dry-run] [--out DIR] [--deadline S] [--build DIR] ...
+    python -m benchmarks.studies NAME --prepare [build options]    # the CPU side
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from reorder.suite.rows import error_line, write_rows
+
+SUITE = Path(__file__).parent.parent / "kernels"
+
+
+def load_suite_spec(kernel: str, point: dict | None = None):
+    """The suite's launch spec for `kernel`, resized to a sweep point."""
+    import tomllib
+
+    from reorder.suite.sweep import apply_sweep
+    from timing.spec import parse_spec
+
+    raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
+    raw = dict(apply_sweep(raw, point) if point else raw)
+    raw.pop("grid_sweep", None)
+    return parse_spec(raw, kernel)
+
+
+def suite_cubin(kernel: str) -> Path:
+    """The suite's cubin that holds `kernel`."""
+    from reorder.binary.cubin import read_cubin
+
+    return next(
+        p for p in sorted((SUITE / "cubin").glob("*.cubin")) if kernel in {k.name for k in read_cubin(p).kernels}
+    )
+
+
+def commit() -> str:
+    """The checkout's short commit, '+dirty' when tracked files differ from it (a record names
+    the code that made it)."""
+    here = Path(__file__).parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=here, check=False).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+
+
+class LiveDevice:
+    """Jobs in one isolated worker process on the GPU (a fault costs one job, not the run)."""
+
+    def __init__(self) -> None:
+        from timing.cli_support import worker_device
+        from timing.worker import WorkerPool
+
+        self.pool = WorkerPool(devices=[worker_device()])
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def job(self, fn: Any, *args: Any, timeout_s: float, **kw: Any) -> dict:
+        """Run `fn` (a function or an importable 'module:name') in the worker; its result with
+        the job's status ('ok', 'timeout', 'crashed', ...)."""
+        from timing.evaluate import describe_status
+        from timing.worker import Job
+
+        return describe_status(self.pool.run(Job.of(fn, *args, timeout_s=timeout_s, **kw)))
+
+    def gpu_name(self) -> str:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+
+
+class DryDevice(LiveDevice):
+    """No GPU: every step walked with made-up numbers (never measurements), for tests and for a
+    study's rehearsal on the CPU. A study's dry device answers its own calls through `made_up`."""
+
+    def __init__(self) -> None:
+        self.pool = None
+
+    def close(self) -> None:
+        pass
+
+    def job(self, fn: Any, *args: Any, timeout_s: float, **kw: Any) -> dict:
+        raise NotImplementedError(f"a dry run has no worker for {fn}; the study's dry device answers it")
+
+    @staticmethod
+    def made_up(key: str, base: float = 0.9, spread: int = 200) -> dict:
+        """A ratio drawn from `key` (the same key, the same number) with a CI of +-0.01."""
+        r = base + int(hashlib.sha256(key.encode()).hexdigest()[:4], 16) % spread / 1000
+        return {"ratio": r, "ci_low": r - 0.01, "ci_high": r + 0.01, "a_us": 10.0, "b_us": 10.0 * r}
+
+    def gpu_name(self) -> str:
+        return "none (dry run)"
+
+
+@dataclasses.dataclass
+class Record:
+    """The rows of one run, each table written to OUT/<prefix>_<table>.csv as rows come (a run
+    cut short keeps what it measured). A study's record subclasses this with its tables as list
+    fields; `out`, `deadline` (time.monotonic) and `stamps` (gpu, date, commit) it must have."""
+
+    prefix: ClassVar[str] = "study"
+    failures: list = dataclasses.field(default_factory=list, kw_only=True)
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()  # type: ignore[attr-defined]
+
+    def add(self, table: str, row: dict) -> None:
+        rows = getattr(self, table)
+        rows.append({**self.stamps, **row})  # type: ignore[attr-defined]
+        write_rows(self.out / f"{self.prefix}_{table}.csv", rows)  # type: ignore[attr-defined]
+
+
+def attempt(step: Callable[..., dict], *args: Any, **kw: Any) -> dict:
+    """`step`'s row, or {'status': 'error', 'reason': ...} when it raised: one candidate's or
+    one job's failure is a row, and the run goes on."""
+    try:
+        return step(*args, **kw)
+    except Exception as exc:  # noqa: BLE001 - a failure is a row
+        return {"status": "error", "reason": error_line(exc)}
+
+
+def lanes(
+    record: Record,
+    table: str,
+    items: Iterable[Any],
+    step: Callable[[Any], None],
+    *,
+    key: Callable[[Any], dict],
+    reserve_s: float | Callable[[Any], float] = 0.0,
+    after: Callable[[], None] | None = None,
+) -> None:
+    """Each item through `step` while the deadline leaves `reserve_s` for it; an item not begun
+    is a row 'skipped: deadline', an item whose step raised is a row 'error' (both in `table`,
+    named by `key(item)`). `after` runs after each begun item (a summary rewritten as it goes)."""
+    for item in items:
+        need = reserve_s(item) if callable(reserve_s) else reserve_s
+        if record.left() < need:
+            record.add(table, {**key(item), "status": "skipped", "reason": "deadline"})
+            continue
+        try:
+            step(item)
+        except Exception as exc:  # noqa: BLE001 - an item's failure is a row
+            record.add(table, {**key(item), "status": "error", "reason": error_line(exc)})
+        if after:
+            after()
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What the runner hands a study's steps: the command line, the build's manifest, the
+    device, the run's stamps and its deadline (time.monotonic)."""
+
+    args: argparse.Namespace
+    manifest: dict
+    device: LiveDevice
+    stamps: dict
+    started: float
+    deadline: float
+
+    def log(self, text: str) -> None:
+        """A progress line on stderr, stamped with the seconds since the start."""
+        print(f"[{time.monotonic() - self.started:.0f} s] {text}", file=sys.stderr, flush=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """One GPU study, declared: its name, the CPU build (a `main(argv) -> int` writing a folder
+    with manifest.json), the GPU step (check and time, rows into the record it returns first:
+    `record(run)` makes it, `check_and_time(run, record)` fills it), the summary and figures
+    (`plot(record, out) -> summary text`), its own options and the defaults of the common ones."""
+
+    name: str
+    build: Callable[[list[str] | None], int]
+    record: Callable[[Run], Record]
+    check_and_time: Callable[[Run, Record], None]
+    plot: Callable[[Record, Path], str]
+    doc: str = ""
+    build_dir: Path = Path("gpu_build")
+    deadline_s: float = 220.0
+    options: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    select: Callable[[dict, argparse.Namespace], dict] = lambda manifest, args: manifest
+    stamps: Callable[[dict], dict] = lambda manifest: {"commit": manifest.get("commit")}
+    live: Callable[[], LiveDevice] = LiveDevice
+    dry: Callable[[], LiveDevice] = DryDevice
+
+
+def parser(study: Study) -> argparse.ArgumentParser:
+    """The common options, then the study's own."""
+    p = argparse.ArgumentParser(prog=f"benchmarks.studies {study.name}", description=study.doc.splitlines()[0])
+    p.add_argument("--build", type=Path, default=study.build_dir, help=f"the CPU build (default {study.build_dir})")
+    p.add_argument("--out", type=Path, default=Path("out") / study.name, help="where the rows and summary go")
+    p.add_argument(
+        "--deadline", type=float, default=study.deadline_s, help="seconds; what is not begun by then is skipped"
+    )
+    p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
+    study.options(p)
+    return p
+
+
+def main(study: Study, argv: list[str] | None = None) -> int:
+    """Run `study`: 0 when every step ran (a failing job is a row, not a failure), 1 when a
+    whole step failed (its row in <prefix>_failures.csv), 2 for bad input (one line)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--prepare" in argv:
+        argv.remove("--prepare")
+        return study.build(argv)
+    args = parser(study).parse_args(argv)
+    started = time.monotonic()
+    manifest_path = args.build / "manifest.json"
+    if not manifest_path.is_file():
+        print(
+            f"{study.name}: {manifest_path} not found (build it with python -m benchmarks.studies {study.name} "
+            "--prepare)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        manifest = study.select(json.loads(manifest_path.read_text()), args)
+    except ValueError as exc:
+        print(f"{study.name}: {exc}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    return _run(study, args, manifest, started)
+
+
+def _run(study: Study, args: argparse.Namespace, manifest: dict, started: float) -> int:
+    device = study.dry() if args.dry_run else study.live()
+    failed: list[str] = []
+    try:
+        stamps = {"gpu": device.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), **study.stamps(manifest)}
+        run = Run(args, manifest, device, stamps, started, started + args.deadline)
+        record = study.record(run)
+        _step(record, "check_and_time", lambda: study.check_and_time(run, record), failed)
+    finally:
+        device.close()
+    summary = _step(record, "plot", lambda: study.plot(record, args.out), failed)
+    if summary is not None:
+        (args.out / "summary.md").write_text(summary)
+        print(summary)
+    run.log(f"wrote {args.out}/summary.md and {record.prefix}_*.csv")
+    for name in failed:
+        print(f"{study.name}: the {name} step failed ({args.out}/{record.prefix}_failures.csv)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _step(record: Record, name: str, step: Callable[[], Any], failed: list[str]) -> Any:
+    """`step`'s result, or None with a row in the failures table (and `name` in `failed`)."""
+    try:
+        return step()
+    except Exception as exc:  # noqa: BLE001 - a failed step is a row and an exit code
+        failed.append(name)
+        record.add("failures", {"step": name, "status": "error", "reason": error_line(exc)})
+        return None
