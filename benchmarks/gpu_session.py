@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from benchmarks.studies.runner import SUITE, load_suite_spec  # noqa: F401 - other scripts import them from here
+from benchmarks.studies.runner import SUITE, load_suite_spec  # other scripts import them from here
 from benchmarks.studies.runner import commit as _commit
 from benchmarks.studies.runner import suite_cubin as _suite_cubin
 from reorder.suite.rows import write_rows

@@ -23,6 +23,8 @@ import signal
 import time
 from pathlib import Path
 
+from benchmarks.studies.runner import few_blocks  # other scripts import them from here
+
 ROOT = Path(__file__).resolve().parent.parent
 
 MAX_SWAPS = 24
@@ -38,16 +40,6 @@ def _alarm(signum, frame):
 
 
 MOVES = ("stalls", "batch", "swaps")
-FEW_BLOCKS = 3
-
-
-def few_blocks(spec):
-    """The spec launched with at most FEW_BLOCKS blocks along x (and one along y and z):
-    the same buffers, fewer blocks, so elements the launch does not reach keep their
-    poison in both kernels and every block runs alone."""
-    import dataclasses
-
-    return dataclasses.replace(spec, grid=(min(spec.grid[0], FEW_BLOCKS), 1, 1))
 
 
 def _build(code, which: str):

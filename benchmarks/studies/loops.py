@@ -1,8 +1,9 @@
 """GPU side of the loop-move benchmark: reorder's Prefetch/UnrollBatch against Triton's own
 pipelining, on cubins built on the CPU by benchmarks/loops_build.py (nothing compiles here).
 
-    python -m benchmarks.loops_gpu --build gpu_build/loops --out OUT [--deadline 220]
-        [--screen 0.4] [--final 1.2] [--dry-run]
+    python -m benchmarks.studies loops --build gpu_build/loops --out OUT [--deadline 220]
+        [--screen 0.4] [--final 1.2] [--dry-run]     (or python -m benchmarks.loops_gpu ...)
+    python -m benchmarks.studies loops --prepare [--suite] ...   (the CPU side: benchmarks/loops_build.py)
 
 For each cell (Triton's looped RMSNorm, fp32: N x rows x BLOCK x num_warps, 16 cells):
 
@@ -39,14 +40,24 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
-import json
 import statistics
 import sys
-import time
 from pathlib import Path
+from typing import ClassVar
 
-from reorder.suite.rows import error_line, write_rows
+from benchmarks import loops_build
+from benchmarks.studies.runner import (
+    SUITE,
+    DryDevice,
+    LiveDevice,
+    Record,
+    Study,
+    few_blocks,
+    lanes,
+    load_suite_spec,
+)
+from benchmarks.studies.runner import main as run_study
+from reorder.suite.rows import error_line
 
 CELL_RESERVE_S = 18.0  # what one cell needs (11 variants at 1024 rows); a cell is not begun with less left
 SUITE_RESERVE_S = 3.0  # what one suite candidate needs
@@ -96,92 +107,49 @@ def sweep_job(a_cubin: str, b_cubin: str, spec, budget_s: float) -> dict:
     }
 
 
-class Live:
+class Live(LiveDevice):
     """Jobs in one isolated worker process on the GPU (a fault costs one job)."""
-
-    def __init__(self) -> None:
-        from timing.cli_support import worker_device
-        from timing.worker import WorkerPool
-
-        self.pool = WorkerPool(devices=[worker_device()])
-
-    def close(self) -> None:
-        self.pool.close()
 
     def check_and_time(
         self, a: Path, b: Path, spec, more, budget_s: float, b_shared: int, time_mismatch: bool = False
     ) -> dict:
-        from timing.evaluate import describe_status
-        from timing.worker import Job
-
-        return describe_status(
-            self.pool.run(
-                Job.of(
-                    "benchmarks.loops_gpu:screen_job",
-                    str(a),
-                    str(b),
-                    spec,
-                    tuple(more),
-                    budget_s,
-                    b_shared,
-                    time_mismatch,
-                    timeout_s=90,
-                )
-            )
+        return self.job(
+            "benchmarks.studies.loops:screen_job",
+            str(a),
+            str(b),
+            spec,
+            tuple(more),
+            budget_s,
+            b_shared,
+            time_mismatch,
+            timeout_s=90,
         )
 
     def time(self, a: Path, b: Path, spec, budget_s: float, b_shared: int) -> dict:
-        from timing.evaluate import describe_status, time_job
-        from timing.worker import Job
-
-        return describe_status(
-            self.pool.run(
-                Job.of(
-                    time_job,
-                    str(a),
-                    str(b),
-                    spec,
-                    budget_s=budget_s,
-                    target_ci_pct=0.3,
-                    b_shared=b_shared,
-                    timeout_s=60,
-                )
-            )
+        return self.job(
+            "timing.evaluate:time_job",
+            str(a),
+            str(b),
+            spec,
+            budget_s=budget_s,
+            target_ci_pct=0.3,
+            b_shared=b_shared,
+            timeout_s=60,
         )
 
     def sweep_point(self, a: Path, b: Path, spec, budget_s: float) -> dict:
-        from timing.evaluate import describe_status
-        from timing.worker import Job
-
-        return describe_status(
-            self.pool.run(Job.of("benchmarks.loops_gpu:sweep_job", str(a), str(b), spec, budget_s, timeout_s=90))
-        )
-
-    def gpu_name(self) -> str:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        return self.job("benchmarks.studies.loops:sweep_job", str(a), str(b), spec, budget_s, timeout_s=90)
 
 
-class Dry(Live):
+class Dry(DryDevice, Live):
     """No GPU: made-up ratios from the files' names (not measurements), so every step is walked."""
-
-    def __init__(self) -> None:
-        self.pool = None
-
-    def close(self) -> None:
-        pass
-
-    def _ratio(self, a: Path, b: Path) -> float:
-        return 0.9 + int(hashlib.sha256(f"{a.name}/{b.name}".encode()).hexdigest()[:4], 16) % 200 / 1000
 
     def check_and_time(self, a, b, spec, more, budget_s, b_shared, time_mismatch=False) -> dict:
         assert Path(a).is_file() and Path(b).is_file() and spec.name, (a, b)
         return {"status": "ok", "check": "dry", **self.time(a, b, spec, budget_s, b_shared)}
 
     def time(self, a, b, spec, budget_s, b_shared) -> dict:
-        r = self._ratio(Path(a), Path(b))
-        return {"status": "ok", "ratio": r, "ci_low": r - 0.01, "ci_high": r + 0.01, "a_us": 10.0, "b_us": 10.0 * r}
+        return {"status": "ok", **self.made_up(f"{Path(a).name}/{Path(b).name}")}
 
     def sweep_point(self, a, b, spec, budget_s) -> dict:
         return {
@@ -190,12 +158,10 @@ class Dry(Live):
             "timed": {l2: self.time(a, b, spec, budget_s, spec.shared) for l2 in ("warm", "cold")},
         }
 
-    def gpu_name(self) -> str:
-        return "none (dry run)"
-
 
 @dataclasses.dataclass
-class Run:
+class Run(Record):
+    prefix: ClassVar[str] = "loops"
     build: Path
     out: Path
     deadline: float
@@ -208,14 +174,6 @@ class Run:
     suite: list = dataclasses.field(default_factory=list)
     sweep: list = dataclasses.field(default_factory=list)
     points: list = dataclasses.field(default_factory=list)
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def add(self, table: str, row: dict) -> None:
-        rows = getattr(self, table)
-        rows.append({**self.stamps, **row})
-        write_rows(self.out / f"loops_{table}.csv", rows)
 
 
 def _spec(path: Path, shared: int):
@@ -293,9 +251,6 @@ def final(run: Run, base: dict, where: dict, screened: dict, original: dict) -> 
 def suite(run: Run, rows: list[dict], reserve: float = 0.0) -> None:
     """The suite's loop kernels: each candidate against the source PTX's cubin, while time is
     left beyond `reserve` (the sweep phase's)."""
-    from benchmarks.gpu_session import load_suite_spec
-    from benchmarks.moves_gpu import few_blocks
-
     for r in rows:
         row = {"kernel": r["kernel"], "move": r["move"], "noalias": r["noalias"], "speculate": r["speculate"]}
         if not r.get("cubin"):
@@ -336,7 +291,6 @@ def suite_points(kernel: str) -> list[tuple[int, str, dict]]:
     has none)."""
     import tomllib
 
-    from benchmarks.gpu_session import SUITE
     from reorder.suite.sweep import sweep_points
 
     raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
@@ -348,8 +302,6 @@ def suite_points(kernel: str) -> list[tuple[int, str, dict]]:
 
 def sweep(run: Run, built: list[dict]) -> None:
     """Each kernel's best candidate at every point of its suite spec's sweep, warm and cold L2."""
-    from benchmarks.gpu_session import load_suite_spec
-
     for kernel, best in best_per_kernel(run.suite).items():
         source = next(
             r
@@ -389,8 +341,6 @@ def per_point(run: Run, built: list[dict]) -> None:
     fastest identical one whose CI lies below 1 is then checked and timed again, fresh, with
     warm and cold L2 (the figure reported, so the pick's luck is not); where none is faster the
     original is kept and the point's speed-up is 1 by construction (rows say `measured` False)."""
-    from benchmarks.gpu_session import load_suite_spec
-
     for kernel in dict.fromkeys(r["kernel"] for r in built):
         candidates = [r for r in built if r["kernel"] == kernel and r.get("cubin")]
         if not candidates:
@@ -562,14 +512,9 @@ def interleaved(cells: list[dict]) -> list[dict]:
     return [where for _, where in sorted(ranked, key=lambda rw: rw[0])]
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--build", type=Path, default=Path("gpu_build/loops"))
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--deadline", type=float, default=220.0, help="seconds; cells not begun by then are skipped")
+def options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--screen", type=float, default=0.3, help="seconds of paired timing per screened variant")
     p.add_argument("--final", type=float, default=1.0, help="seconds of paired timing, best against best")
-    p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
     p.add_argument(
         "--cells",
         default="",
@@ -584,66 +529,70 @@ def main(argv=None) -> int:
             "(else one winner, screened at the spec)"
         ),
     )
-    args = p.parse_args(argv)
-    started = time.monotonic()
-    manifest_path = args.build / "manifest.json"
-    if not manifest_path.is_file():
-        print(f"loops_gpu: {manifest_path} not found (build it with python -m benchmarks.loops_build)", file=sys.stderr)
-        return 2
-    manifest = json.loads(manifest_path.read_text())
-    try:
-        manifest = picked(manifest, args.cells, args.kernels)
-    except ValueError as exc:
-        print(f"loops_gpu: {exc}", file=sys.stderr)
-        return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    device = Dry() if args.dry_run else Live()
-    try:
-        stamps = {
-            "gpu": device.gpu_name(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "commit": manifest.get("commit"),
-            "triton": manifest.get("triton"),
-        }
-        run = Run(args.build, args.out, started + args.deadline, args.screen, args.final, device, stamps)
-        configs = {(c["block"], c["warps"]): c for c in manifest["configs"]}
-        keep = SWEEP_SHARE * args.deadline if manifest.get("suite") else 0.0
-        for where in interleaved(manifest["cells"]):
-            if run.left() < CELL_RESERVE_S + keep:
-                run.add(
-                    "cells",
-                    {k: where[k] for k in ("n", "rows", "block", "warps")}
-                    | {"status": "skipped", "reason": "deadline"},
-                )
-                continue
-            print(
-                f"[{time.monotonic() - started:.0f} s] N {where['n']} rows {where['rows']} BLOCK {where['block']} "
-                f"warps {where['warps']}",
-                file=sys.stderr,
-                flush=True,
-            )
-            try:
-                cell(run, configs[(where["block"], where["warps"])], where)
-            except Exception as exc:  # noqa: BLE001 - a cell's failure is a row
-                run.add(
-                    "cells",
-                    {k: where[k] for k in ("n", "rows", "block", "warps")}
-                    | {"status": "error", "reason": error_line(exc)},
-                )
-            (args.out / "summary.md").write_text(summary(run))
-        if args.per_point:
-            per_point(run, manifest.get("suite", []))
-        else:
-            suite(run, manifest.get("suite", []), reserve=keep / 2)
-            sweep(run, manifest.get("suite", []))
-    finally:
-        device.close()
-    (args.out / "summary.md").write_text(summary(run))
-    if run.sweep:
-        _draw(args.out / "loops_sweep.csv")
-    print(summary(run))
-    print(f"[{time.monotonic() - started:.0f} s] wrote {args.out}/summary.md and loops_*.csv", file=sys.stderr)
-    return 0
+
+
+def record(run) -> Run:
+    a = run.args
+    return Run(a.build, a.out, run.deadline, a.screen, a.final, run.device, run.stamps)
+
+
+def _cell_key(where: dict) -> dict:
+    return {k: where[k] for k in ("n", "rows", "block", "warps")}
+
+
+def check_and_time(run, rec: Run) -> None:
+    """The cells round-robin while the deadline keeps the suite's share, then the suite kernels
+    (one winner over the sweep, or one per sweep point)."""
+    manifest = run.manifest
+    configs = {(c["block"], c["warps"]): c for c in manifest["configs"]}
+    keep = SWEEP_SHARE * run.args.deadline if manifest.get("suite") else 0.0
+
+    def one(where: dict) -> None:
+        run.log(f"N {where['n']} rows {where['rows']} BLOCK {where['block']} warps {where['warps']}")
+        cell(rec, configs[(where["block"], where["warps"])], where)
+
+    lanes(
+        rec,
+        "cells",
+        interleaved(manifest["cells"]),
+        one,
+        key=_cell_key,
+        reserve_s=CELL_RESERVE_S + keep,
+        after=lambda: (rec.out / "summary.md").write_text(summary(rec)),
+    )
+    if run.args.per_point:
+        per_point(rec, manifest.get("suite", []))
+    else:
+        suite(rec, manifest.get("suite", []), reserve=keep / 2)
+        sweep(rec, manifest.get("suite", []))
+
+
+def plot(rec: Run, out: Path) -> str:
+    """The summary, and the sweep's heatmaps and medians when there is a sweep."""
+    if rec.sweep:
+        _draw(out / "loops_sweep.csv")
+    return summary(rec)
+
+
+STUDY = Study(
+    name="loops",
+    build=loops_build.main,
+    record=record,
+    check_and_time=check_and_time,
+    plot=plot,
+    doc=__doc__ or "",
+    build_dir=Path("gpu_build/loops"),
+    deadline_s=220.0,
+    options=options,
+    select=lambda manifest, args: picked(manifest, args.cells, args.kernels),
+    stamps=lambda manifest: {"commit": manifest.get("commit"), "triton": manifest.get("triton")},
+    live=Live,
+    dry=Dry,
+)
+
+
+def main(argv=None) -> int:
+    return run_study(STUDY, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,20 @@
+"""The loop-move study's command line, kept: `python -m benchmarks.loops_gpu ...` is
+`python -m benchmarks.studies loops ...` (the study: benchmarks/studies/loops.py)."""
+
+from __future__ import annotations
+
+from benchmarks.studies.loops import (  # noqa: F401 - the names this command has always had
+    STUDY,
+    Dry,
+    Live,
+    Run,
+    main,
+    per_point,
+    picked,
+    screen_job,
+    summary,
+    sweep_job,
+)
+
+if __name__ == "__main__":
+    raise SystemExit(main())
