@@ -8,13 +8,14 @@ from benchmarks.studies.loops import (  # noqa: F401 - the names this command ha
     Dry,
     Live,
     Run,
-    main,
     per_point,
     picked,
     screen_job,
     summary,
     sweep_job,
 )
+
+main = STUDY.run
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -10,11 +10,12 @@ from benchmarks.studies.ptx_search import (  # noqa: F401 - the names this comma
     Live,
     Run,
     best,
-    main,
     priority,
     screen_job,
     summary,
 )
+
+main = STUDY.run
 
 if __name__ == "__main__":
     raise SystemExit(main())

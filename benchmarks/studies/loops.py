@@ -56,7 +56,6 @@ from benchmarks.studies.runner import (
     lanes,
     load_suite_spec,
 )
-from benchmarks.studies.runner import main as run_study
 from reorder.suite.rows import error_line
 
 CELL_RESERVE_S = 18.0  # what one cell needs (11 variants at 1024 rows); a cell is not begun with less left
@@ -589,11 +588,3 @@ STUDY = Study(
     live=Live,
     dry=Dry,
 )
-
-
-def main(argv=None) -> int:
-    return run_study(STUDY, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -39,7 +39,6 @@ from typing import ClassVar
 
 from benchmarks import ptx_search_build
 from benchmarks.studies.runner import DryDevice, LiveDevice, Record, Study, lanes, load_suite_spec
-from benchmarks.studies.runner import main as run_study
 from reorder.suite.rows import error_line
 
 KERNEL_RESERVE_S = 10.0  # a kernel is not begun with less left
@@ -61,7 +60,7 @@ def screen_job(a_cubin: str, b_cubin: str, shapes: tuple, more: tuple, budget_s:
     return {**row, "times": [time_job(a_cubin, b_cubin, s, budget_s=budget_s, target_ci_pct=0.5) for s in shapes]}
 
 
-# By path: run as `python -m benchmarks.studies.ptx_search`, this module is __main__, and a worker
+# By path: a module run as `python -m` is __main__, and a worker
 # job must name a function it can import (timing.worker.Job.of refuses __main__'s).
 SCREEN_JOB = "benchmarks.studies.ptx_search:screen_job"
 
@@ -390,11 +389,3 @@ STUDY = Study(
     live=Live,
     dry=Dry,
 )
-
-
-def main(argv=None) -> int:
-    return run_study(STUDY, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -214,6 +214,10 @@ class Study:
     live: Callable[[], LiveDevice] = LiveDevice
     dry: Callable[[], LiveDevice] = DryDevice
 
+    def run(self, argv: list[str] | None = None) -> int:
+        """This study through the runner (`main`), from a command line."""
+        return main(self, argv)
+
 
 def parser(study: Study) -> argparse.ArgumentParser:
     """The common options, then the study's own."""
