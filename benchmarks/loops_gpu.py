@@ -3,17 +3,7 @@
 
 from __future__ import annotations
 
-from benchmarks.studies.loops import (  # noqa: F401 - the names this command has always had
-    STUDY,
-    Dry,
-    Live,
-    Run,
-    per_point,
-    picked,
-    screen_job,
-    summary,
-    sweep_job,
-)
+from benchmarks.studies.loops import STUDY, Run, per_point, picked  # noqa: F401 - the names it always had
 
 main = STUDY.run
 

@@ -3,17 +3,7 @@ is `python -m benchmarks.studies ptx_search ...` (the study: benchmarks/studies/
 
 from __future__ import annotations
 
-from benchmarks.studies.ptx_search import (  # noqa: F401 - the names this command has always had
-    SCREEN_JOB,
-    STUDY,
-    Dry,
-    Live,
-    Run,
-    best,
-    priority,
-    screen_job,
-    summary,
-)
+from benchmarks.studies.ptx_search import SCREEN_JOB, STUDY, Live, best, screen_job  # noqa: F401 - its old names
 
 main = STUDY.run
 

@@ -50,7 +50,7 @@ from benchmarks.studies.runner import (
     SUITE,
     DryDevice,
     LiveDevice,
-    Record,
+    ScreenedRecord,
     Study,
     few_blocks,
     lanes,
@@ -159,15 +159,8 @@ class Dry(DryDevice, Live):
 
 
 @dataclasses.dataclass
-class Run(Record):
+class Run(ScreenedRecord):
     prefix: ClassVar[str] = "loops"
-    build: Path
-    out: Path
-    deadline: float
-    screen_s: float
-    final_s: float
-    device: Live
-    stamps: dict
     screen: list = dataclasses.field(default_factory=list)
     cells: list = dataclasses.field(default_factory=list)
     suite: list = dataclasses.field(default_factory=list)

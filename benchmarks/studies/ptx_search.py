@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from benchmarks import ptx_search_build
-from benchmarks.studies.runner import DryDevice, LiveDevice, Record, Study, lanes, load_suite_spec
+from benchmarks.studies.runner import DryDevice, LiveDevice, ScreenedRecord, Study, lanes, load_suite_spec
 from reorder.suite.rows import error_line
 
 KERNEL_RESERVE_S = 10.0  # a kernel is not begun with less left
@@ -114,15 +114,8 @@ class Dry(DryDevice, Live):
 
 
 @dataclasses.dataclass
-class Run(Record):
+class Run(ScreenedRecord):
     prefix: ClassVar[str] = "ptx_search"
-    build: Path
-    out: Path
-    deadline: float
-    screen_s: float
-    final_s: float
-    device: Live
-    stamps: dict
     screen: list = dataclasses.field(default_factory=list)
     final: list = dataclasses.field(default_factory=list)
     rechecked: dict = dataclasses.field(default_factory=dict)

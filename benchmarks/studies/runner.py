@@ -141,6 +141,20 @@ class Record:
         write_rows(self.out / f"{self.prefix}_{table}.csv", rows)  # type: ignore[attr-defined]
 
 
+@dataclasses.dataclass
+class ScreenedRecord(Record):
+    """The record of a study that screens candidates and times winners again: its build folder,
+    the seconds of paired timing for a screen and for a final, and the device."""
+
+    build: Path
+    out: Path
+    deadline: float
+    screen_s: float
+    final_s: float
+    device: LiveDevice
+    stamps: dict
+
+
 def attempt(step: Callable[..., dict], *args: Any, **kw: Any) -> dict:
     """`step`'s row, or {'status': 'error', 'reason': ...} when it raised: one candidate's or
     one job's failure is a row, and the run goes on."""
