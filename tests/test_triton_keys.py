@@ -167,3 +167,48 @@ def test_bad_key_values_are_refused_in_one_line(triton_env):
     with pytest.raises(InputError, match="have the same key values"):
         tune(case.kernel, key=["n_cols"], launches=[(args, case.grid)] * 2, folder=triton_env / "t", **shared)
     assert marked_config({"num_warps": 4}, Request()) == {"num_warps": 4, "ptx_options": "--reorder"}
+
+
+def test_triton_autotune_takes_the_dispatch_as_its_pruning(tmp_path, monkeypatch):
+    """Through Triton's own Autotuner: its prune_configs calls the dispatch with the launch's arguments."""
+    groups, note, _ = _two_group_run(tmp_path, monkeypatch)
+    path = keys.write_manifest(tmp_path / "dispatch", keys.manifest("k", ["n_cols"], groups, note), {})
+    config = triton.Config({"BLOCK": 64}, num_warps=4)
+    row = TunedConfig(
+        "BLOCK64", "k", "w", True, "", True, "", "", tmp_path, config, groups[0].marked, "", tuple(groups), path
+    )
+    result = TuneResult([row])
+    case, _ = _rms(16, 4096)
+    tuner = triton.autotune(result.configs, key=["n_cols"], prune_configs_by=result.dispatch())(case.kernel)
+    tuner.nargs = {"n_cols": 9000}
+    assert tuner.prune_configs({}) == [config, groups[1].marked]
+
+
+def test_key_values_triton_specializes_apart_get_a_search_each(triton_env):
+    """n_cols = 1 is a constexpr to Triton (another cubin): its own search, its own group."""
+    from reorder.triton.tune import tune
+
+    one, one_args = _rms(16, 1)
+    many, many_args = _rms(16, 4096)
+    result = tune(
+        one.kernel,
+        key=["n_cols"],
+        launches=[(one_args, one.grid), (many_args, many.grid)],
+        configs=[{"num_warps": 4}],
+        budget=1,
+        arch=90,
+        device="cpu",
+        outputs=one.outputs,
+        folder=triton_env / "tune",
+        **one.constexprs,
+    )
+    (row,) = result.rows
+    assert sorted(p.name for p in row.folder.glob("cubin*/*.toml")) == ["n_cols1.toml", "n_cols4096.toml"]
+    doc = json.loads(row.manifest.read_text())
+    assert len(doc["groups"]) == 2 and [g["shapes"][0]["key"] for g in doc["groups"]] == [[1.0], [4096.0]]
+    assert len(result.configs) == 3  # the original and one twin per cubin's binary
+    from reorder.triton.rewrite import rewrite
+
+    ones = (row.folder / "cubin0" / "original.cubin").read_bytes()
+    other = rewrite(ones, Request("tuned", key=doc["groups"][1]["tuned"]))  # a 1 sent to the 4096 group
+    assert other.data == ones and not other.changed and "compiler's cubin is kept" in other.note  # the plain build

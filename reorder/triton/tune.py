@@ -27,7 +27,7 @@ import json
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -364,7 +364,8 @@ def _tune_keys(
     assert first is not None
     doc = keys.manifest(calls[0].name, names, groups, "; ".join(notes))
     where = keys.write_manifest(here / "dispatch", doc, blobs)
-    return _row(label, calls[0], config, first, s.noalias, groups=tuple(groups), manifest=where)
+    row = _row(label, calls[0], config, first, s.noalias, groups=tuple(groups), manifest=where)
+    return replace(row, folder=here)  # the config's folder: its searches are in it (one per cubin)
 
 
 def _key_groups(
