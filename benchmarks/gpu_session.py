@@ -14,12 +14,11 @@ the outputs byte-identical on 3 fresh input sets.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
-from benchmarks.studies.runner import SUITE, load_suite_spec  # other scripts import them from here
+from benchmarks.studies.runner import SUITE, load_suite_spec, two_sided_parser  # other scripts import them from here
 from benchmarks.studies.runner import commit as _commit
 from benchmarks.studies.runner import suite_cubin as _suite_cubin
 from reorder.suite.rows import write_rows
@@ -187,10 +186,7 @@ def _write(out: Path, rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prepare", type=Path)
-    parser.add_argument("--run", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("out"))
+    parser = two_sided_parser(__doc__ or "")
     parser.add_argument("--only", default=",".join(EXPERIMENTS), help="comma list of " + ", ".join(EXPERIMENTS))
     parser.add_argument("--bisect-only", action="store_true", help="with --prepare: rebuild only the batch variants")
     args = parser.parse_args()

@@ -16,14 +16,13 @@ CPU: `python -m benchmarks.moves_gpu --prepare DIR [--jobs N]`; GPU: `--run DIR 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
 import time
 from pathlib import Path
 
-from benchmarks.studies.runner import few_blocks  # other scripts import them from here
+from benchmarks.studies.runner import few_blocks, two_sided_parser  # few_blocks: other scripts import it from here
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,10 +158,7 @@ def run(folder: Path, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prepare", type=Path)
-    parser.add_argument("--run", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("out"))
+    parser = two_sided_parser(__doc__ or "")
     parser.add_argument("--jobs", type=int, default=1, help="builds in parallel (--prepare)")
     args = parser.parse_args()
     if args.prepare:

@@ -13,11 +13,11 @@ date, commit, L2 state, ratio and 95% CI per kernel) and OUT/culprits.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
+from benchmarks.studies.runner import two_sided_parser
 from reorder.suite.rows import write_rows
 
 SUITE_SPECS = Path(__file__).parent / "kernels" / "specs"
@@ -122,10 +122,7 @@ def run(folder: Path, out: Path, budget_s: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prepare", type=Path)
-    parser.add_argument("--run", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("out"))
+    parser = two_sided_parser(__doc__ or "")
     parser.add_argument("--budget", type=float, default=3.0, help="seconds of paired timing per kernel")
     args = parser.parse_args()
     if args.prepare:

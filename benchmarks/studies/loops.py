@@ -161,7 +161,6 @@ class Dry(DryDevice, Live):
 @dataclasses.dataclass
 class Run(ScreenedRecord):
     prefix: ClassVar[str] = "loops"
-    screen: list = dataclasses.field(default_factory=list)
     cells: list = dataclasses.field(default_factory=list)
     suite: list = dataclasses.field(default_factory=list)
     sweep: list = dataclasses.field(default_factory=list)

@@ -116,7 +116,6 @@ class Dry(DryDevice, Live):
 @dataclasses.dataclass
 class Run(ScreenedRecord):
     prefix: ClassVar[str] = "ptx_search"
-    screen: list = dataclasses.field(default_factory=list)
     final: list = dataclasses.field(default_factory=list)
     rechecked: dict = dataclasses.field(default_factory=dict)
 

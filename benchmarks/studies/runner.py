@@ -153,6 +153,7 @@ class ScreenedRecord(Record):
     final_s: float
     device: LiveDevice
     stamps: dict
+    screen: list = dataclasses.field(default_factory=list)
 
 
 def attempt(step: Callable[..., dict], *args: Any, **kw: Any) -> dict:
@@ -243,6 +244,16 @@ def parser(study: Study) -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="no GPU: made-up results, every step walked")
     study.options(p)
+    return p
+
+
+def two_sided_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a script not yet a Study: `--prepare DIR` (the CPU side), `--run DIR`
+    (the GPU side, on what was prepared) and `--out DIR`."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--prepare", type=Path, help="the CPU side: write the cubins and the manifest here")
+    p.add_argument("--run", type=Path, help="the GPU side: check and time what --prepare wrote there")
+    p.add_argument("--out", type=Path, default=Path("out"))
     return p
 
 
