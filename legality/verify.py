@@ -694,12 +694,15 @@ def verify_kernel(
     instructions: tuple[Instruction, ...] | None = None,
     original: tuple[Instruction, ...] | None = None,
     table=None,
+    noalias: bool | tuple[int, ...] = False,
 ) -> Report:
     """Verify a decoded kernel (or a new instruction order for it): schedule and register budget.
 
     With `original` (the compiler's schedule this one was made from), a violation the
     original itself has, at no fewer cycles, is reported as inherited, not as a rejection.
-    `table` defaults to the arch's (`legality.evidence.Tally` wraps it to count what was used)."""
+    `table` defaults to the arch's (`legality.evidence.Tally` wraps it to count what was used).
+    `noalias` (True: every pointer parameter; or these indices) lets a load cross a barrier past
+    stores to other parameters (legality.crossings)."""
     ins = instructions if instructions is not None else code.instructions
     unknown = tuple((i.offset, i.opcode) for i in ins if not i.known)
     found = register_budget(ins, code.kernel.regcount) + verify_instructions(ins, code.arch, table)
@@ -709,7 +712,28 @@ def verify_kernel(
     if original is not None:
         found += _neighbour_violations(ins, original, code.arch) + _stack_pointer_writes(ins, original)
         found += _reuse_violations(ins, original, code.arch)
+        found += _crossing_violations(code, ins, original, noalias)
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
+
+
+def _crossing_violations(
+    code: KernelCode, ins: tuple[Instruction, ...], original: tuple[Instruction, ...], noalias: bool | tuple[int, ...]
+) -> tuple[Violation, ...]:
+    """Memory accesses moved across a barrier that the original's stores forbid (legality.crossings)."""
+    from legality.crossings import crossing_violations, has_fences
+    from reorder.analysis.buffers import address_parameters
+
+    if ins == original or not has_fences(original):
+        return ()
+    declared = None if noalias is True or not noalias else frozenset(noalias)
+    return crossing_violations(
+        ins,
+        address_parameters(replace(code, instructions=ins)),
+        original,
+        address_parameters(replace(code, instructions=original)),
+        bool(noalias),
+        declared,
+    )
 
 
 def _stack_pointer_writes(ins: tuple[Instruction, ...], original: tuple[Instruction, ...]) -> tuple[Violation, ...]:

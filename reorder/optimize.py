@@ -533,7 +533,7 @@ def _close(args: OptimizeArgs, code, picked, why: str, folder: Path, report: Rep
     report.result = final
     after = read_back(parse_cubin(built.data, "best"), code)
     baseline = _ptx_report(args, choice, folder, report) if choice.ptx else code.instructions
-    verdict = verify_kernel(after, original=baseline)
+    verdict = verify_kernel(after, original=baseline, noalias=args.noalias)
     report.verifier = verdict.verdict()
     _list_unmeasured(report, code, after, baseline)
     report.check = (

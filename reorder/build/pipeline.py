@@ -15,6 +15,7 @@ from legality.verify import verify_kernel
 from reorder.analysis.costmodel import kernel_cycles, stall_cycles
 from reorder.base.errors import EncodingError, LegalityError, NotApplicable
 from reorder.binary.cubin import parse_cubin
+from reorder.moves.barrierhoist import BarrierHoist
 from reorder.moves.core import LoadBatch, StallCut
 from reorder.moves.protocol import Candidate, Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
@@ -54,17 +55,18 @@ class Outcome:
         )
 
 
-def _step(code: KernelCode, move: Move) -> tuple[KernelCode, Candidate]:
-    """Apply one move, write it, read the bytes back, and verify what was written."""
+def _step(code: KernelCode, move: Move, noalias: bool | tuple[int, ...] = False) -> tuple[KernelCode, Candidate]:
+    """Apply one move, write it, read the bytes back, and verify what was written (`noalias`:
+    what the move assumed, which the verifier's barrier-crossing rule is told)."""
     cand = move.apply(code, code.instructions)
     written = read_back(parse_cubin(cand.cubin_bytes(), code.cubin.path), code)
-    report = verify_kernel(written, original=code.instructions)
+    report = verify_kernel(written, original=code.instructions, noalias=noalias)
     if not report.ok:
         raise LegalityError(f"verifier rejected {move}: {report.violations[0].line()}", report.violations)
     return written, cand
 
 
-def apply_each(code: KernelCode, moves: Sequence[Move]) -> Outcome:
+def apply_each(code: KernelCode, moves: Sequence[Move], noalias: bool | tuple[int, ...] = False) -> Outcome:
     current = code
     applied: list[str] = []
     skipped: list[str] = []
@@ -73,7 +75,7 @@ def apply_each(code: KernelCode, moves: Sequence[Move]) -> Outcome:
     moved = 0
     for move in moves:
         try:
-            current, cand = _step(current, move)
+            current, cand = _step(current, move, noalias)
         except NotApplicable as exc:
             inapplicable.append(f"{move.name}: {exc}")
             continue
@@ -98,15 +100,37 @@ def cut_stalls(code: KernelCode, ranges: list[tuple[int, int]] | None = None) ->
     return together if together.applied else apply_each(code, moves)
 
 
+def hoist_across_barriers(code: KernelCode, noalias: bool | tuple[int, ...], extra_registers: int = 32) -> Outcome:
+    """Move each barrier's crossable global loads above it (BarrierHoist), barrier by barrier,
+    each step verified (barrier crossings judged under the same `noalias`) and its blocks proven
+    to compute what they computed (legality.equivalence)."""
+    current = code
+    steps: list[Outcome] = []
+    for move in BarrierHoist.instances(code, MoveOptions(noalias=noalias, extra_registers=extra_registers)):
+        step = _same_values(current, apply_each(current, [move], noalias))
+        steps.append(step)
+        current = step.after
+    return _merged(code, steps)
+
+
 def batch_loads(
-    code: KernelCode, noalias: bool | tuple[int, ...], slices: bool = True, extra_registers: int = 32
+    code: KernelCode,
+    noalias: bool | tuple[int, ...],
+    slices: bool = True,
+    extra_registers: int = 32,
+    across_barriers: bool = False,
 ) -> Outcome:
     """Group each block's loads. With `slices` (the default) a load travels with the ALU
     instructions computing its address and guard (SliceBatch, renaming registers and
     predicates), block by block; a block's step is kept only if the static model does not
     predict it slower, and a block whose slice batch is rejected or not kept falls back to
     plain hoisting (LoadBatch, under the same rule) on the kernel as it then stands.
-    `extra_registers` caps how far a slice batch may raise REGCOUNT."""
+    `extra_registers` caps how far a slice batch may raise REGCOUNT. With `across_barriers`,
+    each barrier's crossable global loads first move above it (`hoist_across_barriers`)."""
+    if across_barriers:
+        first = hoist_across_barriers(code, noalias, extra_registers)
+        rest = batch_loads(first.after, noalias, slices, extra_registers)
+        return _merged(code, [first, rest])
     if not slices:
         return apply_each(code, LoadBatch.instances(code, MoveOptions(noalias=noalias)))
     steps: list[Outcome] = []

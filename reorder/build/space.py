@@ -23,6 +23,7 @@ from reorder.binary.cubin import read_cubin
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxlevel import PtxLevel
 from reorder.build.ptxlevel import build as build_ptx
+from reorder.moves.barrierhoist import BarrierHoist
 from reorder.moves.core import LoadBatch, StallCut, Swap
 from reorder.moves.protocol import Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
@@ -42,6 +43,7 @@ class SearchSpace:
     slice_batches: tuple[SliceBatch, ...] = ()
     ptx: PtxLevel | None = None  # the PTX at hand, None when there is none
     families: tuple[str, ...] | None = None  # the SASS families listed (None: all); see reorder.build.listing
+    barrier_hoists: tuple[BarrierHoist, ...] = ()
 
     @property
     def listed(self) -> tuple[str, ...]:
@@ -51,7 +53,8 @@ class SearchSpace:
         sass = (
             f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
             f"{len(self.stall_cuts)} stall-cut blocks, "
-            f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate)"
+            f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate), "
+            f"{len(self.barrier_hoists)} barrier hoists"
         )
         unlisted = [f for f in FAMILIES if f not in self.listed]
         if unlisted:
@@ -71,11 +74,13 @@ class Choice:
     slice_batches: tuple[int, ...] = ()
     ptx: tuple[Pick, ...] = ()  # PTX picks (reorder.ptx.space.searchspace); then the SASS indices are unused
     sass: str = ""  # SASS families on the PTX build ('sc', 'sb+sc' ...; reorder.build.ptxlevel), '' for none
+    barrier_hoists: tuple[int, ...] = ()
 
     def moves(self) -> list[tuple[str, int]]:
         return (
             [("ptx", i) for i in range(len(self.ptx))]
             + [("sass", 0)] * bool(self.sass)
+            + [("barrier_hoist", i) for i in self.barrier_hoists]
             + [("slice_batch", i) for i in self.slice_batches]
             + [("load_batch", i) for i in self.load_batches]
             + [("stall_cut", i) for i in self.stall_cuts]
@@ -93,6 +98,7 @@ class Choice:
             "stall_cut": self.stall_cuts,
             "swap": self.swaps,
             "slice_batch": self.slice_batches,
+            "barrier_hoist": self.barrier_hoists,
         }
         kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
         return replace(
@@ -101,6 +107,7 @@ class Choice:
             stall_cuts=kept["stall_cut"],
             swaps=kept["swap"],
             slice_batches=kept["slice_batch"],
+            barrier_hoists=kept["barrier_hoist"],
         )
 
     def label(self) -> str:
@@ -109,8 +116,14 @@ class Choice:
         return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
 
 
-FAMILIES = ("stall_cuts", "swaps", "slice_batches", "load_batches")  # SearchSpace's SASS lists
-_MOVES: dict[str, Any] = {"load_batches": LoadBatch, "stall_cuts": StallCut, "swaps": Swap, "slice_batches": SliceBatch}
+FAMILIES = ("stall_cuts", "swaps", "slice_batches", "load_batches", "barrier_hoists")  # SearchSpace's SASS lists
+_MOVES: dict[str, Any] = {
+    "load_batches": LoadBatch,
+    "stall_cuts": StallCut,
+    "swaps": Swap,
+    "slice_batches": SliceBatch,
+    "barrier_hoists": BarrierHoist,
+}
 
 
 def family_instances(code: KernelCode, noalias: bool, family: str) -> tuple:
@@ -135,20 +148,22 @@ def from_lists(found: dict[str, tuple], families: tuple[str, ...] | None, ptx: P
         found.get("slice_batches", ()),
         ptx=ptx,
         families=families,
+        barrier_hoists=found.get("barrier_hoists", ()),
     )
 
 
-def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice) -> Outcome:
-    """Build a candidate: slice batches, load batches, then swaps, then stall cuts (the
+def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice, noalias: bool = False) -> Outcome:
+    """Build a candidate: barrier hoists, slice batches, load batches, then swaps, then stall cuts (the
     instances were listed on the original kernel; one an earlier step made moot is skipped
     as a no-op). Raises ReorderError when any chosen move is rejected by the verifier or
     the encoder."""
-    steps: list[Move] = [space.slice_batches[i] for i in choice.slice_batches]
+    steps: list[Move] = [space.barrier_hoists[i] for i in choice.barrier_hoists]
+    steps += [space.slice_batches[i] for i in choice.slice_batches]
     steps += [space.load_batches[i] for i in choice.load_batches]
     steps += _independent_swaps([space.swaps[i] for i in choice.swaps])
     if choice.stall_cuts:
         steps.append(StallCut.merged([space.stall_cuts[i] for i in choice.stall_cuts]))
-    out = apply_each(code, steps)
+    out = apply_each(code, steps, noalias)
     if out.skipped:
         raise ReorderError(f"move rejected: {out.skipped[0]}")
     return out
@@ -206,7 +221,7 @@ def build_candidate(
     code = decode_kernel(read_cubin(cubin_path), kernel)
     space = search_space(code, noalias, families)
     try:
-        out = apply_choice(code, space, choice)
+        out = apply_choice(code, space, choice, noalias)
     except ReorderError as exc:
         return Built(None, "", str(exc).splitlines()[0])
     return Built(

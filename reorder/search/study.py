@@ -185,13 +185,14 @@ def suggest(trial, space: SearchSpace) -> Choice:
     sb = tuple(i for i in range(len(space.slice_batches)) if trial.suggest_categorical(f"sb{i}", [0, 1]))
     lb = tuple(i for i in range(len(space.load_batches)) if trial.suggest_categorical(f"lb{i}", [0, 1]))
     sc = tuple(i for i in range(len(space.stall_cuts)) if trial.suggest_categorical(f"sc{i}", [0, 1]))
+    bh = tuple(i for i in range(len(space.barrier_hoists)) if trial.suggest_categorical(f"bh{i}", [0, 1]))
     swaps = []
     if space.swaps:
         for k in range(MAX_SWAPS):
             pick = trial.suggest_int(f"swap{k}", -1, len(space.swaps) - 1)
             if pick >= 0:
                 swaps.append(pick)
-    return Choice(lb, sc, tuple(sorted(set(swaps))), sb)
+    return Choice(lb, sc, tuple(sorted(set(swaps))), sb, barrier_hoists=bh)
 
 
 def choice_of(params: dict, space: SearchSpace) -> Choice:
@@ -204,8 +205,9 @@ def choice_of(params: dict, space: SearchSpace) -> Choice:
     sb = tuple(i for i in range(len(space.slice_batches)) if params.get(f"sb{i}"))
     lb = tuple(i for i in range(len(space.load_batches)) if params.get(f"lb{i}"))
     sc = tuple(i for i in range(len(space.stall_cuts)) if params.get(f"sc{i}"))
+    bh = tuple(i for i in range(len(space.barrier_hoists)) if params.get(f"bh{i}"))
     swaps = sorted({params[f"swap{k}"] for k in range(MAX_SWAPS) if params.get(f"swap{k}", -1) >= 0})
-    return Choice(lb, sc, tuple(swaps), sb)
+    return Choice(lb, sc, tuple(swaps), sb, barrier_hoists=bh)
 
 
 def seed_params(space: SearchSpace) -> list[dict]:
@@ -215,14 +217,19 @@ def seed_params(space: SearchSpace) -> list[dict]:
     each other PTX kind alone (reuse, wgmma: kind_seed_params), and each loop move alone at
     each distance or factor. The search then cannot end worse than the
     best single move it could have been told about (up to timing noise)."""
-    families = {"sb": len(space.slice_batches), "lb": len(space.load_batches), "sc": len(space.stall_cuts)}
+    families = {
+        "sb": len(space.slice_batches),
+        "lb": len(space.load_batches),
+        "sc": len(space.stall_cuts),
+        "bh": len(space.barrier_hoists),
+    }
     off = {f"{f}{i}": 0 for f, n in families.items() for i in range(n)}
     off |= {f"swap{k}": -1 for k in range(MAX_SWAPS)} if space.swaps else {}
 
     def on(*names: str) -> dict:
         return off | {f"{f}{i}": 1 for f in names for i in range(families[f])}
 
-    combos = [("sb",), ("lb",), ("sc",), ("sb", "sc"), ("lb", "sc")]
+    combos = [("sb",), ("lb",), ("sc",), ("sb", "sc"), ("lb", "sc"), ("bh",), ("bh", "sc"), ("bh", "sb", "sc")]
     sass = [on(*c) for c in combos if all(families[f] for f in c)]
     if space.ptx is None:
         return sass

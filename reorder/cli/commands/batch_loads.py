@@ -36,6 +36,12 @@ def _batch_loads():
             help="hoist loads alone (LoadBatch), not with their address and guard slices",
         )
         p.add_argument(
+            "--across-barriers",
+            action="store_true",
+            help="first move global loads above the BAR.SYNC / BAR.RED before them where no store "
+            "before the barrier may write their buffer (BarrierHoist)",
+        )
+        p.add_argument(
             "--extra-registers",
             type=int,
             default=32,
@@ -55,7 +61,14 @@ def _batch_loads():
             )
             print(f"ASSUMPTION: {which} do not alias any other buffer")
         return write_outcome(
-            args, batch_loads(code, noalias, slices=not args.no_slices, extra_registers=args.extra_registers)
+            args,
+            batch_loads(
+                code,
+                noalias,
+                slices=not args.no_slices,
+                extra_registers=args.extra_registers,
+                across_barriers=args.across_barriers,
+            ),
         )
 
     return run, add
