@@ -77,10 +77,10 @@ def rejecting_swaps(monkeypatch):
     first seed is the empty choice (the original's bytes)."""
     real = reorder.build.space.apply_choice
 
-    def apply(code, space, choice):
+    def apply(code, space, choice, noalias=False):
         if {0, 1} & set(choice.swaps):
             raise LegalityError(SWAP_REJECTED)
-        return real(code, space, choice)
+        return real(code, space, choice, noalias)
 
     monkeypatch.setattr(reorder.build.space, "apply_choice", apply)  # jobs=1: joblib builds in this process
     seeds = seed_params
@@ -133,7 +133,7 @@ def test_predictable_trials_spend_no_gpu_trial(tmp_path, space, rejecting_swaps)
 
 
 def test_a_build_failure_is_pruned_and_a_space_of_nothing_legal_ends_the_run(tmp_path, space, monkeypatch):
-    def rejected(code, space, choice):
+    def rejected(code, space, choice, noalias=False):
         raise LegalityError("verifier rejected the candidate: raw R4 0x10 -> 0x20 required 4, provided 1")
 
     monkeypatch.setattr(reorder.build.space, "apply_choice", rejected)

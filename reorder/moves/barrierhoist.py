@@ -50,9 +50,11 @@ from reorder.sass.model import Instruction, KernelCode
 
 @dataclass(frozen=True)
 class BarrierHoist:
-    """Hoist the global loads after the barrier at `barrier` (an instruction offset) above it,
-    with their address and guard slices; REGCOUNT may grow by at most `extra_registers`."""
+    """Hoist the global loads after the barrier at `barrier` (an instruction offset, in the block
+    starting at index `block_start`) above it, with their address and guard slices; REGCOUNT may
+    grow by at most `extra_registers`."""
 
+    block_start: int
     barrier: int
     extra_registers: int = 32
     noalias: Noalias = False
@@ -60,7 +62,7 @@ class BarrierHoist:
 
     @property
     def blocks(self) -> tuple[int, ...]:
-        return (self.barrier,)
+        return (self.block_start,)
 
     @staticmethod
     def instances(code: KernelCode, options: MoveOptions = MoveOptions()) -> list[BarrierHoist]:
@@ -72,7 +74,9 @@ class BarrierHoist:
                 continue
             for q in _barriers(code, b):
                 if plan_hoist(code, b, q, options.extra_registers, options.noalias, live) is not None:
-                    out.append(BarrierHoist(code.instructions[q].offset, options.extra_registers, options.noalias))
+                    out.append(
+                        BarrierHoist(b.start, code.instructions[q].offset, options.extra_registers, options.noalias)
+                    )
         return out
 
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
