@@ -103,3 +103,52 @@ def test_a_load_moved_down_below_a_barrier_is_refused() -> None:
     # judged the other way round: the original is a candidate whose loads moved down
     report = verify_kernel(code, original=out.after.instructions)
     assert "barrier_crossing" in {v.kind for v in report.violations}
+
+
+def _moved_up(instructions):
+    """The kernel's instructions with the first global load after its first BAR.SYNC placed just
+    before it (an order only: the crossing rule reads no control codes)."""
+    q = _bar(instructions)
+    load = next(i for i in range(q + 1, len(instructions)) if instructions[i].base == "LDG")
+    order = list(instructions)
+    order.insert(q, order.pop(load))
+    return tuple(order)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "noalias", "refused"),
+    [
+        ("rmsnorm_stats_row256", False, True),  # the row's statistic is stored to another parameter
+        ("rmsnorm_stats_row256", True, False),  # ... which --assume-noalias says is another buffer
+        ("scale_inplace_row256", True, True),  # stored to the load's own parameter
+        ("rmsnorm_row256", False, False),  # nothing global stored before the barrier
+    ],
+)
+def test_the_crossing_rule_follows_the_stores_before_the_barrier(kernel: str, noalias: bool, refused: bool) -> None:
+    from dataclasses import replace
+
+    from legality.crossings import crossing_violations
+    from reorder.analysis.buffers import address_parameters
+
+    code = _code(kernel)
+    moved = _moved_up(code.instructions)
+    found = crossing_violations(
+        moved,
+        address_parameters(replace(code, instructions=moved)),
+        code.instructions,
+        address_parameters(code),
+        noalias,
+    )
+    assert bool(found) == refused, found
+
+
+def test_batch_loads_across_barriers_writes_what_verify_accepts(tmp_path, capsys) -> None:
+    from reorder.cli.main import main
+
+    out = tmp_path / "hoisted.cubin"
+    args = ["--kernel", "rmsnorm_row256"]
+    assert main(["batch-loads", str(CUBIN), *args, "--across-barriers", "--no-slices", "-o", str(out)]) == 0
+    assert "global loads hoisted above it" in capsys.readouterr().out
+    assert main(["verify", str(out), *args, "--against", str(CUBIN)]) == 0
+    assert main(["verify", str(out), *args, "--against", str(CUBIN), "--assume-noalias"]) == 0
+    assert "ASSUMPTION: all pointer parameters" in capsys.readouterr().out

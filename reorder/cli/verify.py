@@ -46,6 +46,13 @@ def add_arguments(p: argparse.ArgumentParser, kernel_name) -> None:
         "one its provenance record names)",
     )
     p.add_argument(
+        "--assume-noalias",
+        action="store_true",
+        help="with --against: distinct pointer parameters are distinct buffers, so a load may have "
+        "crossed a barrier past stores to other parameters (as batch-loads --across-barriers "
+        "--assume-noalias moves them)",
+    )
+    p.add_argument(
         "--tables-only",
         action="store_true",
         help="without --against: judge by the latency tables "
@@ -146,13 +153,15 @@ def _by_instructions(args: argparse.Namespace, cubin, names: list[str], record: 
     from legality.verify import verify_kernel
 
     against = read_cubin(args.against) if args.against else None
+    if against and getattr(args, "assume_noalias", False):
+        print("ASSUMPTION: all pointer parameters do not alias any other buffer")
     bad = own = 0
     hints = []
     for name in names:
         code = decode_kernel(cubin, name)
         if against:
             original = decode_kernel(against, name)
-            report = verify_kernel(code, original=original.instructions)
+            report = verify_kernel(code, original=original.instructions, noalias=getattr(args, "assume_noalias", False))
             if record is None and _other_build(code.instructions, original.instructions):
                 hints.append(name)
         else:

@@ -66,3 +66,20 @@ extern "C" __global__ void __launch_bounds__(THREADS) scale_inplace_row256(float
     for (int k = 0; k < WARPS; ++k) total += partial[k];
     y[row * THREADS + t] = x[row * THREADS + ((t + 1) % THREADS)] * total;
 }
+
+// The row's sum of squares is also kept in `stats` before the barrier: the loads of w after it
+// may cross the barrier only if `stats` and `w` are distinct buffers (--assume-noalias).
+extern "C" __global__ void __launch_bounds__(THREADS) rmsnorm_stats_row256(
+    const float* x, const float* w, float* stats, float* y, float eps) {
+    __shared__ float partial[WARPS];
+    const int row = blockIdx.x, t = threadIdx.x;
+    const float v = x[row * THREADS + t];
+    const float s = warp_sum(v * v);
+    if ((t & 31) == 0) partial[t >> 5] = s;
+    if (t == 0) stats[row] = s;
+    __syncthreads();
+    float total = 0.f;
+#pragma unroll
+    for (int k = 0; k < WARPS; ++k) total += partial[k];
+    y[row * THREADS + t] = v * rsqrtf(total / THREADS + eps) * w[t];
+}
