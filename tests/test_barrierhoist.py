@@ -152,3 +152,17 @@ def test_batch_loads_across_barriers_writes_what_verify_accepts(tmp_path, capsys
     assert main(["verify", str(out), *args, "--against", str(CUBIN)]) == 0
     assert main(["verify", str(out), *args, "--against", str(CUBIN), "--assume-noalias"]) == 0
     assert "ASSUMPTION: all pointer parameters" in capsys.readouterr().out
+
+
+def test_the_search_offers_and_builds_the_hoist() -> None:
+    from reorder.build.space import Choice, build_candidate, search_space
+    from reorder.search.study import seed_params
+
+    code = _code("rmsnorm_row256")
+    space = search_space(code, False)
+    assert len(space.barrier_hoists) == 1 and "1 barrier hoists" in space.size_line()
+    assert any(seed.get("bh0") == 1 for seed in seed_params(space))
+    built = build_candidate(str(CUBIN), "rmsnorm_row256", False, Choice(barrier_hoists=(0,)))
+    assert built.data is not None, built.reason
+    after = decode_kernel(parse_cubin(built.data, "built"), "rmsnorm_row256")
+    assert _ldg_before_bar(after.instructions) == _ldg_before_bar(code.instructions) + 2
