@@ -19,6 +19,7 @@ from reorder.base.deadline import Deadline, move_on_at
 from reorder.base.errors import InputError, NoGpuError, ReorderError
 from reorder.base.files import check_output, undone_on_failure, write_atomic
 from reorder.base.lifetime import Terminated, raise_if_terminated, shielded
+from reorder.base.stderr import say
 from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.build.listing import list_space
 from reorder.build.ptxlevel import PtxLevel, ptx_level
@@ -103,7 +104,7 @@ class Clock:
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    say(line)
 
 
 def _choose_device(args: OptimizeArgs) -> bool:

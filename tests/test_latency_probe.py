@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ REQUIRED = (
 # what ptxas 13.0 emits for these chains; a pair missing here must be reported, not guessed
 EXPECTED_LOCATED = set(REQUIRED) - {"MOV"}
 
+ROOT = Path(__file__).resolve().parent.parent
 CLI = ("-c", "import sys; from reorder.cli.main import main; sys.exit(main(sys.argv[1:]))")
 needs_nvcc = pytest.mark.skipif(not (have_tool("nvcc") and have_tool("nvdisasm")), reason="needs nvcc and nvdisasm")
 
@@ -307,8 +309,16 @@ def _gpu_present() -> bool:
     ],
 )
 def test_without_a_gpu_one_line_and_exit_4(argv, tmp_path):
+    # benchmarks/ is a checkout's folder, not installed: the child finds it on PYTHONPATH
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False
+        [sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": path},
     )
     assert done.returncode == 4, done.stderr  # no GPU: reorder.base.exitcodes.NO_GPU
     assert "Traceback" not in done.stderr

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from reorder.base.deadline import process_start
 from reorder.base.errors import ReorderError, one_line
+from reorder.base.stderr import say
 from reorder.cli import commands  # noqa: F401  (importing it registers the subcommands)
 from reorder.cli.registry import COMMANDS
 
@@ -69,10 +70,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"reorder {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except Terminated as exc:  # a command may say where it was and what it left (reorder.optimize)
-        print(f"reorder {args.command}: terminated" + (f" {exc}" if str(exc) else ""), file=sys.stderr)
+        say(f"reorder {args.command}: terminated" + (f" {exc}" if str(exc) else ""))
         return 143
     except KeyboardInterrupt as exc:
-        print(f"reorder {args.command}: interrupted" + (f" {exc}" if str(exc) else ""), file=sys.stderr)
+        say(f"reorder {args.command}: interrupted" + (f" {exc}" if str(exc) else ""))
         return 130
     except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
         where = f"{exc.filename}: " if exc.filename else ""

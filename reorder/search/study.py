@@ -15,7 +15,6 @@ run resumes where it stopped and several workers can share one study.
 from __future__ import annotations
 
 import hashlib
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from pathlib import Path
 from reorder.base.deadline import DeadlineReached, checkpoint, move_on_at
 from reorder.base.files import write_atomic
 from reorder.base.lifetime import shielded
+from reorder.base.stderr import say
 from reorder.build import ptxlevel
 from reorder.build.space import MAX_SWAPS, Built, Choice, SearchSpace, build_cached
 from reorder.search import owners
@@ -275,7 +275,7 @@ def run_search(
     config: SearchConfig,
     space: SearchSpace,
     scorer: Scorer,
-    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    progress: Callable[[str], None] = say,
 ):
     """Run (or resume) the study until `budget` trials are finished or time runs out; return it."""
     return search(config, space, scorer, progress).study
@@ -285,7 +285,7 @@ def search(
     config: SearchConfig,
     space: SearchSpace,
     scorer: Scorer,
-    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    progress: Callable[[str], None] = say,
     costs: Costs | None = None,
 ) -> Searched:
     """Run (or resume) the study until `budget` trials are finished, the space runs out, or the
