@@ -2,6 +2,8 @@
 
     python -m benchmarks.triton_twin_rate run --out twins.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
     python -m benchmarks.triton_twin_rate table twins.jsonl [more.jsonl ...] [--out table.md]
+    python -m benchmarks.triton_twin_rate bytes --out digests.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
+    python -m benchmarks.triton_twin_rate same before.jsonl after.jsonl
 
 A twin is a config marked `--reorder` (what `reorder.triton.with_reorder` adds beside each
 config an autotuner times): Triton compiles it, and the stages hook rewrites its cubin
@@ -16,6 +18,12 @@ that of the children it waited for (ptxas, nvdisasm), so neither the machine's l
 other processes count. One JSON line per config: both CPU times, their ratio, the cubin's
 instruction count, whether the twin differs and the hook's note. `table` prints the median
 ratio per family and over all configs, with the largest.
+
+`bytes` makes every build the hook makes for each config, in the same child processes: the
+`--reorder` compile (the wgmma PTX step and the SASS moves) and `--reorder=twin:1..3`, and
+records the SHA-256 of each cubin with its note, and of every build of the stored twin list
+(name, prediction, bytes); `same` compares two such files config by config, so a change
+meant to make the twins cheaper can show it changed no output byte.
 """
 
 from __future__ import annotations
@@ -83,6 +91,24 @@ twin_s, twin = build("twin", ptx_options="--reorder")
 from reorder.binary.cubin import parse_cubin
 from reorder.sass.model import decode_kernel
 count = len(decode_kernel(parse_cubin(plain.cubin)).instructions)
+if job.get("bytes"):
+    import hashlib
+    sha = lambda data: hashlib.sha256(data).hexdigest()
+    out = {"plain": sha(plain.cubin), "moves": [sha(twin.cubin), getattr(twin.kernel.metadata, "reorder", "")]}
+    for k in (1, 2, 3):
+        made = build(f"twin{k}", ptx_options=f"--reorder=twin:{k}")[1]
+        out[f"twin:{k}"] = [sha(made.cubin), getattr(made.kernel.metadata, "reorder", "")]
+    from pathlib import Path
+    lists = []
+    for index in sorted(Path(os.environ["REORDER_CACHE"]).glob("triton/twins/*/index.json")):
+        entries = json.loads(index.read_text())
+        lists.append({"notes": entries["notes"], "builds": [
+            [e["name"], e["predicted"], sha((index.parent / e["file"]).read_bytes()),
+             sha((index.parent / e["base"]).read_bytes()) if e.get("base") else None]
+            for e in entries["builds"]]})
+    out["lists"] = lists
+    print(json.dumps({**job, **out}))
+    sys.exit(0)
 print(json.dumps({**job, "instructions": count, "plain_cpu_s": round(plain_s, 3), "twin_cpu_s": round(twin_s, 3),
                   "ratio": round(twin_s / plain_s, 2), "changed": twin.cubin != plain.cubin,
                   "note": getattr(twin.kernel.metadata, "reorder", "")}))
@@ -104,12 +130,13 @@ def jobs(families: list[str] | None, gelu: bool) -> list[dict]:
     return out
 
 
-def run(tree: Path, out: Path, families: list[str] | None, gelu: bool, timeout: float) -> int:
+def run(tree: Path, out: Path, families: list[str] | None, gelu: bool, timeout: float, digests: bool = False) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     failed = 0
     started = time.monotonic()
     with out.open("w") as sink:
         for job in jobs(families, gelu):
+            job = {**job, "bytes": True} if digests else job
             try:
                 done = subprocess.run(
                     [sys.executable, "-c", _CHILD, json.dumps(job)],
@@ -168,6 +195,27 @@ def table(paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def same(before: Path, after: Path) -> tuple[int, list[str]]:
+    """(configs compared, one line per config whose builds differ or that failed in either)."""
+
+    def load(path: Path) -> dict[str, dict]:
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return {json.dumps([r["family"], r["config"]], sort_keys=True): r for r in records}
+
+    a, b = load(before), load(after)
+    fields = ("plain", "moves", "twin:1", "twin:2", "twin:3", "lists")
+    lines = []
+    for key in sorted(a.keys() | b.keys()):
+        ra, rb = a.get(key, {}), b.get(key, {})
+        if "error" in ra or "error" in rb or not ra or not rb:
+            lines.append(f"{key}: missing or failed ({ra.get('error', '')} / {rb.get('error', '')})")
+            continue
+        differ = [f for f in fields if ra.get(f) != rb.get(f)]
+        if differ:
+            lines.append(f"{key}: differs in {', '.join(differ)}")
+    return len(a.keys() | b.keys()), lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.triton_twin_rate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -179,6 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         "--gelu", action="store_true", help="also the GEMM with an erf-GELU epilogue (about 5,000 instructions)"
     )
     r.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per config before it counts as failed")
+    d = sub.add_parser("bytes", help="every build the hook makes per config, as SHA-256 digests")
+    d.add_argument("--out", type=Path, required=True)
+    d.add_argument("--tree", type=Path, default=ROOT)
+    d.add_argument("--families")
+    d.add_argument("--gelu", action="store_true")
+    d.add_argument("--timeout", type=float, default=1800.0)
+    c = sub.add_parser("same", help="compare two `bytes` files config by config")
+    c.add_argument("before", type=Path)
+    c.add_argument("after", type=Path)
     t = sub.add_parser("table", help="summarize runs")
     t.add_argument("runs", type=Path, nargs="+")
     t.add_argument("--out", type=Path)
@@ -186,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "run":
         families = args.families.split(",") if args.families else None
         return run(args.tree, args.out, families, args.gelu, args.timeout)
+    if args.what == "bytes":
+        families = args.families.split(",") if args.families else None
+        return run(args.tree, args.out, families, args.gelu, args.timeout, digests=True)
+    if args.what == "same":
+        count, lines = same(args.before, args.after)
+        print("\n".join([*lines, f"{count - len(lines)} of {count} configs identical in every build"]))
+        return 1 if lines else 0
     text = table(args.runs)
     if args.out:
         args.out.write_text(text)

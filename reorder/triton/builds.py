@@ -11,6 +11,8 @@ from pathlib import Path
 from reorder.base.diskcache import cache_root
 from reorder.base.errors import LegalityError, NotApplicable
 
+MMA = "wgmma.mma_async"  # what reorder.ptx.moves.wgmma moves the waits of (its MMA)
+
 
 def store_dir(kind: str, root: Path | None = None) -> Path:
     return (root if root is not None else cache_root()) / "triton" / kind
@@ -55,6 +57,8 @@ def async_wgmma(ptx: str, compile_cubin: Callable[[str], bytes]) -> tuple[bytes,
     only get stronger where PTX's register rules need it, and the tensor-core ops and their
     order are unchanged; on the H200 the feed-forward's candidates were byte-identical
     (benchmarks/results, README)."""
+    if MMA not in ptx:  # no wgmma to move (WgmmaAsync offers none): skip parsing the PTX
+        return None
     from legality.verify import verify_kernel
     from reorder.binary.cubin import parse_cubin
     from reorder.ptx.model.model import parse_module
