@@ -35,7 +35,7 @@ GROWTH_BOUND = 8.0
 
 
 def _kernels(corpus, limit: int = 400):
-    """Each corpus kernel (the session's, decoded once) with its blocks of at most `limit`."""
+    """Each corpus kernel (decoded once per test run) with its blocks of at most `limit`."""
     for _, code in corpus:
         yield code, [b for b in basic_blocks(code.instructions) if b.end - b.start <= limit]
 
