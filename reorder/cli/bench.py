@@ -128,7 +128,8 @@ def run_bench(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path,
     """Optimize every (kernel, point, L2) and append one row each to OUT/bench.csv."""
     import pandas as pd
 
-    from reorder.optimize import OptimizeArgs, optimize
+    from reorder.cli.benchshapes import optimize_args
+    from reorder.optimize import optimize
 
     rows = []
     for kernel in kernels:
@@ -138,25 +139,7 @@ def run_bench(kernels: list[BenchKernel], l2_states: tuple[str, ...], out: Path,
                 folder.mkdir(parents=True, exist_ok=True)
                 spec = _point_spec(kernel, point, folder)
                 started = time.monotonic()
-                report = optimize(
-                    OptimizeArgs(
-                        cubin=kernel.cubin,
-                        output=folder / "fast.cubin",
-                        kernel=kernel.kernel_name,
-                        launch=spec,
-                        budget=kernel.budget,
-                        seconds=kernel.seconds,
-                        jobs=jobs,
-                        storage=None,
-                        l2=l2,
-                        device=device,
-                        noalias=kernel.noalias,
-                        seed=0,
-                        candidate_budget_s=kernel.candidate_budget_s,
-                        final_budget_s=kernel.final_budget_s,
-                        contributions=kernel.contributions,
-                    )
-                )
+                report = optimize(optimize_args(kernel, folder / "fast.cubin", spec, l2, device, jobs))
                 rows.append(_row(kernel, point, l2, report, time.monotonic() - started))
                 pd.DataFrame(rows).to_csv(out / "bench.csv", index=False)
     return out / "bench.csv"
@@ -207,31 +190,15 @@ def _tuned_once_rows(
     rewritten after each cell (with the `earlier` rows) so a cut run keeps what it did."""
     import pandas as pd
 
-    from reorder.optimize import OptimizeArgs, optimize
+    from reorder.cli.benchshapes import optimize_args
+    from reorder.optimize import optimize
 
     rows: list[dict] = []
     tune = out / kernel.name / "tuned"
     tune.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    report = optimize(
-        OptimizeArgs(
-            cubin=kernel.cubin,
-            output=tune / "fast.cubin",
-            kernel=kernel.kernel_name,
-            launch=_point_spec(kernel, kernel.points[0], tune),
-            budget=kernel.budget,
-            seconds=kernel.seconds,
-            jobs=jobs,
-            storage=None,
-            l2="warm",
-            device=device,
-            noalias=kernel.noalias,
-            seed=0,
-            candidate_budget_s=kernel.candidate_budget_s,
-            final_budget_s=kernel.final_budget_s,
-            contributions=kernel.contributions,
-        )
-    )
+    spec = _point_spec(kernel, kernel.points[0], tune)
+    report = optimize(optimize_args(kernel, tune / "fast.cubin", spec, "warm", device, jobs))
     seconds = time.monotonic() - started
     assert report is not None  # a search in this process, not a helper worker
     measured = report.result is not None and report.result.measured

@@ -26,7 +26,9 @@ Label = Callable[[dict], str]  # a point's label (bench._label)
 PointSpec = Callable[[Kernel, dict, Path], Path]  # the launch spec written for a point (bench._point_spec)
 
 
-def _args(kernel: Kernel, output: Path, launch: Path, l2: str, device: str, jobs: int, **more):
+def optimize_args(kernel: Kernel, output: Path, launch: Path, l2: str, device: str, jobs: int, **more):
+    """The optimize call of one suite kernel (its budgets, noalias, seed 0): every bench mode
+    searches with the same settings, so their figures compare."""
     from reorder.optimize import OptimizeArgs
 
     return OptimizeArgs(
@@ -63,7 +65,7 @@ def per_point(
     for point in kernel.points:
         folder = out / kernel.name / "per_point" / f"{label(point)}_{l2}"
         folder.mkdir(parents=True, exist_ok=True)
-        report = optimize(_args(kernel, folder / "fast.cubin", spec(kernel, point, folder), l2, device, jobs))
+        report = optimize(optimize_args(kernel, folder / "fast.cubin", spec(kernel, point, folder), l2, device, jobs))
         cells[label(point)] = _cell(report.result if report is not None else None)
     return cells
 
@@ -82,7 +84,9 @@ def multi_shape(
         written = spec(kernel, point, folder / label(point))
         specs.append(written.rename(folder / f"{label(point)}.toml"))  # the file's stem is the shape's label
     optimize(
-        _args(kernel, folder / "fast.cubin", specs[0], l2, device, jobs, more_launches=tuple(specs[1:]), per_shape=True)
+        optimize_args(
+            kernel, folder / "fast.cubin", specs[0], l2, device, jobs, more_launches=tuple(specs[1:]), per_shape=True
+        )
     )
     found = folder / "fast.reorder" / "shapes.json"
     return json.loads(found.read_text()) if found.is_file() else None
