@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
             _compile_ptx_inputs(args)
             return args.handler(args)
     except ReorderError as exc:
-        print(f"reorder {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+        say(f"reorder {args.command}: error: {one_line(str(exc))}")
         return exc.exit_code
     except Terminated as exc:  # a command may say where it was and what it left (reorder.optimize)
         say(f"reorder {args.command}: terminated" + (f" {exc}" if str(exc) else ""))
@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except OSError as exc:  # an output folder that cannot be made, a full disk: one line, not a traceback
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"reorder {args.command}: error: {one_line(where + str(exc.strerror or exc))}", file=sys.stderr)
+        say(f"reorder {args.command}: error: {one_line(where + str(exc.strerror or exc))}")
         return 2
 
 
