@@ -56,7 +56,7 @@ TABLE_DIR = Path(__file__).parent / "tables"
 FRESH_SCOREBOARD_CYCLES = 2
 
 # Latency classes (pipes) of fixed-latency instructions.
-FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
+FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, CS2R_CLASS, MIO, BRU = (
     "FXU",
     "FMAI",
     "IMAD",
@@ -65,6 +65,7 @@ FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
     "UDP",
     "UDP_LIGHT",
     "R2UR",
+    "CS2R",
     "MIO",
     "BRU",
 )
@@ -72,7 +73,7 @@ FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, MIO, BRU = (
 _CLASS_OF: dict[str, str] = (
     dict.fromkeys(
         "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 "
-        "I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET CS2R IADD "
+        "I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET IADD "
         "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split(),
         FXU,
     )
@@ -83,6 +84,13 @@ _CLASS_OF: dict[str, str] = (
     # VIMNMX/VIADDMNMX/VIMNMX3 have no recorded pipe: they stay unclassified (conservative
     # defaults) except for exact pairs ptxas itself emits.
     | dict.fromkeys("IMAD IMUL IDP VIADD".split(), IMAD)
+    # CS2R has a class of its own, with no entries (an unknown pair's worst case, or the exact
+    # distances ptxas itself leaves): fixed latency, and on the ALU's pipe for issue
+    # (legality.issue), but not at the ALU's distance. On an H200 `CS2R R14, SRZ` read by a
+    # VIADD 5 cycles on (the ALU -> IMAD floor) gave a stale base and the next load faulted with
+    # a misaligned address (a Triton row sum's prefetch twin), where ptxas leaves 8; over the
+    # repository's cubins ptxas never leaves fewer than 13 after a CS2R.
+    | {"CS2R": CS2R_CLASS}
     | dict.fromkeys("HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split(), FP16)
     | dict.fromkeys("DFMA DADD DMUL DSETP DMNMX DSET".split(), FMALITE)
     | dict.fromkeys(

@@ -275,3 +275,22 @@ def test_the_static_triton_path_no_longer_makes_them(name):
 
     made = moves_binary((WRONG / f"{name}.original.cubin").read_bytes(), noalias=True)
     assert made != (WRONG / f"{name}.candidate.cubin").read_bytes()
+
+
+def test_a_cs2r_zero_is_not_read_at_the_alus_distance():
+    """A Triton row sum's prefetch twin (four warps) whose stall cut let a VIADD read `CS2R R14,
+    SRZ` 5 cycles on, the ALU -> IMAD floor: on an H200 the base came out stale and the next
+    load faulted with a misaligned address inside Triton's autotuner (2026-12-02). CS2R has no
+    ALU class now; the cut is refused and the static moves no longer make it."""
+    from legality.verify import verify_kernel
+    from reorder.binary.cubin import read_cubin
+    from reorder.sass.model import decode_kernel
+    from reorder.triton.rewrite import moves_binary
+
+    original = WRONG / "row_sums_prefetch4_w4.original.cubin"
+    candidate = WRONG / "row_sums_prefetch4_w4.candidate.cubin"
+    verdict = verify_kernel(
+        decode_kernel(read_cubin(candidate)), original=decode_kernel(read_cubin(original)).instructions
+    )
+    assert not verdict.ok and any("CS2R" in v.line() for v in verdict.violations)
+    assert moves_binary(original.read_bytes(), noalias=True) != candidate.read_bytes()
