@@ -62,6 +62,15 @@ def test_the_phases_end_in_order_and_the_search_gets_what_the_reserves_leave() -
     assert ends.closing_cut() == 167.0
 
 
+def test_before_any_trial_is_scored_the_search_keeps_one_finalists_reserve_only() -> None:
+    """A big kernel's first round may run into the reserve of the finalists it does not have
+    yet; once a trial is scored the search's end moves back to the full reserve."""
+    unscored = budget.ends(_rule(), budget.Costs(build_s=3.0), start=100.0, hard=170.0)
+    assert unscored.finalists - unscored.search == pytest.approx(1.0 + 4.0)  # one finalist: check + 4 s
+    scored = budget.ends(_rule(), budget.Costs(build_s=3.0, score_s=3.0, timing_s=2.0), start=100.0, hard=170.0)
+    assert scored.search < unscored.search and scored.finalists - scored.search == pytest.approx(15.0)
+
+
 def test_the_finalists_shrink_to_a_quarter_of_t_timing_first_then_their_number() -> None:
     assert budget.final_budget(_rule(limit_s=3600), budget.Costs()) == (3, 5.0)
     count, per = budget.final_budget(_rule(limit_s=60), budget.Costs(score_s=3.0, timing_s=2.0))
