@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
 from reorder.build.ptxcandidate import Built, check_compiles, read_ptx, write_and_compile
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.legality import Planner
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Module
@@ -115,7 +115,7 @@ def parse_moves(words: list[str], module: Module, kernel: str, noalias: Noalias)
 
 def listing(module: Module, kernel: str, noalias: Noalias) -> list[str]:
     """Loops, loads with their legal destinations, and what peeling would add."""
-    analysis = Analysis(module.function(kernel), noalias)
+    analysis = analysis_of(module.function(kernel), noalias)
     count = sum(s.kind == "instruction" for s in analysis.function.body)
     lines = [f"{kernel}: {count} instructions, {len(analysis.cfg.blocks)} blocks, {len(analysis.cfg.loops)} loops"]
     unknown = ", ".join(f"line {i} {op}" for i, op in analysis.unknown) or "none"
@@ -135,7 +135,7 @@ def listing(module: Module, kernel: str, noalias: Noalias) -> list[str]:
 
 
 def _loads(module: Module, kernel: str, noalias: Noalias, indent: str, only: set[str] | None = None) -> list[str]:
-    planner = Planner(Analysis(module.function(kernel), noalias))
+    planner = Planner(analysis_of(module.function(kernel), noalias))
     out = []
     for i, s in enumerate(planner.analysis.function.body):
         if not planner.hoistable_load(i) or (only is not None and s.ident not in only):

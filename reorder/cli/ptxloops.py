@@ -15,7 +15,7 @@ from pathlib import Path
 from reorder.base.errors import InputError, NotApplicable
 from reorder.build.ptxcandidate import check_compiles, read_ptx, write_and_compile
 from reorder.cli.ptxhoist import _kernel, summary
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.counted import loop_labels
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Module
@@ -111,7 +111,7 @@ def _cubin_only(source: Path, args: argparse.Namespace) -> int:
 
 
 def _label(module: Module, kernel: str, given: str) -> str:
-    labels = loop_labels(Analysis(module.function(kernel)))
+    labels = loop_labels(analysis_of(module.function(kernel)))
     for label in (given, f"${given}"):
         if label in labels:
             return label
@@ -120,7 +120,7 @@ def _label(module: Module, kernel: str, given: str) -> str:
 
 def listing(module: Module, kernel: str, noalias: Noalias, speculate: bool) -> list[str]:
     """One paragraph per loop: its shape, inductions, exits, loads and the moves it takes."""
-    analysis = Analysis(module.function(kernel), noalias)
+    analysis = analysis_of(module.function(kernel), noalias)
     labels = loop_labels(analysis)
     lines = [f"{kernel}: {len(labels)} loops"]
     for label in labels:

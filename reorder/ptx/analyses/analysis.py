@@ -3,7 +3,7 @@ address provenance, what the kernel writes, and the dependency graph."""
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import networkx as nx
 
@@ -55,3 +55,13 @@ class Analysis:
             for s, e in zip(self.function.body, self.effects)
             if e is not None and e.kind == "unknown"
         )
+
+
+@lru_cache(maxsize=8)
+def analysis_of(function: Function, noalias: Noalias = False) -> Analysis:
+    """The one Analysis of a function under an assumption. Every move kind (peel, reuse,
+    hoist, prefetch, the plans) asks about the same function, and a search walks its move
+    space from the same module again and again: built once, they stop re-deriving effects
+    and dataflow (a 5,648-instruction warp select built 150 analyses to seed its search).
+    An Analysis is read-only once built, so sharing it is safe."""
+    return Analysis(function, noalias)

@@ -28,28 +28,82 @@ class DefUse:
         return self.body[i].ins.guard is None
 
     @cached_property
-    def _reaching_in(self) -> dict[int, Defs]:
-        """Definitions reaching each block's entry: a forward may-analysis, iterated in
-        reverse postorder until nothing changes."""
+    def _def_bits(self) -> tuple[dict[tuple[int, str], int], dict[str, int], tuple[tuple[int, str], ...]]:
+        """(bit of each (statement, register) definition, every bit of each register, the
+        definition of each bit): a statement writing four registers is four definitions, as
+        a later write of one of them kills that one only."""
+        bit: dict[tuple[int, str], int] = {}
+        of_reg: dict[str, int] = {}
+        order: list[tuple[int, str]] = []
+        for i, effect in enumerate(self.effects):
+            for reg in sorted(effect.defs) if effect else ():
+                bit[(i, reg)] = len(order)
+                of_reg[reg] = of_reg.get(reg, 0) | (1 << len(order))
+                order.append((i, reg))
+        return bit, of_reg, tuple(order)
+
+    def _gen_kill(self, b: int) -> tuple[int, int]:
+        """(definitions of block b that reach its exit, definitions b kills): one walk."""
+        bit, of_reg, _ = self._def_bits
+        gen = kill = 0
+        for i in self.cfg.blocks[b].instructions:
+            effect = self.effects[i]
+            for reg in effect.defs if effect else ():
+                if self._kills(i):
+                    gen &= ~of_reg[reg]
+                    kill |= of_reg[reg]
+                gen |= 1 << bit[(i, reg)]
+        return gen, kill
+
+    @cached_property
+    def _reaching_bits(self) -> dict[int, int]:
+        """Definitions reaching each block's entry, as bits: a forward may-analysis iterated in
+        reverse postorder to a fixed point. Bitwise on whole sets: a dictionary of frozensets
+        per block took 1.3 s per function on a 5,648-instruction warp select (19 walks of its
+        move space re-derived it: 40 of the 69 s its seeding took)."""
         cfg = self.cfg
         order = cfg.reverse_postorder
-        entry: dict[int, Defs] = {b: {} for b in order}
-        exit_: dict[int, Defs] = {}
+        flow = {b: self._gen_kill(b) for b in order}
+        entry = dict.fromkeys(order, 0)
+        exit_: dict[int, int] = {}
         changed = True
         while changed:
             changed = False
             for b in order:
-                merged: dict[str, frozenset[int]] = {}
+                merged = 0
                 for p in cfg.graph.predecessors(b):
-                    for reg, defs in exit_.get(p, {}).items():
-                        have = merged.get(reg)
-                        merged[reg] = defs if have is None else have | defs
+                    merged |= exit_.get(p, 0)
                 entry[b] = merged
-                out = self._through_block(b, dict(merged))
+                gen, kill = flow[b]
+                out = gen | (merged & ~kill)
                 if out != exit_.get(b):
                     exit_[b] = out
                     changed = True
         return entry
+
+    def _decode(self, bits: int) -> frozenset[int]:
+        """The statements of a set of definition bits."""
+        order = self._def_bits[2]
+        found: list[int] = []
+        while bits:
+            low = bits & -bits
+            found.append(order[low.bit_length() - 1][0])
+            bits ^= low
+        return frozenset(found)
+
+    def entry_defs(self, b: int, reg: str) -> frozenset[int]:
+        """The definitions of `reg` reaching the entry of block b."""
+        bits = self._reaching_bits.get(b, 0) & self._def_bits[1].get(reg, 0)
+        return self._decode(bits) if bits else frozenset()
+
+    def reaching_in(self, b: int) -> Defs:
+        """Definitions reaching the entry of block b, per register."""
+        bits = self._reaching_bits[b]
+        out: dict[str, set[int]] = {}
+        for reg, mask in self._def_bits[1].items():
+            if bits & mask:
+                out[reg] = set(self._decode(bits & mask))
+        return {reg: frozenset(v) for reg, v in out.items()}
 
     def _through_block(self, b: int, defs: Defs, stop: int | None = None) -> Defs:
         for i in self.cfg.blocks[b].instructions:
@@ -59,10 +113,6 @@ class DefUse:
             for reg in effect.defs:
                 defs[reg] = frozenset({i}) if self._kills(i) else defs.get(reg, frozenset()) | {i}
         return defs
-
-    def reaching_in(self, b: int) -> Defs:
-        """Definitions reaching the entry of block b."""
-        return self._reaching_in[b]
 
     def reaching(self, i: int, reg: str) -> frozenset[int]:
         """The definitions of `reg` that reach statement i (before it executes): the block's
@@ -77,7 +127,7 @@ class DefUse:
             if self._kills(d):
                 return frozenset({d, *found})
             found.append(d)
-        entry = self._reaching_in[b].get(reg, frozenset())
+        entry = self.entry_defs(b, reg)
         return entry | frozenset(found) if found else entry
 
     @cached_property

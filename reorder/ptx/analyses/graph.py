@@ -41,15 +41,21 @@ def dependency_graph(cfg: Cfg, defuse: DefUse, memory: nx.DiGraph) -> nx.DiGraph
 
 def _register_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse) -> None:
     for block in cfg.blocks:
-        defs = dict(defuse.reaching_in(block.index))
+        defs: dict[str, frozenset[int]] = {}  # written in this block so far; else the entry's
         for i in block.instructions:
             effect = defuse.effects[i]
             for reg in effect.uses:
-                for d in defs.get(reg, ()):
+                for d in _current(defs, defuse, block.index, reg):
                     graph.add_edge(d, i, kind="raw", register=reg)
             for reg in effect.defs:
-                kept = defs.get(reg, frozenset()) if cfg.function.body[i].ins.guard else frozenset()
+                guarded = cfg.function.body[i].ins.guard
+                kept = _current(defs, defuse, block.index, reg) if guarded else frozenset()
                 defs[reg] = kept | {i}
+
+
+def _current(defs: dict[str, frozenset[int]], defuse: DefUse, b: int, reg: str) -> frozenset[int]:
+    """The definitions of `reg` reaching here: the block's own so far, else its entry's."""
+    return defs[reg] if reg in defs else defuse.entry_defs(b, reg)
 
 
 def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int, Origins], facts: MemoryFacts) -> None:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.legality import Plan, Planner, Refusal
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Function, Module
@@ -78,7 +78,7 @@ class GlobalHoist:
     @staticmethod
     def instances(module: Module, kernel: str, noalias: Noalias = False) -> list[GlobalHoist]:
         """One instance per load and legal destination ('upN'), nearest first."""
-        planner = Planner(Analysis(module.function(kernel), noalias))
+        planner = Planner(analysis_of(module.function(kernel), noalias))
         out = []
         for i, s in enumerate(planner.analysis.function.body):
             if planner.hoistable_load(i):
@@ -88,7 +88,7 @@ class GlobalHoist:
 
     def apply(self, module: Module) -> Module:
         function = module.function(self.kernel)
-        planner = Planner(Analysis(function, self.noalias))
+        planner = Planner(analysis_of(function, self.noalias))
         index = _find(function, self.load)
         if not planner.hoistable_load(index):
             raise NotApplicable(f"{self.kernel}: line {self.load} is not a global or constant load that can move")

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import Analysis, analysis_of
 from reorder.ptx.analyses.cfg import Loop
 from reorder.ptx.model.instruction import with_guard
 from reorder.ptx.model.lexer import Piece
@@ -36,7 +36,7 @@ class PeelLoop:
 
     @staticmethod
     def instances(module: Module, kernel: str) -> list[PeelLoop]:
-        analysis = Analysis(module.function(kernel))
+        analysis = analysis_of(module.function(kernel))
         return [
             PeelLoop(kernel, analysis.cfg.blocks[loop.header].labels[0])
             for loop in analysis.cfg.loops
@@ -53,7 +53,7 @@ class PeelLoop:
 
 def peel(function: Function, header: str) -> Function:
     """The function with the loop headed by `header` peeled once (NotApplicable when it cannot be)."""
-    analysis = Analysis(function)
+    analysis = analysis_of(function)
     cfg = analysis.cfg
     loop = next((lp for lp in cfg.loops if header in cfg.blocks[lp.header].labels), None)
     if loop is None:

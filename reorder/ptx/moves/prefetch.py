@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import Analysis, analysis_of
 from reorder.ptx.analyses.counted import CountedLoop, loop_labels, shape_refusal
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Function, Module, Statement, new_instruction
@@ -72,7 +72,7 @@ class Prefetch:
 
 def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list[str]:
     """Header labels of the loops a loop move can be made on (some load can run early)."""
-    analysis = Analysis(function, noalias)
+    analysis = analysis_of(function, noalias)
     out = []
     for label in loop_labels(analysis):
         loop = next(lp for lp in analysis.cfg.loops if label in analysis.cfg.blocks[lp.header].labels)
@@ -85,7 +85,7 @@ def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list
 
 def checked_loop(function: Function, header: str, noalias: Noalias, speculate: bool):
     """The analysis, the loop and its movable loads (NotApplicable when the move cannot be made)."""
-    analysis = Analysis(function, noalias)
+    analysis = analysis_of(function, noalias)
     loop = find_loop(analysis, header)
     data = [analysis.function.body[e.branch].ident for e in loop.exits if not e.bound]
     if data and not speculate:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import Analysis, analysis_of
 from reorder.ptx.analyses.legality import MEMORY_EDGES, Planner
 from reorder.ptx.model.model import Function, Module, new_instruction
 from reorder.ptx.model.registers import function_declarations
@@ -51,7 +51,7 @@ class ReuseLoad:
     @staticmethod
     def instances(module: Module, kernel: str, noalias: bool | tuple[int, ...] = False) -> list[ReuseLoad]:
         """One per load that has an earlier twin, in program order."""
-        analysis = Analysis(module.function(kernel), noalias)
+        analysis = analysis_of(module.function(kernel), noalias)
         finder = Twins(analysis)
         return [
             ReuseLoad(kernel, analysis.function.body[i].ident, noalias)
@@ -61,7 +61,7 @@ class ReuseLoad:
 
     def apply(self, module: Module) -> Module:
         function = module.function(self.kernel)
-        analysis = Analysis(function, self.noalias)
+        analysis = analysis_of(function, self.noalias)
         index = next((i for i, s in enumerate(function.body) if s.ident == self.load and s.kind == "instruction"), None)
         finder = Twins(analysis)
         if index is None or index not in finder.loads:

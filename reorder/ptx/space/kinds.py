@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.legality import Planner
 from reorder.ptx.model.model import Module
 from reorder.ptx.moves.hoist import GlobalHoist, choose, targets
@@ -40,7 +40,7 @@ PLACEMENTS = ("barrier", "top", "store", "near")  # one equal to an earlier one 
 def _load_groups(module: Module, options: MoveOptions) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """(key, load idents, placements) per block holding hoistable loads, in program order;
     placements that coincide for every load of the group are listed once."""
-    planner = Planner(Analysis(module.function(options.kernel), options.noalias))
+    planner = Planner(analysis_of(module.function(options.kernel), options.noalias))
     body, cfg = planner.analysis.function.body, planner.analysis.cfg
     by_block: dict[int, list[tuple[str, list]]] = {}
     for i, s in enumerate(body):

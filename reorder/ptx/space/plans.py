@@ -15,7 +15,7 @@ list is exactly what was applied.
 from __future__ import annotations
 
 from reorder.base.errors import NotApplicable
-from reorder.ptx.analyses.analysis import Analysis
+from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.legality import Planner
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Module
@@ -35,7 +35,7 @@ Move = PeelLoop | GlobalHoist
 
 def loads_reaching(module: Module, kernel: str, noalias: Noalias, to: str, only: set[str] | None = None) -> list[str]:
     """Idents of the loads (among `only`, when given) that have a destination `to`, in program order."""
-    planner = Planner(Analysis(module.function(kernel), noalias))
+    planner = Planner(analysis_of(module.function(kernel), noalias))
     out = []
     for i, s in enumerate(planner.analysis.function.body):
         if only is not None and s.ident not in only:
