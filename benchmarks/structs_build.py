@@ -1,11 +1,12 @@
 """CPU half of the struct-kernel benchmark: candidates for the struct kernels and their flat twins.
 
-    python -m benchmarks.structs_build [--out gpu_build/structs] [--budget 12]
+    python -m benchmarks.studies structs --prepare [--out gpu_build/structs] [--budget 12]
+    (or python -m benchmarks.structs_build ...)
 
 Each pair stands for one library kernel written twice: flat (the suite's pointer-and-scalar
 version, benchmarks/kernels/) and as its library writes it (benchmarks/kernels/structs/:
 FAISS Tensor structs by value, a cuPHY descriptor array in device memory). Both get the same
-candidates, built here so the GPU only checks and times them (benchmarks/structs_gpu.py):
+candidates, built here so the GPU only checks and times them (benchmarks/studies/structs.py):
 
 - `stalls`: every stall count the scheduler can cut (StallCut over the whole kernel);
 - `batch`:  loads hoisted with their address slices and grouped (SliceBatch), no aliasing
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.studies.runner import commit
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAT = ROOT / "benchmarks" / "kernels"
@@ -137,7 +140,7 @@ def build(out: Path, budget: int, only: set[str] | None = None, assemble: bool =
     build resumes where it stopped. `assemble`: only list what is built already."""
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    manifest = {"commit": _commit(), "candidates": rows, "zeros": _zeros(out)}
+    manifest = {"commit": commit(), "candidates": rows, "zeros": _zeros(out)}
     for pair in PAIRS:
         for side in sides(*pair):
             name = f"{side['pair']}_{side['form']}"
@@ -170,12 +173,6 @@ def build(out: Path, budget: int, only: set[str] | None = None, assemble: bool =
     return manifest
 
 
-def _commit() -> str:
-    from benchmarks.gpu_session import _commit as commit
-
-    return commit()
-
-
 def _zeros(out: Path) -> dict:
     """The last-block kernel's entry: its spec resolved, checked and timed A/A on the GPU."""
     name, cubin = ZEROS
@@ -189,11 +186,17 @@ def _zeros(out: Path) -> dict:
     return {"kernel": symbol, "original": str(side["cubin"].relative_to(ROOT)), "spec": str(spec.relative_to(out))}
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """The CPU side's command line (`python -m benchmarks.studies structs --prepare ...`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "gpu_build" / "structs")
     parser.add_argument("--budget", type=int, default=12, help="trials of the static-model search (default 12)")
     parser.add_argument("--only", default="", help="comma list of PAIR_FORM names (default: all)")
     parser.add_argument("--assemble", action="store_true", help="write the manifest of what is built; build nothing")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     build(args.out, args.budget, set(filter(None, args.only.split(","))) or None, args.assemble)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.moves_gpu import few_blocks
+from benchmarks.studies.runner import few_blocks
 from reorder.optimize import _check_line, fill_launch, recheck_first_set
 from reorder.search.scoring import GpuScorer, Rejected
 from timing.check import CheckResult, launch_label
@@ -276,8 +276,8 @@ def test_a_finalist_that_fails_the_recheck_is_never_the_winner_the_next_one_is_r
 
 def test_the_moves_manifest_names_specs_relative_to_the_repository() -> None:
     """Built on one machine, run on the GPU host, whose checkout lies elsewhere."""
-    from benchmarks.moves_gpu import ROOT as MOVES_ROOT
-    from benchmarks.moves_gpu import _relative_spec
+    from benchmarks.studies.moves import ROOT as MOVES_ROOT
+    from benchmarks.studies.moves import _relative_spec
 
     record = _relative_spec({"kernel": "k", "spec": str(SPEC)})
     assert record["spec"] == "benchmarks/kernels/specs/rmsnorm_triton_style.toml"

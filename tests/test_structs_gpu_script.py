@@ -1,6 +1,6 @@
-"""benchmarks.structs_build / structs_gpu on the CPU: the GPU script's dry run over a small
-manifest (specs resolved to symbols and checked against the cubins, jobs built, tables
-written), so the path the H200 takes is walked before it gets there."""
+"""benchmarks.structs_build / the structs study on the CPU: the runner's dry run over a small
+manifest (specs resolved to symbols and checked against the cubins, every job walked with
+made-up numbers, tables written), so the path the H200 takes is walked before it gets there."""
 
 from __future__ import annotations
 
@@ -9,6 +9,12 @@ import json
 import shutil
 
 from benchmarks import structs_build, structs_gpu
+
+
+def _dry(build, out) -> list[dict]:
+    assert structs_gpu.main(["--build", str(build), "--out", str(out), "--dry-run"]) == 0
+    with open(out / "structs_gpu.csv") as handle:
+        return list(csv.DictReader(handle))
 
 
 def test_dry_run_pairs_flat_and_struct_rows(tmp_path):
@@ -51,16 +57,18 @@ def test_dry_run_pairs_flat_and_struct_rows(tmp_path):
     )
     assert "pusch::cfoTaEstDescrKernel" not in (tmp_path / rows[1]["spec"]).read_text()  # the symbol is written
     out = tmp_path / "out"
-    done = structs_gpu.run(tmp_path, out, 170.0, 2.0, 2, dry_run=True)
+    done = _dry(tmp_path, out)
     assert [(r["pair"], r["form"], r["move"]) for r in done] == [
         ("last_block_sum", "zeros", "A/A"),
         ("cfo_ta_est", "flat", "stalls"),
         ("cfo_ta_est", "struct", "stalls"),
     ]
-    with open(out / "structs_gpu.csv") as handle:
-        assert [r["status"] for r in csv.DictReader(handle)] == ["dry run"] * 3
-    table = (out / "structs_gpu.md").read_text()
-    assert "| cfo_ta_est | stalls | dry run | dry run |" in table and "zeros ticket" in table
+    assert [(r["status"], r["check_detail"], r["gpu"]) for r in done] == [("ok", "dry run", "none (dry run)")] * 3
+    table = (out / "summary.md").read_text()
+    cells = {line.split(" | ")[0]: line.count(" [") for line in table.splitlines() if line.startswith("| ")}
+    assert (
+        cells["| cfo_ta_est"] == 2 and cells["| last_block_sum"] == 1 and "zeros ticket:" in table
+    )  # a ratio [CI] each
 
 
 def test_a_candidate_with_an_earlier_ones_bytes_is_not_run_twice(tmp_path):
@@ -84,5 +92,5 @@ def test_a_candidate_with_an_earlier_ones_bytes_is_not_run_twice(tmp_path):
     (tmp_path / "manifest.json").write_text(
         json.dumps({"commit": "test", "candidates": rows, "zeros": structs_build._zeros(tmp_path)})
     )
-    done = structs_gpu.run(tmp_path, tmp_path / "out", 170.0, 2.0, 2, dry_run=True)
-    assert [r["status"] for r in done] == ["dry run", "dry run", "same binary as stalls"]
+    done = _dry(tmp_path, tmp_path / "out")
+    assert [r["status"] for r in done] == ["ok", "ok", "same binary as stalls"]

@@ -8,7 +8,11 @@ import importlib
 # name -> the module whose STUDY it is (imported only when asked for: a study pulls in its build)
 STUDIES = {
     "loops": "benchmarks.studies.loops",
+    "moves": "benchmarks.studies.moves",
+    "ptx_candidates": "benchmarks.studies.ptx_candidates",
     "ptx_search": "benchmarks.studies.ptx_search",
+    "stallcut": "benchmarks.studies.stallcut",
+    "structs": "benchmarks.studies.structs",
 }
 
 

@@ -156,6 +156,22 @@ class ScreenedRecord(Record):
     screen: list = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass
+class BuildRecord(Record):
+    """The record of a study whose steps need only its build folder, its device and the deadline."""
+
+    build: Path
+    out: Path
+    deadline: float
+    device: LiveDevice
+    stamps: dict
+
+
+def record_of(cls: Callable[..., BuildRecord]) -> Callable[[Run], BuildRecord]:
+    """A study's `record`: `cls` made from the run's build folder, out, deadline, device and stamps."""
+    return lambda run: cls(run.args.build, run.args.out, run.deadline, run.device, run.stamps)
+
+
 def attempt(step: Callable[..., dict], *args: Any, **kw: Any) -> dict:
     """`step`'s row, or {'status': 'error', 'reason': ...} when it raised: one candidate's or
     one job's failure is a row, and the run goes on."""
@@ -255,6 +271,37 @@ def two_sided_parser(doc: str) -> argparse.ArgumentParser:
     p.add_argument("--run", type=Path, help="the GPU side: check and time what --prepare wrote there")
     p.add_argument("--out", type=Path, default=Path("out"))
     return p
+
+
+def folder_build(
+    name: str,
+    prepare: Callable[[Path, argparse.Namespace], None],
+    default: Path,
+    doc: str,
+    options: Callable[[argparse.ArgumentParser], None] = lambda parser: None,
+) -> Callable[[list[str] | None], int]:
+    """A study's `build` from `prepare(folder, args)`, which writes the cubins and manifest.json
+    into the folder: the folder given as `--out DIR` or as a bare `DIR` (default `default`).
+    A ValueError from `prepare` (bad input, raised before it writes) is one line and exit 2."""
+
+    def build(argv: list[str] | None = None) -> int:
+        p = argparse.ArgumentParser(
+            prog=f"benchmarks.studies {name} --prepare", description=f"the CPU side: {doc.splitlines()[0]}"
+        )
+        p.add_argument("folder", type=Path, nargs="?", help=f"where the build goes (default {default})")
+        p.add_argument("--out", type=Path, help="the same as FOLDER")
+        options(p)
+        args = p.parse_args(argv)
+        folder = args.out or args.folder or default
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            prepare(folder, args)
+        except ValueError as exc:
+            print(f"{p.prog}: {exc}", file=sys.stderr)
+            return 2
+        return 0
+
+    return build
 
 
 def main(study: Study, argv: list[str] | None = None) -> int:
