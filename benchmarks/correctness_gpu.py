@@ -29,6 +29,7 @@ from pathlib import Path
 
 import tomllib
 
+from benchmarks.studies.runner import optimize_command
 from reorder.suite.rows import write_rows
 from reorder.suite.sweep import apply_sweep, spec_toml, sweep_points
 
@@ -217,33 +218,21 @@ def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: in
     points = sorted(p for p in specs.glob("*.toml") if p.name != "default.toml")
     fast = Path("/tmp/correctness_gpu") / kernel / "fast.cubin"
     fast.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "reorder",
-        "optimize",
-        str(cubin),
-        "--kernel",
+    cmd = optimize_command(
+        cubin,
         kernel,
-        "--launch",
-        str(tuned),
-        "-o",
-        str(fast),
-        "--budget",
-        str(budget),
-        "--time",
-        f"{seconds}s",
-        "--jobs",
-        str(jobs),
-        "--device",
-        "gpu",
-        "--candidate-budget",
-        "0.6",
-        "--final-budget",
-        "2",
+        fast,
         "--no-contributions",
-    ]
-    cmd += [x for p in points for x in ("--check-launch", str(p))] + (["--assume-noalias"] if noalias else [])
+        *(x for p in points for x in ("--check-launch", str(p))),
+        *(["--assume-noalias"] if noalias else []),
+        launch=tuned,
+        budget=budget,
+        time=f"{seconds}s",
+        jobs=jobs,
+        device="gpu",
+        candidate_budget=0.6,
+        final_budget=2,
+    )
     started = time.monotonic()
     dest = out / kernel
     dest.mkdir(parents=True, exist_ok=True)

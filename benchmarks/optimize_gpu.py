@@ -21,6 +21,7 @@ from pathlib import Path
 import tomllib
 
 from benchmarks.gpu_session import SUITE, _suite_cubin
+from benchmarks.studies.runner import optimize_command
 from reorder.base import provenance
 from reorder.suite.rows import write_rows
 from reorder.suite.sweep import apply_sweep, spec_toml
@@ -83,29 +84,18 @@ def _one_kernel(kernel, point, noalias, args, work: Path) -> list[dict]:
     cubin = _suite_cubin(kernel)
     spec_path = _spec_file(kernel, point, work)
     fast = work / kernel / "fast.cubin"
-    cmd = [
-        sys.executable,
-        "-m",
-        "reorder",
-        "optimize",
-        str(cubin),
-        "--kernel",
+    cmd = optimize_command(
+        cubin,
         kernel,
-        "--launch",
-        str(spec_path),
-        "-o",
-        str(fast),
-        "--budget",
-        str(args.budget),
-        "--time",
-        f"{args.seconds}s",
-        "--jobs",
-        str(args.jobs),
-        "--device",
-        "gpu",
-        "--candidate-budget",
-        "1",
-    ] + (["--assume-noalias"] if noalias else [])
+        fast,
+        *(["--assume-noalias"] if noalias else []),
+        launch=spec_path,
+        budget=args.budget,
+        time=f"{args.seconds}s",
+        jobs=args.jobs,
+        device="gpu",
+        candidate_budget=1,
+    )
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     elapsed = time.monotonic() - started

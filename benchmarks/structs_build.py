@@ -23,11 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from benchmarks.studies.runner import commit
+from benchmarks.studies.runner import commit, optimize_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAT = ROOT / "benchmarks" / "kernels"
@@ -97,24 +96,7 @@ def build_one(which: str, cubin: Path, kernel: str, target: Path, budget: int) -
 
     t0 = time.time()
     if which == "search":
-        cmd = [
-            sys.executable,
-            "-m",
-            "reorder",
-            "optimize",
-            str(cubin),
-            "--kernel",
-            kernel,
-            "--device",
-            "cpu",
-            "--budget",
-            str(budget),
-            "--jobs",
-            "1",
-            "--no-contributions",
-            "-o",
-            str(target),
-        ]
+        cmd = optimize_command(cubin, kernel, target, "--no-contributions", device="cpu", budget=budget, jobs=1)
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)  # report in <target>.reorder/
         built = done.returncode == 0 and target.exists() and target.read_bytes() != cubin.read_bytes()
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]

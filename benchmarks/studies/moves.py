@@ -31,9 +31,9 @@ from benchmarks.studies.runner import (
     Study,
     commit,
     few_blocks,
-    folder_build,
     lanes,
     record_of,
+    summary_head,
 )
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -180,13 +180,7 @@ def check_and_time(run, rec: Rows) -> None:
 
 def summary(rec: Rows, out: Path) -> str:
     """Per move: how many kernels were checked and how each check came out."""
-    s = rec.stamps
-    lines = [
-        f"# Single moves checked on silicon ({s['gpu']}, {s['date']}, built at {s['commit']})",
-        "",
-        "| move | rows | identical | other outcomes |",
-        "|---|---|---|---|",
-    ]
+    lines = summary_head("Single moves checked on silicon", rec.stamps, ("move", "rows", "identical", "other outcomes"))
     for move in MOVES:
         rows = [r for r in rec.checks if r.get("move") == move]
         same = sum(r.get("check") == "identical" for r in rows)
@@ -202,16 +196,17 @@ def summary(rec: Rows, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def options(p: argparse.ArgumentParser) -> None:
-    from benchmarks.studies.stallcut import build_options
+def build_options(p: argparse.ArgumentParser) -> None:
+    from benchmarks.studies import stallcut
 
     p.add_argument("--jobs", type=int, default=1, help="builds in parallel")
-    build_options(p)
+    stallcut.build_options(p)
 
 
 STUDY = Study(
     name="moves",
-    build=folder_build("moves", prepare, Path("gpu_build/moves"), __doc__ or "", options),
+    prepare=prepare,
+    build_options=build_options,
     record=record_of(Rows),
     check_and_time=check_and_time,
     plot=summary,

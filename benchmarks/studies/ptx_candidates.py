@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from benchmarks import ptx_candidates
 from benchmarks.kernels.build import CUBIN_DIR, cubin_name, source_for_kernel
+from benchmarks.studies import stallcut
 from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
@@ -30,7 +31,9 @@ from benchmarks.studies.runner import (
     few_blocks,
     lanes,
     load_suite_spec,
+    ratio_ci,
     record_of,
+    summary_head,
 )
 
 TIMED = ("rmsnorm_triton_style", "rms_norm_f32")
@@ -97,23 +100,12 @@ def check_and_time(run, rec: Rows) -> None:
 
 
 def summary(rec: Rows, out: Path) -> str:
-    s = rec.stamps
-    lines = [
-        f"# PTX GlobalHoist candidates against their source's SASS ({s['gpu']}, {s['date']}, at {s['commit']})",
-        "",
-        "ratio = time(candidate) / time(original), paired CUDA-graph replay, warm L2, 95% CI",
-        "",
-        "| kernel | mode | moves | rows | status | check | ratio [95% CI] |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    title = "PTX GlobalHoist candidates against their source's SASS"
+    columns = ("kernel", "mode", "moves", "rows", "status", "check", "ratio [95% CI]")
+    lines = summary_head(title, rec.stamps, columns, stallcut.RATIO.replace("(cut)", "(candidate)"))
     for r in rec.gpu:
-        ratio = (
-            f"{r['ratio']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}]" if isinstance(r.get("ratio"), float) else "-"
-        )
-        lines.append(
-            f"| {r['kernel']} | {r.get('mode')} | {r.get('moves')} | {r.get('rows', '-')} | {r.get('status')} | "
-            f"{r.get('check', r.get('reason', '-'))} | {ratio} |"
-        )
+        cells = (r["kernel"], r.get("mode"), r.get("moves"), r.get("rows", "-"), r.get("status"), r.get("check", "-"))
+        lines.append("| " + " | ".join(map(str, (*cells, ratio_ci(r)))) + " |")
     return "\n".join(lines) + "\n"
 
 

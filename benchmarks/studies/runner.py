@@ -2,9 +2,10 @@
 (a worker pool on the GPU, or a dry run that walks every step with made-up numbers), the
 deadline, the record of rows and the summary.
 
-A study is a `Study` value: what it builds on the CPU (`build`, a command line of its own),
-what it checks and times on the GPU (`check_and_time`, given a `Record` it adds rows to), and
-what it draws (`plot`, the summary text and any figures). The runner does the rest, the same
+A study is a `Study` value: what it builds on the CPU (`prepare`, writing a folder the runner
+names, or `build`, a command line of its own), what it checks and times on the GPU
+(`check_and_time`, given a `Record` it adds rows to), and what it draws (`plot`, the summary
+text and any figures). Its summary starts with `summary_head`. The runner does the rest, the same
 for every study, so a failing step is a row in OUT/<prefix>_failures.csv and an exit code, not
 a traceback, and a study cut by its deadline says what it skipped (`lanes`).
 
@@ -72,6 +73,31 @@ def commit() -> str:
 
     dirty = git("status", "--porcelain", "--untracked-files=no")
     return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+
+
+def optimize_command(cubin: Path, kernel: str, out: Path, *flags: str, **options: object) -> list[str]:
+    """`reorder optimize CUBIN --kernel K -o OUT`, run by this Python, with `flags` (e.g.
+    '--no-contributions') and `options` (budget=40 is '--budget 40', candidate_budget=1 is
+    '--candidate-budget 1'): the one command line every study that runs the search builds."""
+    cmd = [sys.executable, "-m", "reorder", "optimize", str(cubin), "--kernel", kernel, "-o", str(out)]
+    for name, value in options.items():
+        cmd += [f"--{name.replace('_', '-')}", str(value)]
+    return cmd + list(flags)
+
+
+def summary_head(title: str, stamps: dict, columns: Iterable[str], note: str = "") -> list[str]:
+    """A study summary's first lines: the title with the GPU, date and commit, the note (what a
+    ratio is), and a Markdown table's header."""
+    columns = list(columns)
+    head = [f"# {title} ({stamps['gpu']}, {stamps['date']}, built at {stamps['commit']})", ""]
+    return [*head, *([note, ""] if note else []), "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def ratio_ci(row: dict, digits: int = 4) -> str:
+    """'ratio [ci_low, ci_high]' of a timed row, or why it has none."""
+    if isinstance(row.get("ratio"), float):
+        return f"{row['ratio']:.{digits}f} [{row['ci_low']:.{digits}f}, {row['ci_high']:.{digits}f}]"
+    return str(row.get("reason") or "-")
 
 
 class LiveDevice:
@@ -226,17 +252,20 @@ class Run:
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-    """One GPU study, declared: its name, the CPU build (a `main(argv) -> int` writing a folder
-    with manifest.json), the GPU step (check and time, rows into the record it returns first:
+    """One GPU study, declared: its name, the CPU build (`prepare(folder, args)` with its
+    `build_options`, or a `build(argv) -> int` of its own; either writes a folder with
+    manifest.json), the GPU step (check and time, rows into the record it returns first:
     `record(run)` makes it, `check_and_time(run, record)` fills it), the summary and figures
     (`plot(record, out) -> summary text`), its own options and the defaults of the common ones."""
 
     name: str
-    build: Callable[[list[str] | None], int]
     record: Callable[[Run], Record]
     check_and_time: Callable[[Run, Record], None]
     plot: Callable[[Record, Path], str]
     doc: str = ""
+    build: Callable[[list[str] | None], int] | None = None
+    prepare: Callable[[Path, argparse.Namespace], None] | None = None
+    build_options: Callable[[argparse.ArgumentParser], None] = lambda parser: None
     build_dir: Path = Path("gpu_build")
     deadline_s: float = 220.0
     options: Callable[[argparse.ArgumentParser], None] = lambda parser: None
@@ -248,6 +277,13 @@ class Study:
     def run(self, argv: list[str] | None = None) -> int:
         """This study through the runner (`main`), from a command line."""
         return main(self, argv)
+
+    def build_main(self, argv: list[str] | None) -> int:
+        """The CPU side: `build`'s own command line, or `prepare` into a folder (`folder_build`)."""
+        if self.build is not None:
+            return self.build(argv)
+        assert self.prepare is not None, f"study {self.name} has neither build nor prepare"
+        return folder_build(self.name, self.prepare, self.build_dir, self.doc, self.build_options)(argv)
 
 
 def parser(study: Study) -> argparse.ArgumentParser:
@@ -310,7 +346,7 @@ def main(study: Study, argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--prepare" in argv:
         argv.remove("--prepare")
-        return study.build(argv)
+        return study.build_main(argv)
     args = parser(study).parse_args(argv)
     started = time.monotonic()
     manifest_path = args.build / "manifest.json"

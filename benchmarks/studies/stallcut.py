@@ -28,14 +28,16 @@ from benchmarks.studies.runner import (
     LiveDevice,
     Study,
     commit,
-    folder_build,
     lanes,
+    ratio_ci,
     record_of,
     suite_cubin,
+    summary_head,
 )
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "tests" / "corpus"
 KERNEL_RESERVE_S = 8.0  # a kernel's check and timing beyond its budget
+RATIO = "ratio = time(cut) / time(original), paired CUDA-graph replay, warm L2, 95% CI"
 
 
 def entries() -> list[dict]:
@@ -161,34 +163,21 @@ def check_and_time(run, rec: Rows) -> None:
     )
 
 
-def _ratio(r: dict) -> str:
-    if isinstance(r.get("ratio"), float):
-        return f"{r['ratio']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
-    return str(r.get("reason") or "-")
-
-
 def summary(rec: Rows, out: Path) -> str:
-    s = rec.stamps
-    lines = [
-        f"# StallCut over the suite and the corpus ({s['gpu']}, {s['date']}, built at {s['commit']})",
-        "",
-        "ratio = time(cut) / time(original), paired CUDA-graph replay, warm L2, 95% CI",
-        "",
-        "| family | kernel | stall cycles | status | check | ratio [95% CI] |",
-        "|---|---|---|---|---|---|",
-    ]
+    columns = ("family", "kernel", "stall cycles", "status", "check", "ratio [95% CI]")
+    lines = summary_head("StallCut over the suite and the corpus", rec.stamps, columns, RATIO)
     for r in rec.kernels:
         stalls = f"{r.get('stall_before', '-')} -> {r.get('stall_after', '-')}"
-        lines.append(
-            f"| {r['family']} | {r['kernel']} | {stalls} | {r.get('status')} | {r.get('check', '-')} | {_ratio(r)} |"
-        )
+        cells = (r["family"], r["kernel"], stalls, r.get("status"), r.get("check", "-"), ratio_ci(r))
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     lines += ["", f"culprits located: {len(rec.culprits)} (culprits.json)"] if rec.culprits else []
     return "\n".join(lines) + "\n"
 
 
 STUDY = Study(
     name="stallcut",
-    build=folder_build("stallcut", prepare, Path("gpu_build/stallcut"), __doc__ or "", build_options),
+    prepare=prepare,
+    build_options=build_options,
     record=record_of(Rows),
     check_and_time=check_and_time,
     plot=summary,
