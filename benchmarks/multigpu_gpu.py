@@ -51,38 +51,24 @@ def _spec(kernel: str, work: Path) -> Path:
 
 
 def _optimize_cmd(kernel: str, spec: Path, out: Path, budget: int, seconds: int, extra: list[str]) -> list[str]:
-    from benchmarks.gpu_session import _suite_cubin
+    from benchmarks.studies.runner import optimize_command, suite_cubin
 
-    return [
-        sys.executable,
-        "-m",
-        "reorder",
-        "optimize",
-        str(_suite_cubin(kernel)),
-        "--kernel",
+    return optimize_command(
+        suite_cubin(kernel),
         kernel,
-        "--launch",
-        str(spec),
-        "-o",
-        str(out),
-        "--budget",
-        str(budget),
-        "--time",
-        f"{seconds}s",
-        "--jobs",
-        "8",
-        "--device",
-        "gpu",
-        "--candidate-budget",
-        "0.6",
-        "--final-budget",
-        "1",
+        out,
         "--no-contributions",
         "--assume-noalias",
-        "--seed",
-        "7",
         *extra,
-    ]
+        launch=spec,
+        budget=budget,
+        time=f"{seconds}s",
+        jobs=8,
+        device="gpu",
+        candidate_budget=0.6,
+        final_budget=1,
+        seed=7,
+    )
 
 
 def _trials(storage: str):

@@ -4,18 +4,12 @@ harness's speed-up of the same cell beside it. Pure Python over the CSVs (tests 
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 
+from reorder.suite.rows import read_rows
+
 TARGET = 1.10
-
-
-def read(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with open(path, newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 def _f(row: dict, key: str) -> float:
@@ -105,10 +99,10 @@ def cell_table(cells: list[dict], prebuilt: dict) -> list[str]:
 
 
 def write_summary(out: Path, prebuilt_csv: Path | None) -> str:
-    cells = read(out / "one_line_cells.csv")
-    checks = read(out / "one_line_checks.csv")
+    cells = read_rows(out / "one_line_cells.csv")
+    checks = read_rows(out / "one_line_checks.csv")
     prebuilt = {
-        (r["family"], r["shape"], r["l2"]): _f(r, "speedup") for r in (read(prebuilt_csv) if prebuilt_csv else [])
+        (r["family"], r["shape"], r["l2"]): _f(r, "speedup") for r in (read_rows(prebuilt_csv) if prebuilt_csv else [])
     }
     stamp = cells[0] if cells else {}
     lines = [
@@ -127,7 +121,7 @@ def write_summary(out: Path, prebuilt_csv: Path | None) -> str:
         "",
         *cell_table(cells, prebuilt),
     ]
-    tune = read(out / "one_line_tune.csv")
+    tune = read_rows(out / "one_line_tune.csv")
     if tune:
         lines += ["", "## rt.tune", "", "| family | shape | config | reorder / plain [95% CI] | moves | check | PTX |"]
         lines.append("|---|---|---|---|---|---|---|")

@@ -157,7 +157,10 @@ def test_the_live_run_sends_real_jobs_and_without_a_gpu_each_fails_for_that_alon
     checks, cells = _rows(tmp_path / "triton_checks.csv"), _rows(tmp_path / "triton_cells.csv")
     steps = _rows(tmp_path / "triton_steps.csv")
     assert checks and cells and steps
-    assert all(any(m in r["detail"] for m in gpu_missing) for r in checks)
+    # a check the deadline (wall time, so a busy machine's) left out says so; every other one
+    # failed for want of the GPU, and at least one was sent
+    sent = [r for r in checks if r["detail"] != "deadline"]
+    assert sent and all(any(m in r["detail"] for m in gpu_missing) for r in sent)
     assert all(r["status"] == "skipped" or any(m in r["reason"] for m in gpu_missing) for r in cells)
     assert all(any(m in r["reason"] for m in gpu_missing) for r in steps)
 

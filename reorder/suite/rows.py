@@ -1,4 +1,4 @@
-"""One CSV for a benchmark's result rows, whatever fields each row carries."""
+"""One CSV for a benchmark's result rows, whatever fields each row carries, and its reader."""
 
 from __future__ import annotations
 
@@ -16,6 +16,15 @@ def write_rows(path: Path, rows: list[dict]) -> None:
         writer = csv.DictWriter(handle, fieldnames=keys)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows `write_rows` wrote to `path` (fields as text), none when there is no file yet (a
+    report drawn before the first row came)."""
+    if not path.is_file():
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
 def error_line(exc: BaseException) -> str:

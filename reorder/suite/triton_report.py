@@ -23,13 +23,9 @@ TARGET_SHARE, TARGET_MEDIAN = 0.90, 1.10  # the target: faster or equal in >= 90
 
 
 def _rows(out: Path, name: str) -> list[dict]:
-    import csv
+    from reorder.suite.rows import read_rows
 
-    path = out / name
-    if not path.is_file():
-        return []
-    with open(path, newline="") as handle:
-        return list(csv.DictReader(handle))
+    return read_rows(out / name)
 
 
 def _f(row: dict, key: str) -> float:
