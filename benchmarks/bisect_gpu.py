@@ -13,7 +13,7 @@ would have accepted it.
     python -m benchmarks.bisect_gpu --stallcut cfo_ta_est,warp_select_k100 --candidates DIR --out OUT
     python -m benchmarks.bisect_gpu --pair ORIGINAL.cubin:CANDIDATE.cubin:SPEC.json[:KERNEL] [--pair ...] --out OUT
 
-DIR holds KERNEL_stallcut.cubin per kernel (from `benchmarks.gpu_session --prepare`, built
+DIR holds KERNEL_stallcut.cubin per kernel (from `benchmarks.studies batch_aa --prepare`, built
 on the CPU: a stall cut of the larger kernels takes minutes there). A `--pair` names any
 original and its stall-cut candidate (same instructions, same order) with the launch spec to
 check them at (TOML, or JSON as a Triton build's manifest holds it); the kernel is the
@@ -27,7 +27,8 @@ import json
 import time
 from pathlib import Path
 
-from benchmarks.gpu_session import _suite_cubin, load_suite_spec
+from benchmarks.studies.runner import load_suite_spec
+from benchmarks.studies.runner import suite_cubin as _suite_cubin
 from reorder.suite.rows import write_rows
 
 

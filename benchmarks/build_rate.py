@@ -38,7 +38,7 @@ from pathlib import Path
 def _choices(kernel: str, count: int, seed: int = 3):
     import random
 
-    from benchmarks.gpu_session import _suite_cubin
+    from benchmarks.studies.runner import suite_cubin as _suite_cubin
     from reorder.binary.cubin import read_cubin
     from reorder.build.space import Choice, search_space
     from reorder.sass.model import decode_kernel
@@ -64,7 +64,7 @@ def _choices(kernel: str, count: int, seed: int = 3):
 def one_level(kernel: str, jobs: int, count: int) -> dict:
     from joblib import Parallel, delayed
 
-    from benchmarks.gpu_session import _suite_cubin
+    from benchmarks.studies.runner import suite_cubin as _suite_cubin
     from reorder.build.space import build_candidate
 
     choices = _choices(kernel, count)

@@ -205,7 +205,7 @@ def optimize(folder: Path, out: Path, kernels: list[str], budget: int, seconds: 
 
 
 def _optimize_one(folder: Path, out: Path, kernel: str, budget: int, seconds: int, jobs: int, commit: str):
-    from benchmarks.gpu_session import _suite_cubin
+    from benchmarks.studies.runner import suite_cubin as _suite_cubin
     from reorder.optimize import recheck_first_set
     from timing.cli_support import validated_spec
     from timing.evaluate import check_job, describe_status

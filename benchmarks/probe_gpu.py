@@ -27,7 +27,8 @@ from pathlib import Path
 
 import tomllib
 
-from benchmarks.gpu_session import SUITE, _suite_cubin
+from benchmarks.studies.runner import SUITE
+from benchmarks.studies.runner import suite_cubin as _suite_cubin
 from reorder.base import provenance
 from reorder.suite.sweep import apply_sweep, spec_toml
 

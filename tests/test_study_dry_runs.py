@@ -80,3 +80,33 @@ def test_ptx_candidates_walks_the_checked_in_build(tmp_path):
     assert timed and len(rows) == len(manifest) + len(timed)  # two --rows for each timed one
     assert {r["check"] for r in rows} == {"identical"}
     assert [r["rows"] for r in rows if r["kernel"] == "rmsnorm_triton_style"][:2] == ["1", "16"]
+
+
+def test_batch_aa_rebuilds_the_batch_parts_and_walks_every_experiment(tmp_path):
+    """--bisect-only rebuilds RMSNorm's batch and its parts into a build; the dry run then walks
+    each experiment: the parts checked, the mutant and the job after it, the batch at every row
+    count, a stall cut, and both A/A methods AA_REPEATS times for each size."""
+    import shutil
+
+    from benchmarks import gpu_session
+    from benchmarks.studies import batch_aa
+    from benchmarks.studies.runner import suite_cubin
+
+    build, out = tmp_path / "build", tmp_path / "out"
+    build.mkdir()
+    for kernel in (batch_aa.RMS, "warp_select_k32", "find_index"):
+        shutil.copyfile(suite_cubin(kernel), build / f"{kernel}_orig.cubin")
+    shutil.copyfile(suite_cubin("find_index"), build / "find_index_stallcut.cubin")
+    shutil.copyfile(suite_cubin(batch_aa.RMS), build / "rmsnorm_dropwait.cubin")
+    stallcut = [{"kernel": "find_index", "stall_before": 2, "stall_after": 1}]
+    (build / "manifest.json").write_text(json.dumps({"commit": "test", "bisect": [], "stallcut": stallcut}))
+    assert gpu_session.main(["--prepare", "--out", str(build), "--bisect-only"]) == 0
+    parts = json.loads((build / "manifest.json").read_text())["bisect"]
+    assert parts[:2] == [parts[0], {"variant": "regcount_only", "note": parts[1]["note"]}]
+    assert parts[0]["variant"] == "batch_all" and any(p["variant"].startswith("rename_block") for p in parts)
+    assert studies(["batch_aa", "--build", str(build), "--out", str(out), "--dry-run"]) == 0
+    rows = _rows(out / "batch_aa_rows.csv")
+    count = {e: sum(r["experiment"] == e for r in rows) for e in batch_aa.EXPERIMENTS}
+    assert count == {"bisect": len(parts), "isolation": 2, "batch_loads": 5, "stall_cut": 1, "aa": 20}
+    assert all(r["check"] == "identical" for r in rows)
+    assert studies(["batch_aa", "--build", str(build), "--out", str(out), "--dry-run", "--only", "aa,nope"]) == 2

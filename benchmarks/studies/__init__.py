@@ -7,6 +7,7 @@ import importlib
 
 # name -> the module whose STUDY it is (imported only when asked for: a study pulls in its build)
 STUDIES = {
+    "batch_aa": "benchmarks.studies.batch_aa",
     "loops": "benchmarks.studies.loops",
     "moves": "benchmarks.studies.moves",
     "ptx_candidates": "benchmarks.studies.ptx_candidates",

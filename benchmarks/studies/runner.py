@@ -299,16 +299,6 @@ def parser(study: Study) -> argparse.ArgumentParser:
     return p
 
 
-def two_sided_parser(doc: str) -> argparse.ArgumentParser:
-    """The command line of a script not yet a Study: `--prepare DIR` (the CPU side), `--run DIR`
-    (the GPU side, on what was prepared) and `--out DIR`."""
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    p.add_argument("--prepare", type=Path, help="the CPU side: write the cubins and the manifest here")
-    p.add_argument("--run", type=Path, help="the GPU side: check and time what --prepare wrote there")
-    p.add_argument("--out", type=Path, default=Path("out"))
-    return p
-
-
 def folder_build(
     name: str,
     prepare: Callable[[Path, argparse.Namespace], None],
