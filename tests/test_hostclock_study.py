@@ -11,7 +11,30 @@ from clocksim import FakeSession
 from benchmarks.hostclock_gpu import FLAG_FIELDS, load_raw, measure, write_study
 
 
-def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path):
+class VirtualClock:
+    """The host clock the study waits on, advanced by its sleeps and by 1 us per reading: the
+    distances it measures are then the ones it asked for, however busy the machine (on the
+    real clock a loaded machine stretched the near waits past their bound)."""
+
+    def __init__(self, start_ns: int) -> None:
+        self.now = start_ns
+
+    def host_ns(self) -> int:
+        self.now += 1_000
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += int(seconds * 1e9)
+
+
+def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path, monkeypatch):
+    from benchmarks import hostclock_gpu
+    from reorder.probe import hostclock
+
+    clock = VirtualClock(hostclock.host_ns())
+    monkeypatch.setattr(hostclock, "host_ns", clock.host_ns)  # FakeSession's readings
+    monkeypatch.setattr(hostclock_gpu, "host_ns", clock.host_ns)  # the study's waits
+    monkeypatch.setattr(hostclock_gpu.time, "sleep", clock.sleep)
     measured = measure(FakeSession(), near_s=0.01, far_s=0.03, rounds=60, flags=2)
     summary = write_study(tmp_path, measured)
     assert summary["flag_tests"]["count"] == 4 == summary["flag_tests"]["sound"]
