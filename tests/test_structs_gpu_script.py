@@ -8,7 +8,8 @@ import csv
 import json
 import shutil
 
-from benchmarks import structs_build, structs_gpu
+from benchmarks import structs_gpu
+from benchmarks.studies import structs_build
 
 
 def _dry(build, out) -> list[dict]:

@@ -8,7 +8,7 @@ kernels with a launch spec (tests/corpus/specs). The CPU side writes each origin
 cubin and a manifest (stall cycles before and after). The GPU side checks each cut byte for
 byte on fresh inputs and times it (paired, CUDA-graph replay, warm L2, 95% CI) in an isolated
 worker; a cut that computes different bytes or faults is bisected on the spot
-(benchmarks.bisect_gpu) to name the instruction and the table entry that let it through.
+(benchmarks/studies/bisect.py) to name the instruction and the table entry that let it through.
 Rows go to OUT/stallcut_kernels.csv, culprits to OUT/culprits.json, the table to
 OUT/summary.md; a kernel not begun by the deadline is a row 'skipped: deadline'.
 """
@@ -106,8 +106,8 @@ class Live(LiveDevice):
         return self.job("timing.evaluate:check_and_time_job", str(a), str(b), spec, timeout_s=180, budget_s=budget_s)
 
     def bisect(self, kernel: str, original: Path, cut: Path, spec) -> list[dict]:
-        """The stall changes that make the cut wrong, located on the GPU (benchmarks.bisect_gpu)."""
-        from benchmarks.bisect_gpu import _Checker, bisect_stall_cut
+        """The stall changes that make the cut wrong, located on the GPU (benchmarks/studies/bisect.py)."""
+        from benchmarks.studies.bisect import _Checker, bisect_stall_cut
         from reorder.binary.cubin import read_cubin
         from reorder.sass.model import decode_kernel
 

@@ -4,7 +4,7 @@
     python -m benchmarks.studies structs --build gpu_build/structs --out OUT [--deadline 170]
         [--budget 5.0] [--sets 2] [--dry-run]       (or python -m benchmarks.structs_gpu ...)
 
-The candidates come from benchmarks/structs_build.py (CPU). For every pair (FAISS k-select at
+The candidates come from benchmarks/studies/structs_build.py (CPU). For every pair (FAISS k-select at
 k = 32 and k = 100, cuPHY CFO/TA) and every candidate kind (stalls, batch, search), the flat
 and the struct kernel's candidate are each checked against their own original (byte for byte,
 `--sets` input sets drawn fresh, past the ones any search used, at the spec's launch and at a
@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import ClassVar
 
-from benchmarks import structs_build
+from benchmarks.studies import structs_build
 from benchmarks.studies.runner import BuildRecord, DryDevice, LiveDevice, Study, lanes, record_of
 
 ROOT = structs_build.ROOT
