@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from legality.latency import CS2R_CLASS, FMAI, FXU, IMAD, opcode_class
+from legality.latency import CS2R_CLASS, FMAI, FXU, IMAD, P2R_CLASS, opcode_class
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,7 +24,12 @@ else:  # pragma: no cover
 
 TABLE_DIR = Path(__file__).parent / "tables"
 RESOURCE_PREFIX = "PIPE:"
-_SHARED = {FMAI: "FMA", IMAD: "FMA", CS2R_CLASS: FXU}  # FFMA and IMAD issue to one pipe (IMAD -> FFMA: 2 on sm_90)
+_SHARED = {
+    FMAI: "FMA",
+    IMAD: "FMA",
+    CS2R_CLASS: FXU,
+    P2R_CLASS: FXU,
+}  # FFMA and IMAD issue to one pipe (IMAD -> FFMA: 2 on sm_90)
 
 
 def pipe_of(opcode: str) -> str | None:

@@ -56,7 +56,7 @@ TABLE_DIR = Path(__file__).parent / "tables"
 FRESH_SCOREBOARD_CYCLES = 2
 
 # Latency classes (pipes) of fixed-latency instructions.
-FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, CS2R_CLASS, MIO, BRU = (
+FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, CS2R_CLASS, P2R_CLASS, MIO, BRU = (
     "FXU",
     "FMAI",
     "IMAD",
@@ -66,13 +66,14 @@ FXU, FMAI, IMAD, FP16, FMALITE, UDP, UDP_LIGHT, R2UR_CLASS, CS2R_CLASS, MIO, BRU
     "UDP_LIGHT",
     "R2UR",
     "CS2R",
+    "P2R",
     "MIO",
     "BRU",
 )
 
 _CLASS_OF: dict[str, str] = (
     dict.fromkeys(
-        "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK P2R R2P PLOP3 "
+        "IADD3 LOP3 SHF SEL MOV PRMT ISETP IMNMX IABS LEA SGXT BMSK R2P PLOP3 "
         "I2I I2IP I2FP F2IP FSEL FSETP FMNMX FSET IADD "
         "VABSDIFF VABSDIFF4 MOVM F2FP LEPC VOTE".split(),
         FXU,
@@ -88,9 +89,14 @@ _CLASS_OF: dict[str, str] = (
     # distances ptxas itself leaves): fixed latency, and on the ALU's pipe for issue
     # (legality.issue), but not at the ALU's distance. On an H200 `CS2R R14, SRZ` read by a
     # VIADD 5 cycles on (the ALU -> IMAD floor) gave a stale base and the next load faulted with
-    # a misaligned address (a Triton row sum's prefetch twin), where ptxas leaves 8; over the
-    # repository's cubins ptxas never leaves fewer than 13 after a CS2R.
+    # a misaligned address (a Triton row sum's prefetch twin), where ptxas leaves 8; ptxas reads
+    # a CS2R nowhere at the ALU's distance (6 at the fewest, by a DFMA; 2026-12-02_latency_audit).
     | {"CS2R": CS2R_CLASS}
+    # P2R likewise (benchmarks/results/2026-12-02_latency_audit): over every cubin of the repository
+    # and 1,450 calibration kernels ptxas never reads a P2R result sooner than 8 cycles on (160
+    # pairs, P2R -> ISETP, every one in warp_select), where the ALU class allowed 4; no silicon
+    # measurement covers it. No entries: an unknown pair's worst case, or ptxas' exact pairs.
+    | {"P2R": P2R_CLASS}
     | dict.fromkeys("HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split(), FP16)
     | dict.fromkeys("DFMA DADD DMUL DSETP DMNMX DSET".split(), FMALITE)
     | dict.fromkeys(
