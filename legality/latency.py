@@ -95,7 +95,8 @@ _CLASS_OF: dict[str, str] = (
     # P2R likewise (benchmarks/results/2026-12-02_latency_audit): over every cubin of the repository
     # and 1,450 calibration kernels ptxas never reads a P2R result sooner than 8 cycles on (160
     # pairs, P2R -> ISETP, every one in warp_select), where the ALU class allowed 4; no silicon
-    # measurement covers it. No entries: an unknown pair's worst case, or ptxas' exact pairs.
+    # measurement covers it. Its row in the reference tables asks 8 of every read (sm_80, sm_90;
+    # an unknown pair's 15 on the arches that have no P2R row).
     | {"P2R": P2R_CLASS}
     | dict.fromkeys("HADD2 HFMA2 HMUL2 HSET2 HSETP2 HMNMX2".split(), FP16)
     | dict.fromkeys("DFMA DADD DMUL DSETP DMNMX DSET".split(), FMALITE)

@@ -89,9 +89,10 @@ def test_no_opcode_of_the_corpus_is_read_only_above_its_class():
 
 
 def test_a_p2r_result_is_not_read_at_the_alus_distance():
-    """P2R was in the ALU class (FXU -> FXU 4); ptxas never reads one sooner than 8 cycles on."""
-    found = _kinds("B------:R-:W-:-:S04  P2R R7, PR, RZ, 0x1", "B------:R-:W-:-:S01  ISETP.NE.AND P0, PT, R7, RZ, PT")
-    assert [k[:2] for k in found] == [("raw", "R7")] and found[0][3] == 4
+    """P2R was in the ALU class (FXU -> FXU 4); ptxas never reads one sooner than 8 cycles on (warp_select)."""
+    cut = ("B------:R-:W-:-:S04  P2R R7, PR, RZ, 0x1", "B------:R-:W-:-:S01  ISETP.NE.AND P0, PT, R7, RZ, PT")
+    assert _kinds(*cut) == [("raw", "R7", 8, 4)]
+    assert not _kinds(cut[0].replace("S04", "S08"), cut[1])  # ptxas' own distance stays legal
 
 
 def test_a_cs2r_register_is_not_written_again_two_cycles_on():
