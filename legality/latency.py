@@ -89,8 +89,8 @@ _CLASS_OF: dict[str, str] = (
     # distances ptxas itself leaves): fixed latency, and on the ALU's pipe for issue
     # (legality.issue), but not at the ALU's distance. On an H200 `CS2R R14, SRZ` read by a
     # VIADD 5 cycles on (the ALU -> IMAD floor) gave a stale base and the next load faulted with
-    # a misaligned address (a Triton row sum's prefetch twin), where ptxas leaves 8; ptxas reads
-    # a CS2R nowhere at the ALU's distance (6 at the fewest, by a DFMA; 2026-12-02_latency_audit).
+    # a misaligned address (a Triton row sum's prefetch twin), where ptxas leaves 8; it reads a
+    # CS2R no sooner than 7 by the ALU, 8 by IMAD, 9 by FMA, 6 by a DFMA (2026-12-02_latency_audit).
     | {"CS2R": CS2R_CLASS}
     # P2R likewise (benchmarks/results/2026-12-02_latency_audit): over every cubin of the repository
     # and 1,450 calibration kernels ptxas never reads a P2R result sooner than 8 cycles on (160

@@ -4,8 +4,8 @@ A fixed-latency opcode put in a latency class whose floor is below what that opc
 silent wrong answer on silicon: the verifier accepts a stall cut the hardware does not honour.
 CS2R was such an opcode (in the integer-ALU class, FXU -> IMAD 5; on an H200 a VIADD read
 `CS2R R14, SRZ` 5 cycles on, saw a stale base and the next load faulted; ptxas left 8, and
-reads a CS2R nowhere at the ALU's distance). Over-stalling is only slow, so the audit looks one
-way only.
+never reads a CS2R sooner than 7 by the ALU or 8 by IMAD). Over-stalling is only slow, so the
+audit looks one way only.
 
 For every compiler-made cubin of one arch (the calibration's walker, `calibrate.observe_distinct`,
 each distinct kernel once) it takes every dependency of a fixed-latency producer (not MIO, not
