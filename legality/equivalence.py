@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from legality.blockmoves import MovedLoad, moved_loads, path_guard
 from reorder.analysis.cfg import basic_blocks
 from reorder.analysis.webs import guarded_live_out
 from reorder.sass.model import Instruction
@@ -105,7 +106,7 @@ class _Values:
         return found
 
 
-def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Values) -> None:
+def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Values, facts: dict | None = None) -> None:
     def value(name: str) -> int:
         if name in _CONSTANT:
             return values.of(("const", name))
@@ -122,6 +123,10 @@ def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Valu
         sources.append((shape, tuple(value(r) for n in names for r in _width_regs(n, ins, named))))
     guard = ins.guard.lstrip("@")
     guard_value = (guard.startswith("!"), value(guard.lstrip("!"))) if guard else None
+    if facts and guard_value in facts:  # a guard whose truth the path decides (moved_block_differences)
+        if not facts[guard_value]:
+            return
+        guard_value = None
     if guard_value is not None:  # the op runs only under its guard: what a write under it left is what it reads
         sources = [(shape, tuple(_under(guard_value, v, values) for v in vals)) for shape, vals in sources]
     op = (ins.opcode, guard_value, tuple(sources))
@@ -164,39 +169,113 @@ def _slot(name: str, dest_bases: list[str]) -> tuple[int, int]:
     return (-1, 0)  # written implicitly (no operand names it): judged by the op alone
 
 
-def _run(block: tuple[Instruction, ...], values: _Values) -> tuple[dict[str, int], Counter, list[str]]:
+def _run(
+    block: tuple[Instruction, ...], values: _Values, facts: dict | None = None
+) -> tuple[dict[str, int], Counter, list[str]]:
     regs: dict[str, int] = {}
     stores: Counter = Counter()
     unknown = [f"{i.offset:#06x} {i.opcode}" for i in block if not i.known]
     for ins in block:
-        _step(ins, regs, stores, values)
+        _step(ins, regs, stores, values, facts)
     return regs, stores, unknown
 
 
 def block_differences(original: tuple[Instruction, ...], candidate: tuple[Instruction, ...]) -> list[Difference]:
-    """Blocks of `candidate` (same block boundaries as `original`: moves stay inside blocks)
-    that do not leave the original's values in its live-out registers or make its stores."""
+    """Blocks of `candidate` (the original's blocks, in order) that do not leave the original's
+    values in its live-out registers or make its stores. Loads moved from a block into its sole
+    predecessor (reorder.moves.dominatorhoist) are judged by legality.blockmoves, the two blocks
+    together; any other change of block bounds is a difference."""
     o_blocks, c_blocks = basic_blocks(original), basic_blocks(candidate)
+    joined: set[int] = set()
     if [(b.start, b.end) for b in o_blocks] != [(b.start, b.end) for b in c_blocks]:
-        return [Difference(0, "the blocks differ (a move crossed a block boundary)")]
+        moved = moved_loads(original, candidate)
+        if isinstance(moved, str) or not moved:
+            why = f": {moved}" if isinstance(moved, str) else ""
+            return [Difference(0, f"the blocks differ (a move crossed a block boundary){why}")]
+        joined = {m.dom for m in moved} | {m.block for m in moved}
+        found = [
+            Difference(original[o_blocks[k].start].offset, why)
+            for k, why in moved_block_differences(original, candidate, moved)
+        ]
+    else:
+        found = []
     live = guarded_live_out(original)
-    found = []
-    for b in o_blocks:
-        o_code = tuple(original[k] for k in b.indices())
-        c_code = tuple(candidate[k] for k in b.indices())
-        if [(i.word, i.text) for i in o_code] == [(i.word, i.text) for i in c_code]:
+    for k, (ob, cb) in enumerate(zip(o_blocks, c_blocks)):
+        if k in joined:
             continue
-        values = _Values()  # one table for both: equal expressions get one id
-        o_regs, o_stores, o_unknown = _run(o_code, values)
-        c_regs, c_stores, _ = _run(c_code, values)
-        start = original[b.start].offset
-        if o_unknown and [i.text for i in o_code] != [i.text for i in c_code]:
-            found.append(Difference(start, f"not judged: unknown op(s) {', '.join(o_unknown[:3])}"))
-            continue
-        if o_stores != c_stores:
-            found.append(Difference(start, "the stores differ"))
-        for name in sorted(live.get(b.start, frozenset())):
-            if o_regs.get(name, values.of(("in", name))) != c_regs.get(name, values.of(("in", name))):
-                found.append(Difference(start, f"{name} leaves the block with another value"))
-                break
+        o_code = tuple(original[i] for i in ob.indices())
+        c_code = tuple(candidate[i] for i in cb.indices())
+        found += _block_difference(o_code, c_code, live.get(ob.start, frozenset()))
     return found
+
+
+def _block_difference(
+    o_code: tuple[Instruction, ...], c_code: tuple[Instruction, ...], live: frozenset[str]
+) -> list[Difference]:
+    if [(i.word, i.text) for i in o_code] == [(i.word, i.text) for i in c_code]:
+        return []
+    values = _Values()  # one table for both: equal expressions get one id
+    o_regs, o_stores, o_unknown = _run(o_code, values)
+    c_regs, c_stores, _ = _run(c_code, values)
+    start = o_code[0].offset
+    if o_unknown and [i.text for i in o_code] != [i.text for i in c_code]:
+        return [Difference(start, f"not judged: unknown op(s) {', '.join(o_unknown[:3])}")]
+    found = []
+    if o_stores != c_stores:
+        found.append(Difference(start, "the stores differ"))
+    for name in sorted(live):
+        if o_regs.get(name, values.of(("in", name))) != c_regs.get(name, values.of(("in", name))):
+            found.append(Difference(start, f"{name} leaves the block with another value"))
+            break
+    return found
+
+
+def moved_block_differences(
+    original: tuple[Instruction, ...], candidate: tuple[Instruction, ...], moved: list[MovedLoad]
+) -> list[tuple[int, str]]:
+    """(block ordinal, what differs) for each pair of blocks joined by a load that moved from a
+    block L into its sole predecessor D (`moved`: legality.blockmoves.MovedLoad values). The
+    threads that go on into L run D then L: both schedules, run as one sequence with L's path
+    guard known true, must leave the same values in what is live after L and make the same
+    stores. The threads that do not run D alone with the guard known false: the same stores and
+    the same value in every register D writes in either schedule."""
+    o_blocks, c_blocks = basic_blocks(original), basic_blocks(candidate)
+    live = guarded_live_out(original)
+    out = []
+    for dom, block in sorted({(m.dom, m.block) for m in moved}):
+        od, ol, cd, cl = o_blocks[dom], o_blocks[block], c_blocks[dom], c_blocks[block]
+        guard = path_guard(original, od, ol)
+        o_dom = tuple(original[i] for i in od.indices())
+        c_dom = tuple(candidate[i] for i in cd.indices())
+        if guard is None or any(not i.known for i in o_dom + c_dom):
+            out.append((dom, "not judged: the blocks' branch has no predicate guard, or an op the tool cannot read"))
+            continue
+        values = _Values()
+        o_at = _run(o_dom[:-1], values)[0].get(guard.lstrip("@!"), values.of(("in", guard.lstrip("@!"))))
+        c_at = _run(c_dom[:-1], values)[0].get(guard.lstrip("@!"), values.of(("in", guard.lstrip("@!"))))
+        if o_at != c_at:
+            out.append((dom, f"the branch's predicate {guard.lstrip('@!')} has another value"))
+            continue
+        facts = {(guard.startswith("@!"), o_at): True, (not guard.startswith("@!"), o_at): False}
+        o_path = o_dom + tuple(original[i] for i in ol.indices())
+        c_path = c_dom + tuple(candidate[i] for i in cl.indices())
+        why = _path_difference(o_path, c_path, values, facts, live.get(ol.start, frozenset()))
+        if why:
+            out.append((block, f"for the threads that enter it: {why}"))
+        other = {g: not truth for g, truth in facts.items()}
+        written = frozenset().union(*(i.access.writes for i in o_dom + c_dom))
+        why = _path_difference(o_dom, c_dom, values, other, written)
+        if why:
+            out.append((dom, f"for the threads that do not enter the next block: {why}"))
+    return out
+
+
+def _path_difference(o_code, c_code, values: _Values, facts: dict, names: frozenset[str]) -> str:
+    o_regs, o_stores, _ = _run(o_code, values, facts)
+    c_regs, c_stores, _ = _run(c_code, values, facts)
+    if o_stores != c_stores:
+        return "the stores differ"
+    for name in sorted(names - {"PT", "RZ", "URZ", "UPT"}):
+        if o_regs.get(name, values.of(("in", name))) != c_regs.get(name, values.of(("in", name))):
+            return f"{name} leaves with another value"
+    return ""

@@ -718,6 +718,7 @@ def verify_kernel(
         found += _reuse_violations(ins, original, code.arch)
         if reordered:
             found += _crossing_violations(code, ins, original, noalias)
+            found += _block_move_violations(code, ins, original, noalias)
     return Report(code.kernel.name, code.arch, found, unknown, inherited)
 
 
@@ -739,6 +740,41 @@ def _crossing_violations(
         bool(noalias),
         declared,
     )
+
+
+def _block_move_violations(
+    code: KernelCode, ins: tuple[Instruction, ...], original: tuple[Instruction, ...], noalias: bool | tuple[int, ...]
+) -> tuple[Violation, ...]:
+    """Loads moved from a block into its sole predecessor, judged (legality.blockmoves: guard
+    and memory; legality.equivalence: the values the two blocks leave); any other change of
+    the blocks' sizes is refused there."""
+    from legality.blockmoves import block_move_violations, moved_loads
+    from legality.equivalence import moved_block_differences
+    from reorder.analysis.buffers import address_parameters
+    from reorder.analysis.cfg import basic_blocks
+
+    moved = moved_loads(original, ins) if ins != original else []
+    if moved == []:
+        return ()
+    declared = None if noalias is True or not noalias else frozenset(noalias)
+    found = block_move_violations(
+        ins,
+        address_parameters(replace(code, instructions=ins)),
+        original,
+        address_parameters(replace(code, instructions=original)),
+        bool(noalias),
+        declared,
+    )
+    if isinstance(moved, str) or found:
+        return found
+    o_blocks, c_blocks = basic_blocks(original), basic_blocks(ins)
+    values = []
+    for k, why in moved_block_differences(original, ins, moved):
+        was, now = original[o_blocks[k].start], ins[c_blocks[k].start]
+        values.append(
+            Violation("block_move", "values", was.offset, was.opcode, now.offset, now.opcode, "same", "differ", why)
+        )
+    return found + tuple(values)
 
 
 def _stack_pointer_writes(ins: tuple[Instruction, ...], original: tuple[Instruction, ...]) -> tuple[Violation, ...]:

@@ -207,4 +207,4 @@ def test_every_family_has_the_one_move_shape(corpus):
                 narrowed = family.instances(code, MoveOptions(noalias=True, ranges=((first, first + 16),)))
                 assert narrowed and len(narrowed) <= len(everywhere)
                 assert not family.instances(code, MoveOptions(noalias=True, ranges=((1 << 40, 1 << 41),)))
-    assert names == {"stall_cut", "swap", "load_batch", "slice_batch", "barrier_hoist"}
+    assert names == {"stall_cut", "swap", "load_batch", "slice_batch", "barrier_hoist", "dominator_hoist"}

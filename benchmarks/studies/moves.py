@@ -1,12 +1,13 @@
 """Single moves over the whole corpus, checked byte for byte on the GPU at two launches.
 
-    python -m benchmarks.studies moves --prepare [--out gpu_build/moves] [--jobs N] [--kernels a,b]   (CPU)
+    python -m benchmarks.studies moves --prepare [--out gpu_build/moves] [--jobs N] [--kernels a,b] [--moves a,b] (CPU)
     python -m benchmarks.studies moves --build gpu_build/moves --out OUT [--dry-run]
 
 Every kernel with a launch spec (the suite kernels and the sm_90 corpus kernels): stall cuts
 of every block, `batch_loads(noalias=True)` (each spec gives every buffer its own allocation,
-so the assumption holds in the check) and up to MAX_SWAPS swaps of adjacent independent
-instructions spread over the kernel, applied one after another. Each output passed the
+so the assumption holds in the check), up to MAX_SWAPS swaps of adjacent independent
+instructions spread over the kernel, applied one after another, and
+`hoist_into_dominators(noalias=True)` (`blocks`: loads moved into the block before theirs). Each output passed the
 verifier when it was built; this checks that silicon agrees (outputs byte-identical to the
 original's on fresh inputs, no fault, no hang) at the spec's launch and at a launch of a few
 blocks (`few_blocks`: each block then has its SM to itself, the other extreme of scheduling),
@@ -41,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_SWAPS = 24
 BUILD_LIMIT_S = 90
 CHECK_RESERVE_S = 5.0  # what one check needs; a row is not begun with less left
-MOVES = ("stalls", "batch", "swaps")
+MOVES = ("stalls", "batch", "swaps", "blocks")
 
 
 class _Slow(Exception):
@@ -53,11 +54,13 @@ def _alarm(signum, frame):
 
 
 def _build(code, which: str):
-    from reorder.build.pipeline import apply_each, batch_loads, cut_stalls
+    from reorder.build.pipeline import apply_each, batch_loads, cut_stalls, hoist_into_dominators
     from reorder.moves import core as moves
 
     if which == "batch":
         return batch_loads(code, noalias=True)
+    if which == "blocks":
+        return hoist_into_dominators(code, noalias=True)
     if which == "stalls":
         return cut_stalls(code)
     swaps = moves.Swap.instances(code)
@@ -102,8 +105,8 @@ def _build_one(task: tuple[dict, str, str]) -> dict:
 
 
 def prepare(folder: Path, args: argparse.Namespace) -> None:
-    """Build every (kernel, move) into `folder`, `--jobs` at a time (on the GPU host's cores
-    when the builds must match the commit being checked there)."""
+    """Build every (kernel, move of `--moves`) into `folder`, `--jobs` at a time (on the GPU
+    host's cores when the builds must match the commit being checked there)."""
     import json
     from concurrent.futures import ProcessPoolExecutor
 
@@ -114,7 +117,8 @@ def prepare(folder: Path, args: argparse.Namespace) -> None:
     for e in found:
         write_atomic(folder / f"{e['family']}_{e['kernel']}_orig.cubin", Path(e["cubin"]).read_bytes())
     # the slowest kernels first, so no long build starts last
-    tasks = [(e, which, str(folder)) for e in found for which in MOVES]
+    chosen = _moves(args)
+    tasks = [(e, which, str(folder)) for e in found for which in chosen]
     slowest_first = sorted(range(len(tasks)), key=lambda k: -Path(tasks[k][0]["cubin"]).stat().st_size)
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         built = dict(zip(slowest_first, pool.map(_build_one, [tasks[k] for k in slowest_first])))
@@ -196,10 +200,25 @@ def summary(rec: Rows, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _moves(args: argparse.Namespace) -> tuple[str, ...]:
+    """The moves `--moves` names (all of MOVES by default); an unknown name is refused."""
+    names = tuple(getattr(args, "moves", None) or MOVES)
+    unknown = sorted(set(names) - set(MOVES))
+    if unknown:
+        raise SystemExit(f"moves: no move {', '.join(unknown)} (have: {', '.join(MOVES)})")
+    return names
+
+
 def build_options(p: argparse.ArgumentParser) -> None:
     from benchmarks.studies import stallcut
 
     p.add_argument("--jobs", type=int, default=1, help="builds in parallel")
+    p.add_argument(
+        "--moves",
+        type=lambda v: tuple(v.split(",")),
+        default=MOVES,
+        help=f"which moves to build (default all: {','.join(MOVES)})",
+    )
     stallcut.build_options(p)
 
 

@@ -9,7 +9,7 @@ and reported, never written).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from legality.verify import verify_kernel
 from reorder.analysis.costmodel import kernel_cycles, stall_cycles
@@ -17,6 +17,7 @@ from reorder.base.errors import EncodingError, LegalityError, NotApplicable
 from reorder.binary.cubin import parse_cubin
 from reorder.moves.barrierhoist import BarrierHoist
 from reorder.moves.core import LoadBatch, StallCut
+from reorder.moves.dominatorhoist import DominatorHoist
 from reorder.moves.protocol import Candidate, Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
 from reorder.sass.model import KernelCode
@@ -113,12 +114,50 @@ def hoist_across_barriers(code: KernelCode, noalias: bool | tuple[int, ...], ext
     return _merged(code, steps)
 
 
+MAX_CLIMBS = 64  # dominator hoists per kernel: each step lists the instances again
+
+
+def hoist_into_dominators(code: KernelCode, noalias: bool | tuple[int, ...]) -> Outcome:
+    """Move global loads from each block into its sole predecessor under the branch's guard
+    (DominatorHoist), one block at a time, each step verified (the loads that moved judged
+    against the kernel before it: legality.blockmoves) and listed again on the kernel it left,
+    so a load that landed in a block entered the same way climbs on. A step the verifier or the
+    dataflow check refuses is skipped and its block not tried again."""
+    current = code
+    steps: list[Outcome] = []
+    refused: set[int] = set()
+    for _ in range(MAX_CLIMBS):
+        options = MoveOptions(noalias=noalias)
+        move = next((m for m in DominatorHoist.instances(current, options) if m.ordinal not in refused), None)
+        if move is None:
+            break
+        step = _fewer_until_kept(current, move, noalias)
+        if not step.applied:
+            refused.add(move.ordinal)
+        steps.append(step)
+        current = step.after
+    return _merged(code, steps)
+
+
+def _fewer_until_kept(code: KernelCode, move: DominatorHoist, noalias: bool | tuple[int, ...]) -> Outcome:
+    """The move, or the same with fewer of its block's loads while the verifier refuses it (a
+    later load's result may still be pending where the other path writes its register)."""
+    first = _same_values(code, apply_each(code, [move], noalias))
+    step = first
+    count = min(move.count, sum(1 for _ in range(move.count)))
+    while not step.applied and count > 1 and step.skipped:
+        count -= 1
+        step = _same_values(code, apply_each(code, [replace(move, count=count)], noalias))
+    return step if step.applied else first
+
+
 def batch_loads(
     code: KernelCode,
     noalias: bool | tuple[int, ...],
     slices: bool = True,
     extra_registers: int = 32,
     across_barriers: bool = False,
+    across_blocks: bool = False,
 ) -> Outcome:
     """Group each block's loads. With `slices` (the default) a load travels with the ALU
     instructions computing its address and guard (SliceBatch, renaming registers and
@@ -126,7 +165,13 @@ def batch_loads(
     predict it slower, and a block whose slice batch is rejected or not kept falls back to
     plain hoisting (LoadBatch, under the same rule) on the kernel as it then stands.
     `extra_registers` caps how far a slice batch may raise REGCOUNT. With `across_barriers`,
-    each barrier's crossable global loads first move above it (`hoist_across_barriers`)."""
+    each barrier's crossable global loads first move above it (`hoist_across_barriers`). With
+    `across_blocks`, global loads first move into the block before theirs, under the guard of the
+    branch between them (`hoist_into_dominators`), then the rest runs on the result."""
+    if across_blocks:
+        first = hoist_into_dominators(code, noalias)
+        rest = batch_loads(first.after, noalias, slices, extra_registers, across_barriers)
+        return _merged(code, [first, rest])
     if across_barriers:
         first = hoist_across_barriers(code, noalias, extra_registers)
         rest = batch_loads(first.after, noalias, slices, extra_registers)

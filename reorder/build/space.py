@@ -25,6 +25,7 @@ from reorder.build.ptxlevel import PtxLevel
 from reorder.build.ptxlevel import build as build_ptx
 from reorder.moves.barrierhoist import BarrierHoist
 from reorder.moves.core import LoadBatch, StallCut, Swap
+from reorder.moves.dominatorhoist import DominatorHoist
 from reorder.moves.protocol import Move, MoveOptions
 from reorder.moves.slicebatch import SliceBatch
 from reorder.ptx.space.registry import Pick
@@ -44,6 +45,7 @@ class SearchSpace:
     ptx: PtxLevel | None = None  # the PTX at hand, None when there is none
     families: tuple[str, ...] | None = None  # the SASS families listed (None: all); see reorder.build.listing
     barrier_hoists: tuple[BarrierHoist, ...] = ()
+    dominator_hoists: tuple[DominatorHoist, ...] = ()
 
     @property
     def listed(self) -> tuple[str, ...]:
@@ -54,7 +56,7 @@ class SearchSpace:
             f"{len(self.slice_batches)} slice batches, {len(self.load_batches)} load batches, "
             f"{len(self.stall_cuts)} stall-cut blocks, "
             f"{len(self.swaps)} swaps (up to {MAX_SWAPS} per candidate), "
-            f"{len(self.barrier_hoists)} barrier hoists"
+            f"{len(self.barrier_hoists)} barrier hoists, {len(self.dominator_hoists)} dominator hoists"
         )
         unlisted = [f for f in FAMILIES if f not in self.listed]
         if unlisted:
@@ -75,6 +77,7 @@ class Choice:
     ptx: tuple[Pick, ...] = ()  # PTX picks (reorder.ptx.space.searchspace); then the SASS indices are unused
     sass: str = ""  # SASS families on the PTX build ('sc', 'sb+sc' ...; reorder.build.ptxlevel), '' for none
     barrier_hoists: tuple[int, ...] = ()
+    dominator_hoists: tuple[int, ...] = ()
 
     def moves(self) -> list[tuple[str, int]]:
         return (
@@ -85,6 +88,7 @@ class Choice:
             + [("load_batch", i) for i in self.load_batches]
             + [("stall_cut", i) for i in self.stall_cuts]
             + [("swap", i) for i in self.swaps]
+            + [("dominator_hoist", i) for i in self.dominator_hoists]
         )
 
     def without(self, family: str, index: int) -> Choice:
@@ -99,6 +103,7 @@ class Choice:
             "swap": self.swaps,
             "slice_batch": self.slice_batches,
             "barrier_hoist": self.barrier_hoists,
+            "dominator_hoist": self.dominator_hoists,
         }
         kept = {f: tuple(i for i in v if (f, i) != (family, index)) for f, v in pick.items()}
         return replace(
@@ -108,6 +113,7 @@ class Choice:
             swaps=kept["swap"],
             slice_batches=kept["slice_batch"],
             barrier_hoists=kept["barrier_hoist"],
+            dominator_hoists=kept["dominator_hoist"],
         )
 
     def label(self) -> str:
@@ -116,13 +122,21 @@ class Choice:
         return ", ".join(f"{f}#{i}" for f, i in self.moves()) or "(no moves: the original)"
 
 
-FAMILIES = ("stall_cuts", "swaps", "slice_batches", "load_batches", "barrier_hoists")  # SearchSpace's SASS lists
+FAMILIES = (
+    "stall_cuts",
+    "swaps",
+    "slice_batches",
+    "load_batches",
+    "barrier_hoists",
+    "dominator_hoists",
+)  # SearchSpace's SASS lists
 _MOVES: dict[str, Any] = {
     "load_batches": LoadBatch,
     "stall_cuts": StallCut,
     "swaps": Swap,
     "slice_batches": SliceBatch,
     "barrier_hoists": BarrierHoist,
+    "dominator_hoists": DominatorHoist,
 }
 
 
@@ -149,20 +163,24 @@ def from_lists(found: dict[str, tuple], families: tuple[str, ...] | None, ptx: P
         ptx=ptx,
         families=families,
         barrier_hoists=found.get("barrier_hoists", ()),
+        dominator_hoists=found.get("dominator_hoists", ()),
     )
 
 
 def apply_choice(code: KernelCode, space: SearchSpace, choice: Choice, noalias: bool = False) -> Outcome:
-    """Build a candidate: barrier hoists, slice batches, load batches, then swaps, then stall cuts (the
-    instances were listed on the original kernel; one an earlier step made moot is skipped
-    as a no-op). Raises ReorderError when any chosen move is rejected by the verifier or
-    the encoder."""
+    """Build a candidate: barrier hoists, slice batches, load batches, then swaps, then stall
+    cuts, then dominator hoists (the instances were listed on the original kernel; one an
+    earlier step made moot is skipped as a no-op; the in-block moves name blocks and
+    instructions by index, which a dominator hoist shifts, so it comes last and names its block
+    by ordinal). Raises ReorderError when any chosen move is rejected by the verifier or the
+    encoder."""
     steps: list[Move] = [space.barrier_hoists[i] for i in choice.barrier_hoists]
     steps += [space.slice_batches[i] for i in choice.slice_batches]
     steps += [space.load_batches[i] for i in choice.load_batches]
     steps += _independent_swaps([space.swaps[i] for i in choice.swaps])
     if choice.stall_cuts:
         steps.append(StallCut.merged([space.stall_cuts[i] for i in choice.stall_cuts]))
+    steps += [space.dominator_hoists[i] for i in choice.dominator_hoists]
     out = apply_each(code, steps, noalias)
     if out.skipped:
         raise ReorderError(f"move rejected: {out.skipped[0]}")

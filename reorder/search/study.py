@@ -186,13 +186,14 @@ def suggest(trial, space: SearchSpace) -> Choice:
     lb = tuple(i for i in range(len(space.load_batches)) if trial.suggest_categorical(f"lb{i}", [0, 1]))
     sc = tuple(i for i in range(len(space.stall_cuts)) if trial.suggest_categorical(f"sc{i}", [0, 1]))
     bh = tuple(i for i in range(len(space.barrier_hoists)) if trial.suggest_categorical(f"bh{i}", [0, 1]))
+    dh = tuple(i for i in range(len(space.dominator_hoists)) if trial.suggest_categorical(f"dh{i}", [0, 1]))
     swaps = []
     if space.swaps:
         for k in range(MAX_SWAPS):
             pick = trial.suggest_int(f"swap{k}", -1, len(space.swaps) - 1)
             if pick >= 0:
                 swaps.append(pick)
-    return Choice(lb, sc, tuple(sorted(set(swaps))), sb, barrier_hoists=bh)
+    return Choice(lb, sc, tuple(sorted(set(swaps))), sb, barrier_hoists=bh, dominator_hoists=dh)
 
 
 def choice_of(params: dict, space: SearchSpace) -> Choice:
@@ -206,8 +207,9 @@ def choice_of(params: dict, space: SearchSpace) -> Choice:
     lb = tuple(i for i in range(len(space.load_batches)) if params.get(f"lb{i}"))
     sc = tuple(i for i in range(len(space.stall_cuts)) if params.get(f"sc{i}"))
     bh = tuple(i for i in range(len(space.barrier_hoists)) if params.get(f"bh{i}"))
+    dh = tuple(i for i in range(len(space.dominator_hoists)) if params.get(f"dh{i}"))
     swaps = sorted({params[f"swap{k}"] for k in range(MAX_SWAPS) if params.get(f"swap{k}", -1) >= 0})
-    return Choice(lb, sc, tuple(swaps), sb, barrier_hoists=bh)
+    return Choice(lb, sc, tuple(swaps), sb, barrier_hoists=bh, dominator_hoists=dh)
 
 
 def seed_params(space: SearchSpace) -> list[dict]:
@@ -222,6 +224,7 @@ def seed_params(space: SearchSpace) -> list[dict]:
         "lb": len(space.load_batches),
         "sc": len(space.stall_cuts),
         "bh": len(space.barrier_hoists),
+        "dh": len(space.dominator_hoists),
     }
     off = {f"{f}{i}": 0 for f, n in families.items() for i in range(n)}
     off |= {f"swap{k}": -1 for k in range(MAX_SWAPS)} if space.swaps else {}
@@ -230,6 +233,7 @@ def seed_params(space: SearchSpace) -> list[dict]:
         return off | {f"{f}{i}": 1 for f in names for i in range(families[f])}
 
     combos = [("sb",), ("lb",), ("sc",), ("sb", "sc"), ("lb", "sc"), ("bh",), ("bh", "sc"), ("bh", "sb", "sc")]
+    combos += [("dh",), ("dh", "sc"), ("dh", "sb", "sc"), ("dh", "bh", "sb", "sc")]
     sass = [on(*c) for c in combos if all(families[f] for f in c)]
     if space.ptx is None:
         return sass

@@ -42,6 +42,12 @@ def _batch_loads():
             "before the barrier may write their buffer (BarrierHoist)",
         )
         p.add_argument(
+            "--across-blocks",
+            action="store_true",
+            help="first move global loads into the block before theirs, under the guard of the branch "
+            "between them, where nothing on the way may write their buffer (DominatorHoist)",
+        )
+        p.add_argument(
             "--extra-registers",
             type=int,
             default=32,
@@ -68,6 +74,7 @@ def _batch_loads():
                 slices=not args.no_slices,
                 extra_registers=args.extra_registers,
                 across_barriers=args.across_barriers,
+                across_blocks=args.across_blocks,
             ),
         )
 
