@@ -22,7 +22,8 @@ moved from L into D is legal when:
   legality.equivalence under the path guard's truth on each path).
 
 A moved instruction with an identical twin in its block (same opcode and operands) is not
-judged: which of the two moved cannot be told, so the candidate is refused.
+judged: which of the two moved cannot be told, so the candidate is refused. So is any change of
+the blocks' sizes in a kernel that holds code addresses (a call's return address, a jump table).
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
 from reorder.sass.model import Instruction
 
 _PREDICATE_GUARD = re.compile(r"^@!?P[0-6]$")
+
+
+_ADDRESSED = ("CALL", "RET", "JMP", "JMX", "BRX")
+
+
+def absolute_addresses(instructions: tuple[Instruction, ...]) -> bool:
+    """Whether the kernel holds code addresses a shift of its instructions would break: a call's
+    return address (an immediate of a MOV before it), a return, an absolute jump or a jump
+    table. Such a kernel's blocks keep their sizes."""
+    return any(i.base in _ADDRESSED or i.indirect_targets for i in instructions)
 
 
 def block_ordinal(blocks: tuple[Block, ...], start: int) -> int:
@@ -113,6 +124,8 @@ def moved_loads(original: tuple[Instruction, ...], candidate: tuple[Instruction,
         return "the candidate's blocks differ from the original's in number"
     if all(o.end - o.start == c.end - c.start for o, c in zip(o_blocks, c_blocks)):
         return []
+    if absolute_addresses(original):
+        return "the blocks' sizes changed in a kernel that holds code addresses (a call, return or jump table)"
     exact = _matched(original, candidate, o_blocks, c_blocks, exact_key)
     return exact if not isinstance(exact, str) else _matched(original, candidate, o_blocks, c_blocks, shape_key)
 

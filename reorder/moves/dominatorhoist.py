@@ -17,8 +17,9 @@ address, its guard), reads or writes what it writes, may write its buffer (a sto
 another buffer passes only under `noalias`, as `--assume-noalias` says), is a barrier or is an
 op the tool cannot read. The load lands in D after the last instruction it conflicts with, in
 its original order among the loads moved. No register is renamed: a load whose destination is
-touched on the way stays. A kernel with an indirect branch is left alone (its jump table would
-need new offsets), so is a block that the load would leave empty.
+touched on the way stays. A kernel with a call, a return or an indirect branch is left alone (a
+return address is an immediate of a MOV, a jump table holds offsets: both would need rewriting),
+so is a block that the load would leave empty.
 
 Blocks keep their order and count; D grows and the block shrinks, every branch target is
 written at its block's new offset, the two blocks' control codes come from the scheduler
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
-from legality.blockmoves import block_ordinal, path_guard, sole_predecessor
+from legality.blockmoves import absolute_addresses, block_ordinal, path_guard, sole_predecessor
 from legality.crossings import is_global_load, may_alias, writes_global
 from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph, movable_blocks
@@ -80,7 +81,7 @@ class DominatorHoist:
     def instances(code: KernelCode, options: MoveOptions = MoveOptions()) -> list[DominatorHoist]:
         """Blocks with at least one load that can move (the plan is computed)."""
         ins = code.instructions
-        if any(i.indirect_targets for i in ins):
+        if absolute_addresses(ins):
             return []
         blocks = basic_blocks(ins)
         movable = {b.start for b in movable_blocks(ins)}
@@ -99,8 +100,10 @@ class DominatorHoist:
     def apply(self, code: KernelCode, instructions: tuple[Instruction, ...]) -> Candidate:
         if instructions is not code.instructions:
             raise LegalityError("DominatorHoist applies to a freshly decoded kernel")
-        if any(i.indirect_targets for i in instructions):
-            raise NotApplicable("an indirect branch's jump table would need new offsets")
+        if absolute_addresses(instructions):
+            raise NotApplicable(
+                "the kernel holds code addresses the move cannot rewrite (a call, return or jump table)"
+            )
         blocks = basic_blocks(instructions)
         if self.ordinal >= len(blocks):
             raise NotApplicable(f"no block {self.ordinal}")
@@ -161,7 +164,7 @@ def plan_hoist(
     note = (
         f"block {ins[block.start].offset:#06x}: {len(loads)} global loads moved into the block at "
         f"{ins[dom.start].offset:#06x}, under {guard} (the guard of the branch between them)"
-        + (" assuming distinct parameters do not alias" if noalias else "")
+        + ("; assuming distinct parameters do not alias" if noalias else "")
     )
     return HoistPlan(dom.start, tuple(loads), tuple(after), guard, (note,))
 
