@@ -141,3 +141,15 @@ def test_the_search_offers_and_builds_the_hoist() -> None:
     built = build_candidate(str(CUBIN), "gated_pair", False, Choice(dominator_hoists=(0,)))
     assert built.data is not None, built.reason
     assert built.data == batch_loads(code, False, slices=False, across_blocks=True).data or built.moved == 1
+
+
+def test_blocks_of_a_kernel_with_a_call_keep_their_sizes() -> None:
+    """rms_norm_f32 calls its division's slow path with the return address as a MOV immediate:
+    a shifted instruction would break it, so any change of the blocks' sizes is refused."""
+    code = _code("rms_norm_f32", Path(__file__).parent.parent / "benchmarks" / "kernels" / "cubin" / "rmsnorm.cubin")
+    ins = list(code.instructions)
+    exit_at = next(i for i, x in enumerate(ins) if x.text == "@P0 EXIT")
+    moved = ins.pop(exit_at + 1)
+    ins.insert(exit_at, moved)
+    assert "code addresses" in str(moved_loads(code.instructions, tuple(ins)))
+    assert DominatorHoist.instances(code, MoveOptions(noalias=True)) == []

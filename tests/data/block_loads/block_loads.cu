@@ -13,12 +13,13 @@ extern "C" __global__ void gated_pair(const float* x, float* y) {
 }
 
 // The same, but the guarded block first stores to y: without --assume-noalias the load of x
-// may read what that store wrote, so it stays below it.
+// may read what that store wrote, so it stays below it. (Each thread writes its own two
+// elements of y: no two threads write one element.)
 extern "C" __global__ void gated_after_store(const float* x, float* y) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const float a = x[i];
     if (a > 0.0f) {
-        y[i] = a;
-        y[i + 64] = x[i + 32];
+        y[2 * i] = a;
+        y[2 * i + 1] = x[i + 32];
     }
 }
