@@ -17,7 +17,7 @@ not the latency tables both read: those are checked against the compiler's own s
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -751,9 +751,10 @@ def _block_move_violations(
     from legality.blockmoves import block_move_violations, moved_loads
     from legality.equivalence import moved_block_differences
     from reorder.analysis.buffers import address_parameters
-    from reorder.analysis.cfg import basic_blocks
 
-    moved = moved_loads(original, ins) if ins != original else []
+    if ins == original or Counter(i.opcode for i in ins) != Counter(i.opcode for i in original):
+        return ()  # nothing moved, or another build (not a reordering): its schedule alone is judged
+    moved = moved_loads(original, ins)
     if moved == []:
         return ()
     declared = None if noalias is True or not noalias else frozenset(noalias)

@@ -143,12 +143,17 @@ def _fewer_until_kept(code: KernelCode, move: DominatorHoist, noalias: bool | tu
     """The move, or the same with fewer of its block's loads while the verifier refuses it (a
     later load's result may still be pending where the other path writes its register)."""
     first = _same_values(code, apply_each(code, [move], noalias))
-    step = first
-    count = min(move.count, sum(1 for _ in range(move.count)))
-    while not step.applied and count > 1 and step.skipped:
-        count -= 1
-        step = _same_values(code, apply_each(code, [replace(move, count=count)], noalias))
-    return step if step.applied else first
+    if first.applied or not first.skipped:
+        return first
+    try:
+        count = move.apply(code, code.instructions).moved
+    except (LegalityError, EncodingError, NotApplicable):
+        return first
+    for fewer in range(count - 1, 0, -1):
+        step = _same_values(code, apply_each(code, [replace(move, count=fewer)], noalias))
+        if step.applied:
+            return step
+    return first
 
 
 def batch_loads(
