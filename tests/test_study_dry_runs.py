@@ -46,12 +46,12 @@ def test_a_deadline_spent_skips_kernels_as_rows(tmp_path):
     ]
 
 
-def test_moves_builds_three_moves_per_kernel_and_checks_them(tmp_path):
+def test_moves_builds_each_move_per_kernel_and_checks_them(tmp_path):
     build, out = tmp_path / "build", tmp_path / "out"
     assert moves_gpu.main(["--prepare", str(build), "--kernels", KERNELS]) == 0  # the folder as a bare argument
     manifest = json.loads((build / "manifest.json").read_text())["kernels"]
     assert [(e["kernel"], e["move"]) for e in manifest] == [
-        (k, m) for k in KERNELS.split(",") for m in ("stalls", "batch", "swaps")
+        (k, m) for k in KERNELS.split(",") for m in ("stalls", "batch", "swaps", "blocks")
     ]
     assert not any(e["spec"].startswith("/") for e in manifest)  # relative: the GPU host's checkout differs
     assert studies(["moves", "--build", str(build), "--out", str(out), "--dry-run"]) == 0
@@ -61,6 +61,16 @@ def test_moves_builds_three_moves_per_kernel_and_checks_them(tmp_path):
         (e["kernel"], e["move"]) for e in built
     ]
     assert "| swaps | 2 |" in (out / "summary.md").read_text()
+
+
+def test_moves_builds_only_the_moves_asked_for(tmp_path, capsys):
+    build = tmp_path / "build"
+    assert moves_gpu.main(["--prepare", str(build), "--kernels", KERNELS, "--moves", "blocks"]) == 0
+    manifest = json.loads((build / "manifest.json").read_text())["kernels"]
+    assert {e["move"] for e in manifest} == {"blocks"}
+    assert studies(["moves", "--prepare", "--out", str(tmp_path / "b"), "--moves", "blocks,nope"]) == 2
+    assert "no move nope" in capsys.readouterr().err
+    assert not (tmp_path / "b" / "manifest.json").exists()
 
 
 def test_an_unknown_kernel_is_one_line_and_nothing_built(tmp_path, capsys):

@@ -114,10 +114,10 @@ def prepare(folder: Path, args: argparse.Namespace) -> None:
     from reorder.base.files import write_atomic
 
     found = picked(args)
+    chosen = _moves(args)
     for e in found:
         write_atomic(folder / f"{e['family']}_{e['kernel']}_orig.cubin", Path(e["cubin"]).read_bytes())
     # the slowest kernels first, so no long build starts last
-    chosen = _moves(args)
     tasks = [(e, which, str(folder)) for e in found for which in chosen]
     slowest_first = sorted(range(len(tasks)), key=lambda k: -Path(tasks[k][0]["cubin"]).stat().st_size)
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -201,11 +201,11 @@ def summary(rec: Rows, out: Path) -> str:
 
 
 def _moves(args: argparse.Namespace) -> tuple[str, ...]:
-    """The moves `--moves` names (all of MOVES by default); an unknown name is refused."""
+    """The moves `--moves` names (all of MOVES by default); ValueError naming one unknown."""
     names = tuple(getattr(args, "moves", None) or MOVES)
     unknown = sorted(set(names) - set(MOVES))
     if unknown:
-        raise SystemExit(f"moves: no move {', '.join(unknown)} (have: {', '.join(MOVES)})")
+        raise ValueError(f"no move {', '.join(unknown)} (have: {', '.join(MOVES)})")
     return names
 
 
