@@ -292,6 +292,42 @@ def test_sigterm_5_s_into_the_search(tmp_path: Path, storage: str) -> None:
     _assert_ended_cleanly(run, tmp_path, "search", waited, cpu, kids, url)
 
 
+FAKE_PTXAS = """#!/bin/sh
+case "$*" in *--version*) echo "Cuda compilation tools, release 13.0, V13.0.88"; exit 0;; esac
+touch "$(dirname "$0")/started"
+exec sleep 600
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_sigterm_while_ptxas_compiles_the_input_kills_it(tmp_path: Path) -> None:
+    """A PTX input is compiled before any phase; a ptxas that never ends (a stand-in first on
+    PATH) is killed with the run, which says where it was and writes nothing."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "ptxas").write_text(FAKE_PTXAS)
+    (folder / "ptxas").chmod(0o755)
+    env = _env(tmp_path, REORDER_CACHE=str(tmp_path / "cache"))
+    env["PATH"] = f"{folder}{os.pathsep}{env.get('PATH', '')}"
+    ptx = ROOT / "tests" / "corpus" / "ptx" / "sm_90" / "elementwise.ptx"
+    command = [sys.executable, "-m", "reorder", "optimize", str(ptx), "-o", str(tmp_path / "out.cubin")]
+    run = _Run([*command, "--device", "cpu", "--time", "5m"], env)
+    deadline = time.monotonic() + 120 * _load_slack()
+    while not (folder / "started").exists():
+        if run.proc.poll() is not None:
+            pytest.skip("a ptxas of an installed package outranks PATH here: the stand-in never ran")
+        assert time.monotonic() < deadline, run.lines[-3:]
+        time.sleep(0.1)
+    waited, cpu, kids = run.signal_and_wait(signal.SIGTERM)
+    assert run.proc.returncode == 143, run.lines[-3:]
+    assert run.lines[-1] == "reorder optimize: terminated while ptxas compiled the PTX input; nothing written"
+    assert waited <= SIGNAL_EXIT_S * _load_slack() and cpu <= SIGNAL_CPU_S
+    assert not (tmp_path / "out.cubin").exists() and not list((tmp_path / "cache").rglob("*.cubin"))
+    assert not list((tmp_path / "cache").rglob("*.building"))  # the half-made cubin went with ptxas
+    time.sleep(0.5)
+    assert not [k for k in kids if _alive(k)], "ptxas outlived the run"
+
+
 def _fake_gpu(tmp_path: Path, *flags: str, **env: str) -> _Run:
     command = [sys.executable, str(ROOT / "tests" / "fake_gpu_optimize.py"), "optimize", str(CUBIN)]
     command += ["--kernel", KERNEL, "--launch", str(SPEC), "-o", str(tmp_path / "out.cubin"), "--time", "10m"]

@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with terminate_on_sigterm(), run_folder():
             check_output_folders(args)
-            _compile_ptx_inputs(args)
+            _compile_inputs_saying_where(args)
             return args.handler(args)
     except ReorderError as exc:
         say(f"reorder {args.command}: error: {one_line(str(exc))}")
@@ -133,6 +133,20 @@ def _batch_loads_cubin(args: argparse.Namespace, parser: argparse.ArgumentParser
 
 
 _INPUTS = ("cubin", "a", "b", "against")  # the argument names that take a kernel binary
+
+
+def _compile_inputs_saying_where(args: argparse.Namespace) -> None:
+    """_compile_ptx_inputs, with a signal's last line saying where it came: ptxas is a child
+    the signal's handler kills (reorder.base.lifetime), and nothing was written yet."""
+    from reorder.base.lifetime import Terminated
+
+    where = "while ptxas compiled the PTX input; nothing written"
+    try:
+        _compile_ptx_inputs(args)
+    except Terminated:
+        raise Terminated(where) from None
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(where) from None
 
 
 def _compile_ptx_inputs(args: argparse.Namespace) -> None:
