@@ -748,6 +748,8 @@ def _prune(args, kernel: str, picked, scorer, tmp: Path, report: Report, clock: 
     ends = clock.ends()
     stop = ends.recheck - budget.recheck_s(clock.rule, clock.costs)  # a pruned winner's re-check fits after
     measured_on, pruned, stopped = None, "", f"the {MAX_PRUNE_ROUNDS} rounds of one removal each ran out"
+    if len(choice.moves()) > 1:
+        clock.say(f"scoring the winner without each of its {len(choice.moves())} moves", stop)
     with move_on_at(stop) as cut:
         for done in range(MAX_PRUNE_ROUNDS):
             if not budget.fits(time.monotonic(), budget.finalist_s(clock.rule, clock.costs), stop):

@@ -1,10 +1,12 @@
 """`reorder optimize` as on a GPU host, on a CPU machine: run as a script with optimize's
 arguments. Only the GPU is faked: the device choice, and the two worker jobs
 (tests/fake_gpu_jobs.py) that the GpuScorer sends to its real isolated worker process.
-Everything else (search, finalists, re-check, pruning, signals, cuts) is the product's."""
+Everything else (search, finalists, re-check, pruning, signals, cuts) is the product's.
+FAKE_PRUNE_S: how long each of pruning's scorings runs (after the first re-check)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,14 +21,19 @@ def _install() -> None:
     from timing import cli_support
     from timing.worker import Job
 
+    rechecked = []  # a score after the first re-check is pruning's: FAKE_PRUNE_S sets how long it runs
+
     def score(self, candidate, budget_s=None, target_ci_pct=None):
+        seconds = budget_s or self.budget_s
+        if rechecked and os.environ.get("FAKE_PRUNE_S"):
+            seconds = float(os.environ["FAKE_PRUNE_S"])
         job = Job.of(
             "fake_gpu_jobs:check_and_time",
             str(self.original),
             str(candidate),
             self.spec.name,
-            budget_s or self.budget_s,
-            timeout_s=(budget_s or self.budget_s) + 120,
+            seconds,
+            timeout_s=seconds + 120,
         )
         result = self.pool.run(job)
         if not result.ok:
@@ -35,6 +42,7 @@ def _install() -> None:
         return Score(row["ratio"], row["ci_low"], row["ci_high"], True, row)
 
     def recheck(self, candidate, launches, sets, first_set):
+        rechecked.append(candidate)
         result = self.pool.run(Job.of("fake_gpu_jobs:recheck", sets, timeout_s=600))
         if not result.ok:
             raise Rejected(f"re-check {result.status}: {result.reason}")

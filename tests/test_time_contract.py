@@ -354,6 +354,15 @@ def test_sigterm_5_s_into_the_recheck_kills_the_hung_gpu_worker(tmp_path: Path) 
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_sigterm_1_s_into_the_pruning_kills_the_busy_gpu_worker(tmp_path: Path) -> None:
+    run = _fake_gpu(tmp_path, "--final-budget", "0.2", FAKE_PRUNE_S="60")  # each removal's scoring runs 60 s
+    run.wait_for("pruning: ")
+    time.sleep(1)
+    waited, cpu, kids = run.signal_and_wait(signal.SIGTERM)
+    _assert_ended_cleanly(run, tmp_path, "pruning", waited, cpu, kids, None)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_sigint_ends_the_run_as_sigterm_does(tmp_path: Path) -> None:
     run = _fake_gpu(tmp_path, "--final-budget", "60")
     run.wait_for("finalists: ")
