@@ -1,6 +1,8 @@
 """What the Triton hook's twin costs to compile, against Triton's own compile of the same config.
 
     python -m benchmarks.triton_twin_rate run --out twins.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
+    python -m benchmarks.triton_twin_rate lists --out lists.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
+        [--configs first]
     python -m benchmarks.triton_twin_rate table twins.jsonl [more.jsonl ...] [--out table.md]
     python -m benchmarks.triton_twin_rate bytes --out digests.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
     python -m benchmarks.triton_twin_rate same before.jsonl after.jsonl
@@ -18,6 +20,12 @@ that of the children it waited for (ptxas, nvdisasm), so neither the machine's l
 other processes count. One JSON line per config: both CPU times, their ratio, the cubin's
 instruction count, whether the twin differs and the hook's note. `table` prints the median
 ratio per family and over all configs, with the largest.
+
+`lists` measures what `rt.with_reorder` adds per config: the same children, then `twin:1`
+(whose compile builds the config's twin list: reorder.triton.twins), `twin:2` and `twin:3`
+(they read the list) and `twin:1` again with a fresh Triton cache and the same reorder cache
+(a second run, served from the list kept on disk); `ratio` is then twin:1's compile over
+Triton's, and each line carries the list (names, predicted cycles) and the notes.
 
 `bytes` makes every build the hook makes for each config, in the same child processes: the
 `--reorder` compile (the wgmma PTX step and the SASS moves) and `--reorder=twin:1..3`, and
@@ -114,6 +122,25 @@ print(json.dumps({**job, "instructions": count, "plain_cpu_s": round(plain_s, 3)
                   "note": getattr(twin.kernel.metadata, "reorder", "")}))
 """
 
+# The child of `lists`: the same compiles, then what `rt.with_reorder` adds: `twin:1` (it builds
+# the config's twin list), `twin:2` and `twin:3` (they read it), and `twin:1` once more with a
+# fresh Triton cache but the same reorder cache (a second run: the list must be served).
+_TWIN_CHILD = _CHILD.replace(
+    'twin_s, twin = build("twin", ptx_options="--reorder")',
+    """twin_s, twin = build("twin", ptx_options="--reorder=twin:1")
+more = [build(f"twin{k}", ptx_options=f"--reorder=twin:{k}") for k in (2, 3)]
+again_s, again = build("again", ptx_options="--reorder=twin:1")
+from pathlib import Path
+import hashlib
+sha = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+found = Path(os.environ["REORDER_CACHE"]).glob("triton/twins/*/index.json")
+lists = [(p.parent, json.loads(p.read_text())) for p in found]
+job = {**job, "twins_cpu_s": [round(s, 3) for s, _ in more], "again_cpu_s": round(again_s, 3),
+       "again_same": again.cubin == twin.cubin, "lists": [{"builds": [[e["name"], round(e["predicted"], 1),
+       sha(folder / e["file"])] for e in entries["builds"]], "notes": entries["notes"]} for folder, entries in lists],
+       "twin_notes": [getattr(c.kernel.metadata, "reorder", "") for c in (twin, *(m for _, m in more))]}""",
+)
+
 
 def jobs(families: list[str] | None, gelu: bool) -> list[dict]:
     from reorder.suite.triton_kernels import FAMILIES
@@ -130,16 +157,25 @@ def jobs(families: list[str] | None, gelu: bool) -> list[dict]:
     return out
 
 
-def run(tree: Path, out: Path, families: list[str] | None, gelu: bool, timeout: float, digests: bool = False) -> int:
+def run(
+    tree: Path,
+    out: Path,
+    families: list[str] | None,
+    gelu: bool,
+    timeout: float,
+    digests: bool = False,
+    twin_lists: bool = False,
+    configs: str | None = None,
+) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     failed = 0
     started = time.monotonic()
     with out.open("w") as sink:
-        for job in jobs(families, gelu):
+        for job in picked(jobs(families, gelu), configs):
             job = {**job, "bytes": True} if digests else job
             try:
                 done = subprocess.run(
-                    [sys.executable, "-c", _CHILD, json.dumps(job)],
+                    [sys.executable, "-c", _TWIN_CHILD if twin_lists else _CHILD, json.dumps(job)],
                     env=env,
                     cwd=tree,  # `python -c` puts its folder first on sys.path: the tree's code must win
                     capture_output=True,
@@ -160,6 +196,22 @@ def run(tree: Path, out: Path, families: list[str] | None, gelu: bool, timeout: 
             print(json.dumps(record), flush=True)
     print(f"{out}: done in {time.monotonic() - started:.0f} s, {failed} failed", file=sys.stderr)
     return 1 if failed else 0
+
+
+def picked(all_jobs: list[dict], configs: str | None) -> list[dict]:
+    """The jobs `--configs` names: 'first' (each family's first two configs and every
+    matmul_gelu one) or None (all)."""
+    if configs is None:
+        return all_jobs
+    if configs != "first":
+        raise SystemExit(f"--configs {configs!r}: expected 'first'")
+    seen: dict[str, int] = {}
+    out = []
+    for job in all_jobs:
+        seen[job["family"]] = seen.get(job["family"], 0) + 1
+        if seen[job["family"]] <= 2 or job["family"] == "matmul_gelu":
+            out.append(job)
+    return out
 
 
 def table(paths: list[Path]) -> str:
@@ -227,6 +279,14 @@ def main(argv: list[str] | None = None) -> int:
         "--gelu", action="store_true", help="also the GEMM with an erf-GELU epilogue (about 5,000 instructions)"
     )
     r.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per config before it counts as failed")
+    r.add_argument("--configs", help="'first': each family's first two configs (default: all)")
+    w = sub.add_parser("lists", help="compile every config and its three twins (the twin list), one child each")
+    w.add_argument("--out", type=Path, required=True)
+    w.add_argument("--tree", type=Path, default=ROOT)
+    w.add_argument("--families")
+    w.add_argument("--gelu", action="store_true")
+    w.add_argument("--timeout", type=float, default=1800.0)
+    w.add_argument("--configs", help="'first': each family's first two configs (default: all)")
     d = sub.add_parser("bytes", help="every build the hook makes per config, as SHA-256 digests")
     d.add_argument("--out", type=Path, required=True)
     d.add_argument("--tree", type=Path, default=ROOT)
@@ -242,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.what == "run":
         families = args.families.split(",") if args.families else None
-        return run(args.tree, args.out, families, args.gelu, args.timeout)
+        return run(args.tree, args.out, families, args.gelu, args.timeout, configs=args.configs)
+    if args.what == "lists":
+        families = args.families.split(",") if args.families else None
+        return run(args.tree, args.out, families, args.gelu, args.timeout, twin_lists=True, configs=args.configs)
     if args.what == "bytes":
         families = args.families.split(",") if args.families else None
         return run(args.tree, args.out, families, args.gelu, args.timeout, digests=True)

@@ -88,9 +88,12 @@ def per_trip(menu: Menu) -> int:
     return 1
 
 
-def moved_ptx(module, kernel: str, noalias: bool, menu: Menu):
+def moved_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | None = None):
     """(the moved module, the moves made, every loop offered was moved, the build's name: the
-    kinds that moved something, each with its alternative) for one menu."""
+    kinds that moved something, each with its alternative) for one menu.
+
+    Only the menu's kinds are walked (any other kind would be decided OFF everywhere);
+    `offers` keeps each kind's instances per module across the menus of one list."""
     from reorder.ptx.space.plans import plan
     from reorder.ptx.space.registry import OFF, MoveOptions
     from reorder.ptx.space.searchspace import walk
@@ -100,7 +103,11 @@ def moved_ptx(module, kernel: str, noalias: bool, menu: Menu):
         return moved, tuple(m.describe() for m in moves), True, menu.name
     wanted = dict(menu.choices)
     done = walk(
-        module, MoveOptions(kernel, noalias), lambda i: wanted[i.kind] if wanted.get(i.kind) in i.choices else OFF
+        module,
+        MoveOptions(kernel, noalias),
+        lambda i: wanted[i.kind] if wanted.get(i.kind) in i.choices else OFF,
+        kinds=wanted.keys(),
+        offers=offers,
     )
     loops = [i for i in done.offered if i.kind == "loop"]
     moved_loops = [p for p in done.picks if p.kind == "loop"]
@@ -117,13 +124,12 @@ def _predicted(cubin: bytes, trip: int = 1) -> float:
     return loop_aware_cycles(decode_kernel(parse_cubin(cubin, "Triton cubin")).instructions, trip)
 
 
-def _compiled(text: str, compile_cubin: Callable[[str], bytes]) -> bytes:
-    """A moved PTX through the config's cubin stage, verified as a compiler's cubin is."""
+def _checked(cubin: bytes) -> bytes:
+    """ptxas's build of a moved PTX, verified as a compiler's cubin is."""
     from legality.verify import verify_kernel
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
 
-    cubin = compile_cubin(text)
     code = decode_kernel(parse_cubin(cubin, "Triton cubin"))
     verdict = verify_kernel(code, original=code.instructions)
     if not verdict.ok:
@@ -157,34 +163,46 @@ def static_builds(
     menu that failed). The SASS moves run on the `depth` best-predicted PTX builds only (they
     cost the most of a build, and only the first twins are ever asked for)."""
     from reorder.ptx.model.model import parse_module
+    from reorder.sass.together import prime
     from reorder.triton.builds import moves_binary
 
-    original = _predicted(cubin)
-    builds, notes = [], []
-    with contextlib.suppress(ReorderError):
-        sass = moves_binary(cubin, noalias)
-        if sass != cubin:
-            builds.append(Build(SASS_ONLY, sass, _predicted(sass), base=cubin))
+    notes: dict[int, str] = {}
+    compiled: list[tuple[int, str, int, bytes]] = []  # (menu index, build name, trip, ptxas's cubin)
     if ptx is not None and compile_cubin is not None:
         module = parse_module(ptx)
         kernel = module.kernels[0].name
         texts: set[str] = set()
-        made: list[tuple[Build, int]] = []
-        for menu in MENUS:
+        offers: dict = {}
+        for index, menu in enumerate(MENUS):
             try:
-                moved, moves, all_loops, name = moved_ptx(module, kernel, noalias, menu)
+                moved, moves, all_loops, name = moved_ptx(module, kernel, noalias, menu, offers)
                 if not moves or moved.text in texts:
                     continue
                 texts.add(moved.text)
-                built = _compiled(moved.text, compile_cubin)
-                trip = per_trip(menu) if all_loops else 1
-                made.append((Build(name, built, _predicted(built, trip)), trip))
+                compiled.append((index, name, per_trip(menu) if all_loops else 1, compile_cubin(moved.text)))
             except (ReorderError, NotApplicable) as exc:
-                notes.append(f"{menu.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
-        made.sort(key=lambda m: m[0].predicted)
-        builds += [menu_build(b.data, b.name, trip, noalias) if k < depth else b for k, (b, trip) in enumerate(made)]
+                notes[index] = _note(menu, exc)
+    prime([cubin, *(c for *_, c in compiled)])  # one nvdisasm run decodes them all
+    original = _predicted(cubin)
+    builds: list[Build] = []
+    with contextlib.suppress(ReorderError):
+        sass = moves_binary(cubin, noalias)
+        if sass != cubin:
+            builds.append(Build(SASS_ONLY, sass, _predicted(sass), base=cubin))
+    made: list[tuple[Build, int]] = []
+    for index, name, trip, built in compiled:
+        try:
+            made.append((Build(name, _checked(built), _predicted(built, trip)), trip))
+        except (ReorderError, NotApplicable) as exc:
+            notes[index] = _note(MENUS[index], exc)
+    made.sort(key=lambda m: m[0].predicted)
+    builds += [menu_build(b.data, b.name, trip, noalias) if k < depth else b for k, (b, trip) in enumerate(made)]
     faster = [b for b in builds if b.predicted < original and b.data != cubin]
-    return twin_order(_distinct(sorted(faster, key=lambda b: b.predicted))), notes
+    return twin_order(_distinct(sorted(faster, key=lambda b: b.predicted))), [notes[k] for k in sorted(notes)]
+
+
+def _note(menu: Menu, exc: Exception) -> str:
+    return f"{menu.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
 def group(name: str) -> str:

@@ -8,13 +8,13 @@ rebuild from the same picks makes the same PTX, byte for byte, in any process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import reorder.ptx.space.kinds  # noqa: F401  (registers the built-in kinds)
 from reorder.base.errors import NotApplicable
 from reorder.ptx.model.model import Module
-from reorder.ptx.space.registry import OFF, Instance, MoveOptions, Pick, registered
+from reorder.ptx.space.registry import OFF, Instance, MoveKind, MoveOptions, Pick, registered
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,14 +28,31 @@ class Walk:
     applied: tuple[str, ...]
 
 
-def walk(module: Module, options: MoveOptions, decide: Callable[[Instance], str]) -> Walk:
-    """Run every registered kind in stage order, asking `decide` for each instance."""
+Offers = dict[tuple[str, int, MoveOptions], tuple[Module, tuple[Instance, ...]]]
+
+
+def walk(
+    module: Module,
+    options: MoveOptions,
+    decide: Callable[[Instance], str],
+    kinds: Collection[str] | None = None,
+    offers: Offers | None = None,
+) -> Walk:
+    """Run every registered kind in stage order, asking `decide` for each instance.
+
+    `kinds`: only these kinds are walked (a kind left out is one whose every instance would be
+    decided OFF: it changes nothing, it is only not listed in `offered`). `offers`: instances
+    already enumerated, by kind and module (a caller walking several menus over one module
+    enumerates each kind's instances on each module once; the module is held with its entry,
+    so its id is not reused)."""
     offered: list[Instance] = []
     picks: list[Pick] = []
     applied: list[str] = []
     current = module
     for kind in registered():
-        instances = list(kind.instances(current, options))
+        if kinds is not None and kind.name not in kinds:
+            continue
+        instances = _instances(kind, current, options, offers)
         offered += instances
         chosen = [Pick(kind.name, inst.key, c) for inst in instances if (c := decide(inst)) != OFF]
         if chosen:
@@ -43,6 +60,17 @@ def walk(module: Module, options: MoveOptions, decide: Callable[[Instance], str]
             picks += chosen
             applied += made
     return Walk(current, tuple(offered), tuple(picks), tuple(applied))
+
+
+def _instances(kind: MoveKind, module: Module, options: MoveOptions, offers: Offers | None) -> list[Instance]:
+    if offers is None:
+        return list(kind.instances(module, options))
+    key = (kind.name, id(module), options)
+    held = offers.get(key)
+    if held is None or held[0] is not module:
+        held = (module, tuple(kind.instances(module, options)))
+        offers[key] = held
+    return list(held[1])
 
 
 def rebuild(module: Module, options: MoveOptions, picks: Iterable[Pick]) -> Walk:
