@@ -27,15 +27,20 @@ class Block:
         return range(self.start, self.end)
 
 
+ENDS_BLOCK = op.CONTROL_FLOW | {"BSSY", "BSYNC", "WARPSYNC", "BRX", "CALL"}
+
+
 def basic_blocks(instructions: tuple[Instruction, ...]) -> tuple[Block, ...]:
-    """Split into basic blocks."""
+    """Split into basic blocks (called for every candidate by the verifier and the moves:
+    one pass, no generator per instruction)."""
     n = len(instructions)
     leaders = {0}
     for i, ins in enumerate(instructions):
         if ins.target is not None and 0 <= ins.target // 16 < n:
             leaders.add(ins.target // 16)
-        leaders.update(t // 16 for t in ins.indirect_targets if 0 <= t // 16 < n)
-        if ins.base in op.CONTROL_FLOW or ins.base in ("BSSY", "BSYNC", "WARPSYNC", "BRX", "CALL"):
+        if ins.indirect_targets:
+            leaders.update(t // 16 for t in ins.indirect_targets if 0 <= t // 16 < n)
+        if ins.base in ENDS_BLOCK:
             leaders.add(i + 1)
         if not ins.known:
             leaders.add(i)

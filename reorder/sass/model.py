@@ -291,8 +291,9 @@ PRIMED_HELD = 256
 
 
 def prime_listing(data: bytes, listing: dict[str, list[dict]]) -> None:
-    """Hold `listing` as `data`'s (only reorder.sass.together, whose listings are nvdisasm's
-    own records of the same words at the same addresses, calls this)."""
+    """Hold `listing` as the listing of `data`, a cubin of one function: nvdisasm's own records
+    of its words at their addresses (reorder.sass.together), or those reorder.sass.readback
+    read a rewritten kernel back with (what the verifier judged)."""
     if len(_PRIMED) >= PRIMED_HELD:
         _PRIMED.clear()
     _PRIMED[hashlib.sha256(data).hexdigest()] = listing

@@ -53,6 +53,15 @@ def remember(words: list[int], records: list[dict], arch: int) -> None:
                 held.append((make_instruction(0, word, record), record))
 
 
+def listed_before(word: int, arch: int) -> dict | None:
+    """nvdisasm's record of exactly `word` of `arch`, listed alone before (`remember`), or None
+    (a control-flow word is never held: its record depends on its address)."""
+    for ins, record in _RAW.get((arch, word & ~TIMING_BITS), ()):
+        if ins.word == word:
+            return record
+    return None
+
+
 def read_back(cubin: Cubin, reference: KernelCode) -> KernelCode:
     """`cubin`'s kernel of `reference`'s name, decoded as nvdisasm would decode it."""
     kernel = cubin.kernel(reference.kernel.name)

@@ -59,18 +59,25 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
     """(guard, opcode, operands) of raw instruction words, via `nvdisasm -b SMxx -json`.
 
     nvdisasm's JSON puts P2R's `PR` source in the predicate field; like the decoder, that
-    is moved back into the operands (it is no guard)."""
+    is moved back into the operands (it is no guard). Words all listed alone before (the
+    final check of a rename whose word was its chosen candidate) take those records: a
+    record of a word that is not control flow is a function of the word
+    (reorder.sass.readback)."""
     from reorder.base.diskcache import cached_json, key_of
     from reorder.sass.operands import split_operands
-    from reorder.sass.readback import remember
+    from reorder.sass.readback import listed_before, remember
 
-    blob = b"".join(w.to_bytes(16, "little") for w in words)
-    records = cached_json(
-        "nvdisasm",
-        key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
-        lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"],
-    )
-    remember(words, records, arch)
+    held = [listed_before(w, arch) for w in words]
+    if all(r is not None for r in held):  # every word listed alone before: no process
+        records: list = held
+    else:
+        blob = b"".join(w.to_bytes(16, "little") for w in words)
+        records = cached_json(
+            "nvdisasm",
+            key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
+            lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"],
+        )
+        remember(words, records, arch)
     out = []
     for r in records:
         guard, operands = r.get("predicate", ""), split_operands(r.get("operands", ""))

@@ -36,6 +36,7 @@ import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -116,21 +117,26 @@ def moved_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | Non
     return done.module, done.applied, len(moved_loops) == len(loops) and bool(loops), name
 
 
-def _predicted(cubin: bytes, trip: int = 1) -> float:
-    from reorder.analysis.costmodel import loop_aware_cycles
+@lru_cache(maxsize=32)
+def _decoded(cubin: bytes):
+    """A build's kernel, decoded once for its check and its predictions (a value: shared)."""
     from reorder.binary.cubin import parse_cubin
     from reorder.sass.model import decode_kernel
 
-    return loop_aware_cycles(decode_kernel(parse_cubin(cubin, "Triton cubin")).instructions, trip)
+    return decode_kernel(parse_cubin(cubin, "Triton cubin"))
+
+
+def _predicted(cubin: bytes, trip: int = 1) -> float:
+    from reorder.analysis.costmodel import loop_aware_cycles
+
+    return loop_aware_cycles(_decoded(cubin).instructions, trip)
 
 
 def _checked(cubin: bytes) -> bytes:
     """ptxas's build of a moved PTX, verified as a compiler's cubin is."""
     from legality.verify import verify_kernel
-    from reorder.binary.cubin import parse_cubin
-    from reorder.sass.model import decode_kernel
 
-    code = decode_kernel(parse_cubin(cubin, "Triton cubin"))
+    code = _decoded(cubin)
     verdict = verify_kernel(code, original=code.instructions)
     if not verdict.ok:
         raise LegalityError(f"verifier rejected ptxas's build: {verdict.violations[0].line()}", verdict.violations)

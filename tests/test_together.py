@@ -1,0 +1,99 @@
+"""Several cubins decoded by one nvdisasm run (reorder.sass.together) read as each one's own run,
+and a twin list's menus walk only their own kinds with the same result."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from reorder.binary.cubin import parse_cubin
+from reorder.binary.tools import have_tool
+from reorder.sass import model, together
+
+ROOT = Path(__file__).resolve().parent.parent
+TRITON = ROOT / "reorder" / "suite" / "triton_kernels" / "sm_90"
+NVCC = ROOT / "tests" / "corpus" / "cubin" / "sm_90"
+
+needs_nvdisasm = pytest.mark.skipif(not have_tool("nvdisasm"), reason="nvdisasm not installed")
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """No listing held from elsewhere: every listing below is made here."""
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path))
+    monkeypatch.setattr(model, "_PRIMED", {})
+    model._disassemble_cached.cache_clear()
+    calls: list[str] = []
+    real = model.nvdisasm_json
+
+    def counted(data, suffix, *options):
+        calls.append(suffix)
+        return real(data, suffix, *options)
+
+    monkeypatch.setattr(model, "nvdisasm_json", counted)
+    yield calls
+    model._disassemble_cached.cache_clear()
+
+
+@needs_nvdisasm
+def test_one_run_lists_several_cubins_record_for_record_as_their_own_runs(fresh):
+    """Triton's cubins (loops, so branches laid at a later address in the buffer) get their
+    listings from one raw run, equal to nvdisasm's cubin listings of each, and decode_kernel
+    then starts no process."""
+    datas = [p.read_bytes() for p in sorted(TRITON.glob("*.cubin"))[:4]]
+    assert len(datas) == 4
+    assert together.prime(datas) == 4 and fresh == [".bin"]
+    decoded = [model.decode_kernel(parse_cubin(d)) for d in datas]
+    assert fresh == [".bin"]  # decode_kernel read the primed listings
+    branches = 0
+    for data, code in zip(datas, decoded):
+        own = model._listing(data)  # nvdisasm's cubin listing, a run of its own
+        assert model.disassemble(data) == own
+        assert code.records == tuple(next(iter(own.values())))
+        branches += sum(r.get("opcode", "").split(".")[0] in ("BRA", "BSSY") for v in own.values() for r in v)
+    assert branches > 0
+
+
+@needs_nvdisasm
+def test_a_cubin_that_calls_a_function_keeps_its_own_run(fresh):
+    """A listing that names a symbol (CALL, RET) or a cubin of several functions is not read raw."""
+    named = []
+    for path in sorted(NVCC.glob("*.cubin")):
+        listing = model._listing(path.read_bytes())
+        ops = {r.get("opcode", "").split(".")[0] for v in listing.values() for r in v}
+        if len(listing) > 1 or ops & together.NAMED:
+            named.append(path.read_bytes())
+    assert named, "the corpus has cubins with calls"
+    triton = (TRITON / "rmsnorm_looped_fp16.cubin").read_bytes()
+    model._PRIMED.clear()
+    together.prime([*named[:2], triton])
+    assert all(model._PRIMED.get(hashlib.sha256(d).hexdigest()) is None for d in named[:2])
+
+
+def test_a_menu_walks_its_own_kinds_only_and_makes_the_same_ptx():
+    """Walking only the menu's kinds (the others would be decided OFF everywhere), with the
+    instances kept across menus, makes each menu's PTX exactly as the walk over every kind."""
+    from reorder.ptx.model.model import parse_module
+    from reorder.ptx.space.registry import OFF, MoveOptions
+    from reorder.ptx.space.searchspace import walk
+    from reorder.triton import twins
+
+    module = parse_module((TRITON / "ffn_swiglu_fp16.ptx").read_text())  # loop and wgmma moves
+    options = MoveOptions(module.kernels[0].name, True)
+    offers: dict = {}
+    moved = 0
+    for menu in twins.MENUS:
+        if menu.plan:
+            continue
+        wanted = dict(menu.choices)
+
+        def decide(i, wanted=wanted):
+            return wanted[i.kind] if wanted.get(i.kind) in i.choices else OFF
+
+        whole = walk(module, options, decide)
+        own = walk(module, options, decide, kinds=wanted.keys(), offers=offers)
+        assert own.module.text == whole.module.text and own.applied == whole.applied and own.picks == whole.picks
+        moved += bool(own.applied)
+    assert moved >= 6 and offers
