@@ -97,3 +97,33 @@ def test_a_menu_walks_its_own_kinds_only_and_makes_the_same_ptx():
         assert own.module.text == whole.module.text and own.applied == whole.applied and own.picks == whole.picks
         moved += bool(own.applied)
     assert moved >= 6 and offers
+
+
+@needs_nvdisasm
+def test_words_listed_alone_before_are_read_again_without_a_process(fresh):
+    """A rename's final check lists the word it chose from its candidates, listed a moment
+    before: those records are taken again (the same records), a new word still goes to nvdisasm."""
+    from reorder.sass.rename import disassemble_guarded
+
+    code = model.decode_kernel(parse_cubin((TRITON / "rmsnorm_row_fp32.cubin").read_bytes()))
+    plain = [i.word for i in code.instructions if i.target is None and i.base not in together.NAMED][:12]
+    first = disassemble_guarded(plain, 90)
+    runs = len(fresh)
+    assert disassemble_guarded(plain[3:9], 90) == first[3:9] and len(fresh) == runs
+    fresh_word = plain[0] ^ 1 << 24  # another register in Ra: never listed
+    disassemble_guarded([plain[1], fresh_word], 90)
+    assert len(fresh) == runs + 1
+
+
+@needs_nvdisasm
+def test_a_sass_moved_build_is_predicted_from_the_listing_its_verifier_judged(fresh):
+    """moves_binary holds the read-back listing of what it returns; it equals nvdisasm's own."""
+    from reorder.triton.builds import moves_binary
+
+    data = (TRITON / "softmax_fp16.cubin").read_bytes()
+    moved = moves_binary(data, False)
+    assert moved != data, "the SASS moves change this kernel"
+    runs = len(fresh)
+    held = model.disassemble(moved)
+    assert len(fresh) == runs  # held, not listed again
+    assert model._listing(moved) == held  # nvdisasm's own listing of the returned bytes
