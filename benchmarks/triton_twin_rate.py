@@ -5,7 +5,7 @@
         [--configs first]
     python -m benchmarks.triton_twin_rate table twins.jsonl [more.jsonl ...] [--out table.md]
     python -m benchmarks.triton_twin_rate bytes --out digests.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
-    python -m benchmarks.triton_twin_rate same before.jsonl after.jsonl
+    python -m benchmarks.triton_twin_rate same before.jsonl after.jsonl [--names-only]
 
 A twin is a config marked `--reorder` (what `reorder.triton.with_reorder` adds beside each
 config an autotuner times): Triton compiles it, and the stages hook rewrites its cubin
@@ -247,15 +247,25 @@ def table(paths: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def same(before: Path, after: Path) -> tuple[int, list[str]]:
-    """(configs compared, one line per config whose builds differ or that failed in either)."""
+def _names_only(record: dict) -> dict:
+    """A `lists` record without its digests (two checkouts at other paths: Triton's
+    -lineinfo puts the source path in every cubin, so no digest of theirs can agree)."""
+    lists = [{**one, "builds": [b[:2] for b in one["builds"]]} for one in record.get("lists", [])]
+    return {**record, "lists": lists}
+
+
+def same(before: Path, after: Path, digests: bool = True) -> tuple[int, list[str]]:
+    """(configs compared, one line per config whose builds differ or that failed in either).
+    `digests`: compare the builds' bytes too (both runs from checkouts at one path)."""
 
     def load(path: Path) -> dict[str, dict]:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         return {json.dumps([r["family"], r["config"]], sort_keys=True): r for r in records}
 
     a, b = load(before), load(after)
-    fields = ("plain", "moves", "twin:1", "twin:2", "twin:3", "lists")
+    if not digests:
+        a, b = ({k: _names_only(r) for k, r in m.items()} for m in (a, b))
+    fields = ("plain", "moves", "twin:1", "twin:2", "twin:3", "lists", "twin_notes")
     lines = []
     for key in sorted(a.keys() | b.keys()):
         ra, rb = a.get(key, {}), b.get(key, {})
@@ -296,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("same", help="compare two `bytes` files config by config")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
+    c.add_argument("--names-only", action="store_true", help="lists: names and predictions, not digests")
     t = sub.add_parser("table", help="summarize runs")
     t.add_argument("runs", type=Path, nargs="+")
     t.add_argument("--out", type=Path)
@@ -310,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         families = args.families.split(",") if args.families else None
         return run(args.tree, args.out, families, args.gelu, args.timeout, digests=True)
     if args.what == "same":
-        count, lines = same(args.before, args.after)
+        count, lines = same(args.before, args.after, digests=not args.names_only)
         print("\n".join([*lines, f"{count - len(lines)} of {count} configs identical in every build"]))
         return 1 if lines else 0
     text = table(args.runs)

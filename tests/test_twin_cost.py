@@ -1,5 +1,7 @@
-"""Several cubins decoded by one nvdisasm run (reorder.sass.together) read as each one's own run,
-and a twin list's menus walk only their own kinds with the same result."""
+"""What makes a Triton twin list cheaper keeps every result: several cubins decoded by one
+nvdisasm run (reorder.sass.together) read as each one's own run, words listed before are not
+listed again, a SASS-moved build keeps the listing its verifier judged and a menu walks only
+its own kinds."""
 
 from __future__ import annotations
 
@@ -127,3 +129,4 @@ def test_a_sass_moved_build_is_predicted_from_the_listing_its_verifier_judged(fr
     held = model.disassemble(moved)
     assert len(fresh) == runs  # held, not listed again
     assert model._listing(moved) == held  # nvdisasm's own listing of the returned bytes
+
