@@ -303,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--families")
     d.add_argument("--gelu", action="store_true")
     d.add_argument("--timeout", type=float, default=1800.0)
+    d.add_argument("--configs", help="'first': each family's first two configs (default: all)")
     c = sub.add_parser("same", help="compare two `bytes` files config by config")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
@@ -319,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args.tree, args.out, families, args.gelu, args.timeout, twin_lists=True, configs=args.configs)
     if args.what == "bytes":
         families = args.families.split(",") if args.families else None
-        return run(args.tree, args.out, families, args.gelu, args.timeout, digests=True)
+        return run(args.tree, args.out, families, args.gelu, args.timeout, digests=True, configs=args.configs)
     if args.what == "same":
         count, lines = same(args.before, args.after, digests=not args.names_only)
         print("\n".join([*lines, f"{count - len(lines)} of {count} configs identical in every build"]))

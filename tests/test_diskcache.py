@@ -52,5 +52,6 @@ def test_nvdisasm_listings_come_back_from_the_cache(tmp_path, monkeypatch):
 
     monkeypatch.setattr("reorder.sass.model.run_tool", no_tool)
     assert rename.disassemble_guarded(words, code.arch) == first
+    assert rename.disassemble_guarded(words[:5], code.arch) == first[:5]  # each word listed alone before
     with pytest.raises(ToolError):
-        rename.disassemble_guarded(words[:5], code.arch)  # not cached: it would need the tool
+        rename.disassemble_guarded([words[0] ^ 1 << 24], code.arch)  # a word never listed: it needs the tool

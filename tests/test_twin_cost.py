@@ -12,7 +12,7 @@ import pytest
 
 from reorder.binary.cubin import parse_cubin
 from reorder.binary.tools import have_tool
-from reorder.sass import model, together
+from reorder.sass import model, rename, together
 
 ROOT = Path(__file__).resolve().parent.parent
 TRITON = ROOT / "reorder" / "suite" / "triton_kernels" / "sm_90"
@@ -35,6 +35,7 @@ def fresh(monkeypatch, tmp_path):
         return real(data, suffix, *options)
 
     monkeypatch.setattr(model, "nvdisasm_json", counted)
+    monkeypatch.setattr(rename, "nvdisasm_json", counted)  # its own binding of the name
     yield calls
     model._disassemble_cached.cache_clear()
 
@@ -105,8 +106,7 @@ def test_a_menu_walks_its_own_kinds_only_and_makes_the_same_ptx():
 def test_words_listed_alone_before_are_read_again_without_a_process(fresh):
     """A rename's final check lists the word it chose from its candidates, listed a moment
     before: those records are taken again (the same records), a new word still goes to nvdisasm."""
-    from reorder.sass.rename import disassemble_guarded
-
+    disassemble_guarded = rename.disassemble_guarded
     code = model.decode_kernel(parse_cubin((TRITON / "rmsnorm_row_fp32.cubin").read_bytes()))
     plain = [i.word for i in code.instructions if i.target is None and i.base not in together.NAMED][:12]
     first = disassemble_guarded(plain, 90)
