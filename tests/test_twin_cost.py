@@ -129,4 +129,3 @@ def test_a_sass_moved_build_is_predicted_from_the_listing_its_verifier_judged(fr
     held = model.disassemble(moved)
     assert len(fresh) == runs  # held, not listed again
     assert model._listing(moved) == held  # nvdisasm's own listing of the returned bytes
-
