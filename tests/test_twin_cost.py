@@ -26,6 +26,7 @@ def fresh(monkeypatch, tmp_path):
     """No listing held from elsewhere: every listing below is made here."""
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path))
     monkeypatch.setattr(model, "_PRIMED", {})
+    monkeypatch.setattr("reorder.sass.readback._RAW", {})
     model._disassemble_cached.cache_clear()
     calls: list[str] = []
     real = model.nvdisasm_json
