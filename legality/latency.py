@@ -111,16 +111,18 @@ _CLASS_OF: dict[str, str] = (
 
 
 def latency_class(ins: Instruction) -> str:
-    """The pipe class of an instruction (see `opcode_class`)."""
-    return opcode_class(ins.opcode)
+    """The pipe class of an instruction on its cubin's arch (see `opcode_class`)."""
+    return opcode_class(ins.opcode, ins.arch)
 
 
 @lru_cache(maxsize=8192)  # a pure function of the text, asked at every instruction of every walk
-def opcode_class(opcode: str) -> str:
-    """The pipe class of an opcode; HFMA2.MMA runs on the fp64-lite pipe on sm_80/sm_90. It
-    depends on the opcode alone, so a calibrated pair's classes follow from its key."""
+def opcode_class(opcode: str, arch: int = 0) -> str:
+    """The pipe class of an opcode on `arch`; HFMA2.MMA runs on the fp64-lite pipe on sm_80/sm_90.
+    A variable-latency op is MIO, and which ops are depends on the arch (the FP64 pipe is
+    scoreboarded on sm_80 and sm_120, not on sm_90: opcodes.VARIABLE_LATENCY_ON); 0 names no
+    arch (the ops variable on every arch), for a key whose producer is known fixed."""
     base, *modifiers = opcode.split(".")
-    if base in op.VARIABLE_LATENCY:
+    if op.is_variable_latency(base, arch):
         return MIO
     if base in op.BARRIERS:
         return BRU

@@ -427,12 +427,18 @@ def _too_close(
 # every arch: ptxas relies on F2I reading and writing after FRND read). Only opcodes seen in
 # such a pattern are in it; any other op is its own queue.
 IN_ORDER_WITH_EACH_OTHER = frozenset({"MUFU", "BREV", "POPC", "FLO", "FCHK", "F2F", "F2I", "I2F", "FRND"})
+# Where the FP64 pipe is variable latency (reorder.sass.opcodes.VARIABLE_LATENCY_ON), its ops
+# complete in order likewise: DMUL R16 with no scoreboard, then DFMA W0, and a DFMA reading R16
+# after a wait on SB0 (stencil5_f64, sm_103 and sm_120 at -O3).
+FP64_IN_ORDER = frozenset({"DMUL", "DFMA"})
 
 
 def queue_of(ins: Instruction) -> str:
     """The in-order completion queue of a variable-latency op."""
     if ins.base in IN_ORDER_WITH_EACH_OTHER:
         return "conversion/transcendental"
+    if ins.base in FP64_IN_ORDER:
+        return "fp64"
     space = ins.access.mem_reads or ins.access.mem_writes
     return f"{ins.base}:{space}" if space else ins.base
 

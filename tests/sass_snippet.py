@@ -49,7 +49,7 @@ def parse_control(text: str) -> ControlCode:
     )
 
 
-def parse_line(line: str, k: int) -> Instruction:
+def parse_line(line: str, k: int, arch: int = 0) -> Instruction:
     ctrl_text, _, text = line.strip().partition(" ")
     text = text.strip().rstrip(";").strip()
     guard = ""
@@ -57,12 +57,14 @@ def parse_line(line: str, k: int) -> Instruction:
         guard, _, text = text.partition(" ")
     opcode, _, operands = text.partition(" ")
     word = parse_control(ctrl_text).apply(k + 1)
-    return make_instruction(16 * k, word, {"opcode": opcode, "operands": operands.strip(), "predicate": guard})
+    record = {"opcode": opcode, "operands": operands.strip(), "predicate": guard}
+    return make_instruction(16 * k, word, record, arch=arch)
 
 
-def listing(*lines: str) -> tuple[Instruction, ...]:
-    """Instructions from lines in the notation above, closed by an EXIT (a block that ends)."""
-    return tuple(parse_line(line, k) for k, line in enumerate([*lines, "B------:R-:W-:Y:S05  EXIT"]))
+def listing(*lines: str, arch: int = 0) -> tuple[Instruction, ...]:
+    """Instructions from lines in the notation above, closed by an EXIT (a block that ends); as
+    decoded from an `arch` cubin (0: none named)."""
+    return tuple(parse_line(line, k, arch) for k, line in enumerate([*lines, "B------:R-:W-:Y:S05  EXIT"]))
 
 
 def render(instructions) -> list[str]:

@@ -91,10 +91,10 @@ def producer_label(opcode: str) -> str:
     return "HFMA2.MMA" if base == "HFMA2" and ".MMA" in opcode else base
 
 
-def audited(key: tuple[str, str, str]) -> bool:
-    """A fixed-latency producer's dependency of a kind the verifier checks at a distance."""
+def audited(key: tuple[str, str, str], arch: int) -> bool:
+    """A fixed-latency producer's dependency (on `arch`) of a kind the verifier checks at a distance."""
     producer, _, kind = key
-    return opcode_class(producer) not in (MIO, BRU) and kind.split("#")[0] in AUDITED_KINDS
+    return opcode_class(producer, arch) not in (MIO, BRU) and kind.split("#")[0] in AUDITED_KINDS
 
 
 def exact_pairs(paths: list[Path], arch: int, jobs: int = 2) -> Found:
@@ -103,7 +103,7 @@ def exact_pairs(paths: list[Path], arch: int, jobs: int = 2) -> Found:
     found = observe_distinct(cubins, jobs, ROOT)
     out: Found = {}
     for h in dict.fromkeys(h for c in cubins for _, h in c.kernels):
-        merge(out, {k: v for k, v in found[h][1].items() if audited(k)})
+        merge(out, {k: v for k, v in found[h][1].items() if audited(k, arch)})
     return out
 
 
@@ -112,10 +112,10 @@ def rows(arch: int, pairs: Found, table: LatencyTable | None = None) -> list[Row
     table = table or load_table(arch)
     groups: dict[tuple[str, str, str], list[tuple[tuple[str, str, str], tuple[int, int, str]]]] = {}
     for key, value in pairs.items():
-        groups.setdefault((producer_label(key[0]), key[2], opcode_class(key[1])), []).append((key, value))
+        groups.setdefault((producer_label(key[0]), key[2], opcode_class(key[1], arch)), []).append((key, value))
     out = []
     for (producer, kind, consumer_cls), members in sorted(groups.items()):
-        producer_cls = opcode_class(members[0][0][0])
+        producer_cls = opcode_class(members[0][0][0], arch)
         base, _, slot = kind.partition("#")
         entry = table.lookup(producer_cls, consumer_cls, base)
         seen = min(

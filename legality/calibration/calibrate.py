@@ -271,7 +271,7 @@ def below_classes(arch: int, classes: Found, pairs: Found) -> Found:
         kind = key[2].split("#")[0]
         if kind in PATTERN_KINDS:
             return True
-        return cycles < table.lookup(opcode_class(key[0]), opcode_class(key[1]), kind).cycles
+        return cycles < table.lookup(opcode_class(key[0], arch), opcode_class(key[1], arch), kind).cycles
 
     return {key: value for key, value in pairs.items() if lowers(key, value[0])}
 

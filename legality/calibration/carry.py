@@ -42,7 +42,7 @@ def class_floors(arch: int, evidence) -> dict[tuple[str, str, str], Floor]:
     out: dict[tuple[str, str, str], Floor] = {}
     for h in hashes:
         for (p, c, kind), (cycles, count, example) in evidence.found[h][1].items():
-            key = (opcode_class(p), opcode_class(c), kind.split("#")[0])
+            key = (opcode_class(p, arch), opcode_class(c, arch), kind.split("#")[0])
             best, seen, first = out.get(key, (99, 0, ""))
             out[key] = (cycles, seen + count, example) if cycles < best else (best, seen + count, first)
     return out

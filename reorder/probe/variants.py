@@ -330,8 +330,9 @@ def stamp_ops(arch: int, s: Scratch, stamp: int) -> list[Op]:
     ]
 
 
-def _as_instruction(op: Op, index: int) -> Instruction:
-    return make_instruction(16 * index, op.gen.word, {"opcode": op.gen.opcode, "operands": ", ".join(op.gen.operands)})
+def _as_instruction(op: Op, index: int, arch: int) -> Instruction:
+    record = {"opcode": op.gen.opcode, "operands": ", ".join(op.gen.operands)}
+    return make_instruction(16 * index, op.gen.word, record, arch=arch)
 
 
 def schedule_ops(ops: Sequence[Op], arch: int, drained: int = 0) -> list[T.Generated]:
@@ -346,7 +347,7 @@ def schedule_ops(ops: Sequence[Op], arch: int, drained: int = 0) -> list[T.Gener
     probe point never waits on a scoreboard the kernel's own loads may be using.
     """
     table = load_table(arch)
-    ins = [_as_instruction(op, i) for i, op in enumerate(ops)]
+    ins = [_as_instruction(op, i, arch) for i, op in enumerate(ops)]
     stalls = [op.min_stall for op in ops]
     waits = [op.extra_wait for op in ops]
     for j, consumer in enumerate(ins):

@@ -37,10 +37,15 @@ class Instruction:
     target: int | None  # branch / BSSY target offset
     has_relocation: bool = False
     indirect_targets: tuple[int, ...] = ()  # a BRX/JMX's jump-table targets (EIATTR_INDIRECT_BRANCH_TARGETS)
+    # The arch of the cubin it came from (0: none named): whether an op is variable latency
+    # depends on it (the FP64 pipe, opcodes.VARIABLE_LATENCY_ON). Not compared: one kernel's
+    # instructions share it.
+    arch: int = field(default=0, compare=False)
     # Derived once, when the value is made (the verifier and the scheduler read them millions
     # of times a search); not compared, so two instructions are equal exactly as before.
     ctrl: ControlCode = field(init=False, repr=False, compare=False)
     base: str = field(init=False, repr=False, compare=False)
+    variable: bool = field(init=False, repr=False, compare=False)  # is_variable_latency, derived once
     # The hash, kept: the verifier's block memo hashes whole blocks of instructions per walk
     # (17 million hashes, a fifth of an optimize on a 5,696-instruction kernel, when computed
     # each time). Strings hash differently in every process, so a pickle carries the fields
@@ -50,6 +55,7 @@ class Instruction:
     def __post_init__(self) -> None:
         object.__setattr__(self, "ctrl", ControlCode.from_word(self.word))
         object.__setattr__(self, "base", self.opcode.split(".")[0])
+        object.__setattr__(self, "variable", op.is_variable_latency(self.base, self.arch))
         object.__setattr__(self, "_hash", hash(self._fields()))
 
     def _fields(self) -> tuple:
@@ -70,7 +76,7 @@ class Instruction:
         return self._hash
 
     def __reduce__(self):
-        return (Instruction, self._fields())
+        return (Instruction, (*self._fields(), self.arch))
 
     @property
     def modifiers(self) -> tuple[str, ...]:
@@ -98,7 +104,8 @@ class Instruction:
 
     @property
     def is_variable_latency(self) -> bool:
-        return self.base in op.VARIABLE_LATENCY
+        """Whether its results arrive through a scoreboard its readers wait on, on its arch."""
+        return self.variable
 
     @property
     def is_load(self) -> bool:
@@ -166,7 +173,11 @@ def kernel_from_listing(cubin: Cubin, kernel: Kernel, listing: list[dict]) -> Ke
     jumps = _indirect_targets(kernel)
     instructions = tuple(
         make_instruction(
-            i * 16, int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"), record, i * 16 in reloc_offsets
+            i * 16,
+            int.from_bytes(kernel.text[i * 16 : i * 16 + 16], "little"),
+            record,
+            i * 16 in reloc_offsets,
+            cubin.arch,
         )
         for i, record in enumerate(listing)
     )
@@ -192,8 +203,8 @@ def _indirect_targets(kernel) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def make_instruction(offset: int, word: int, record: dict, has_relocation: bool = False) -> Instruction:
-    """Build an Instruction from its word and its nvdisasm JSON record."""
+def make_instruction(offset: int, word: int, record: dict, has_relocation: bool = False, arch: int = 0) -> Instruction:
+    """Build an Instruction from its word and its nvdisasm JSON record (`arch`: its cubin's)."""
     opcode = record.get("opcode", "")
     operands = split_operands(record.get("operands", ""))
     guard = record.get("predicate", "")
@@ -215,6 +226,7 @@ def make_instruction(offset: int, word: int, record: dict, has_relocation: bool 
         known=known,
         target=_target(base, operands),
         has_relocation=has_relocation,
+        arch=arch,
     )
 
 

@@ -52,6 +52,25 @@ VARIABLE_LATENCY: frozenset[str] = frozenset(
     "DEPBAR ARRIVES".split()
 )
 
+# Variable latency on some arches only: the FP64 pipe. Where ptxas sets a write scoreboard on an
+# opcode's results and its readers wait on it, the result arrives when the scoreboard says, not
+# after a fixed count. ptxas 13.0 (CUDA 13.0.88) at -O3 over the project's 55 CUDA sources
+# (benchmarks/results/2026-12-02_latency_audit's build) sets one on DADD 127 of 127, DFMA 49 of
+# 52, DMUL 8 of 9, DSETP 4 of 4 on sm_103 and sm_120, and DADD 128 of 128, DFMA 48-49 of 51, DMUL
+# 9 of 10, DSETP 4 of 4 on sm_80, sm_86 and sm_89; over tests/corpus/src/fp64.cu and a DSETP
+# kernel on sm_75 and sm_87 on DADD 119 of 119, DFMA 9 of 10, DMUL 2 of 2, DSETP 4 of 4; on sm_90
+# and sm_100 on none (FP64 is fixed latency there: DFMA -> DFMA floor 8 on the H200). DMNMX and
+# DSET appear in no compiler output read, so they keep their fixed class. Arches are keyed
+# exactly (an sm_100a cubin says 100). tests/test_fp64_scoreboard.py checks the rule on cubins.
+FP64_PIPE: frozenset[str] = frozenset("DADD DFMA DMUL DSETP".split())
+VARIABLE_LATENCY_ON: dict[int, frozenset[str]] = dict.fromkeys((75, 80, 86, 87, 89, 103, 120), FP64_PIPE)
+
+
+def is_variable_latency(base: str, arch: int) -> bool:
+    """Whether an opcode (its base) delivers its results through a scoreboard on `arch`."""
+    return base in VARIABLE_LATENCY or base in VARIABLE_LATENCY_ON.get(arch, frozenset())
+
+
 # Memory spaces touched: loads and stores per space. Generic (LD/ST/ATOM/RED) may alias any.
 MEMORY_READS: dict[str, str] = {
     "LDG": "global",

@@ -50,7 +50,7 @@ def remember(words: list[int], records: list[dict], arch: int) -> None:
         if isinstance(record, dict) and "other-attributes" not in record:
             held = _RAW.setdefault((arch, word & ~TIMING_BITS), [])
             if len(held) < 4 and all(ins.word != word for ins, _ in held):
-                held.append((make_instruction(0, word, record), record))
+                held.append((make_instruction(0, word, record, arch=arch), record))
 
 
 def listed_before(word: int, arch: int) -> dict | None:

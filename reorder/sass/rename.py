@@ -210,7 +210,7 @@ def rename_instructions(
     out = {}
     for off, (word, (guard, opcode, operands)) in _rename(instructions, renames, arch).items():
         record = {"opcode": opcode, "operands": ", ".join(operands), "predicate": guard}
-        out[off] = make_instruction(off, word, record, instructions[off].has_relocation)
+        out[off] = make_instruction(off, word, record, instructions[off].has_relocation, arch)
     return out
 
 
