@@ -477,9 +477,14 @@ def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
         for res in writes:
             s.writes[res] = s.writes.get(res, frozenset()) | {Pending(sb, ins.offset, ins.opcode, 0, queue, ins.guard)}
         if ctrl.rbar != 7:
+            # its result is written after its sources are read: a wait on its own write scoreboard
+            # proves them read too (ptxas: DADD R4, -R8, R4 R0:W1, then DMUL R4 after a wait on SB1
+            # alone, sm_80 kahan_sum_f64)
+            own = ((sb, 0),) if sb != UNTRACKED else ()
             for res in ins.access.reads:
                 if res.startswith("R"):  # uniform operands are read at issue
-                    s.reads[res] = s.reads.get(res, frozenset()) | {Pending(ctrl.rbar, ins.offset, ins.opcode, 0)}
+                    read = Pending(ctrl.rbar, ins.offset, ins.opcode, 0, cover=own)
+                    s.reads[res] = s.reads.get(res, frozenset()) | {read}
         else:  # no read scoreboard: the queue reads the registers after issue (SHARED_PIPE)
             for res in ins.access.reads:
                 if res.startswith("R"):

@@ -100,3 +100,11 @@ def test_blackwell_fp64_kernels_stay_legal_as_compiled(blackwell_corpus):
         assert any(i.base in op.FP64_PIPE and i.is_variable_latency for i in code.instructions)
         report = verify_as_compiled(code)
         assert report.ok, (cubin.path, code.kernel.name, report.violations[:2])
+
+
+def test_a_wait_on_the_ops_own_write_scoreboard_proves_its_sources_read():
+    """sm_80 kahan_sum_f64 as ptxas compiled it: DADD R4, -R8, R4 with R0:W1, then DMUL R4 after
+    a wait on SB1 alone (the result is written after the sources are read)."""
+    dadd = "B------:R0:W1:Y:S06  DADD R4, -R8, R4"
+    assert not _kinds(dadd, "B-1----:R-:W1:Y:S06  DMUL R4, R4, 0.5", arch=80)
+    assert ("scoreboard", "R4") in _kinds(dadd, "B-----5:R-:W1:Y:S06  DMUL R4, R4, 0.5", arch=80)
