@@ -310,7 +310,7 @@ def _guarded(load: Instruction, guard: str, arch: int) -> Instruction:
     from reorder.sass.model import make_instruction
 
     record = {"opcode": opcode, "operands": ", ".join(operands), "predicate": got_guard}
-    return make_instruction(load.offset, word, record, load.has_relocation)
+    return make_instruction(load.offset, word, record, load.has_relocation, arch)
 
 
 def _retargeted(ins: Instruction, starts: dict[int, int], new_index: int, arch: int) -> Instruction:
