@@ -74,20 +74,21 @@ def test_the_arch_decides_the_class():
     assert not listing("B------:R-:W-:-:S02  DADD R4, R2, R6", arch=90)[0].is_variable_latency
 
 
-def _fixed_with_a_write_scoreboard(code) -> list[str]:
+def _fixed_with_a_scoreboard(code) -> list[str]:
     return [
         f"{i.offset:#x} {i.text}"
         for i in code.instructions
-        if i.known and not i.is_variable_latency and i.ctrl.wbar != 7
+        if i.known and not i.is_variable_latency and (i.ctrl.wbar != 7 or i.ctrl.rbar != 7)
     ]
 
 
-def test_ptxas_sets_a_write_scoreboard_on_no_op_the_verifier_calls_fixed(corpus, blackwell_corpus):
+def test_ptxas_sets_a_scoreboard_on_no_op_the_verifier_calls_fixed(corpus, blackwell_corpus):
     """The rule from the data: over the corpus as compiled for sm_80, sm_90, sm_100a and sm_120,
-    every op ptxas gives a write scoreboard is variable latency on that arch."""
+    every op ptxas gives a write or read scoreboard is variable latency on that arch (REDG's
+    read scoreboard included)."""
     seen = set()
     for cubin, code in [*corpus, *blackwell_corpus]:
-        assert not _fixed_with_a_write_scoreboard(code), (cubin.path, code.kernel.name)
+        assert not _fixed_with_a_scoreboard(code), (cubin.path, code.kernel.name)
         seen |= {(code.arch, i.base) for i in code.instructions if i.base in op.FP64_PIPE and i.ctrl.wbar != 7}
     assert {(120, "DADD"), (120, "DFMA"), (80, "DADD")} <= seen and not {a for a, _ in seen} & set(FIXED)
 
@@ -108,3 +109,12 @@ def test_a_wait_on_the_ops_own_write_scoreboard_proves_its_sources_read():
     dadd = "B------:R0:W1:Y:S06  DADD R4, -R8, R4"
     assert not _kinds(dadd, "B-1----:R-:W1:Y:S06  DMUL R4, R4, 0.5", arch=80)
     assert ("scoreboard", "R4") in _kinds(dadd, "B-----5:R-:W1:Y:S06  DMUL R4, R4, 0.5", arch=80)
+
+
+@pytest.mark.parametrize("arch", (90, 120))
+def test_overwriting_a_global_reductions_data_before_its_read_scoreboard_is_refused(arch):
+    """REDG reads its registers after issue, as RED does: its read scoreboard must be waited on
+    before its data or address registers are written again."""
+    redg = "B------:R0:W-:-:S02  REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R4.64], R2"
+    assert ("scoreboard", "R2") in _kinds(redg, "B------:R-:W-:-:S02  MOV R2, R7", arch=arch)
+    assert not _kinds(redg, "B0-----:R-:W-:-:S02  MOV R2, R7", arch=arch)
