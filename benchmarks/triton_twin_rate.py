@@ -65,6 +65,8 @@ def cpu():
 
 job = json.loads(sys.argv[1])
 tmp = tempfile.mkdtemp(prefix="twin-rate-")
+import atexit, shutil
+atexit.register(shutil.rmtree, tmp, True)  # its caches are read by nothing after the child
 os.environ["REORDER_CACHE"] = os.path.join(tmp, "reorder-cache")
 os.environ["REORDER_QUIET"] = "1"
 import triton
