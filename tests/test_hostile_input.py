@@ -431,6 +431,22 @@ def test_8_stale_run_folders_go_and_live_ones_stay(tmp_path: Path) -> None:
     assert live.exists() and not dead.exists()
 
 
+def test_8_a_half_removed_folder_of_an_ended_run_goes(tmp_path: Path) -> None:
+    """A run removing its folder while one of its workers still wrote into it can leave the folder
+    without its lock file (CI saw one after a kill -9 of the parent): with its maker gone it is
+    stale at once; a lockless folder of a live process stays while it is young."""
+    from reorder.base.lifetime import clean_stale
+
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
+    )
+    gone, mine = tmp_path / f"run-{int(ended.stdout)}-x", tmp_path / f"run-{os.getpid()}-y"
+    for folder in (gone, mine):
+        folder.mkdir()
+        (folder / "left.tmp").touch()
+    assert clean_stale(tmp_path) == [gone] and mine.is_dir()
+
+
 def test_8_a_folder_being_made_is_not_taken_for_stale(tmp_path: Path, monkeypatch) -> None:
     """A cleaner that created a missing lock file could lock a folder another run had just
     made and not yet locked, and delete it under that run ("run-...-/.lock: No such file or

@@ -67,8 +67,8 @@ def _ended(folder: Path) -> bool:
     locked, and delete it under that run (two concurrent runs on one machine did)."""
     try:
         handle = open(folder / LOCK_NAME)  # noqa: SIM115 (closed below, lock released with it)
-    except FileNotFoundError:
-        return _old(folder)
+    except FileNotFoundError:  # half removed by its run (a worker still wrote into it), or being made
+        return _old(folder) or not _maker_alive(folder)
     except OSError:
         return False
     with handle:
@@ -77,6 +77,22 @@ def _ended(folder: Path) -> bool:
         except OSError:
             return False  # its run holds the lock: alive
         return True
+
+
+def _maker_alive(folder: Path) -> bool:
+    """Whether the process named in `run-<pid>-...` may still be running (a pid that cannot be
+    read, or one reused by another process, counts as alive: the folder stays)."""
+    try:
+        pid = int(folder.name.split("-")[1])
+    except (IndexError, ValueError):
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _old(folder: Path) -> bool:
