@@ -320,32 +320,27 @@ def decode_check(paths: list[Path], group: int = 8) -> dict[str, int]:
     return counts
 
 
+def _compile_options(p: argparse.ArgumentParser) -> None:
+    """The options of every command that compiles the configs in child processes."""
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose code compiles (default: this one)")
+    p.add_argument("--families", help="comma-separated family names (default: all)")
+    p.add_argument(
+        "--gelu", action="store_true", help="also the GEMM with an erf-GELU epilogue (about 5,000 instructions)"
+    )
+    p.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per config before it counts as failed")
+    p.add_argument("--configs", help="'first': each family's first two configs (default: all)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.triton_twin_rate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    r = sub.add_parser("run", help="compile every config and its twin, one child process each")
-    r.add_argument("--out", type=Path, required=True)
-    r.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose code compiles (default: this one)")
-    r.add_argument("--families", help="comma-separated family names (default: all)")
-    r.add_argument(
-        "--gelu", action="store_true", help="also the GEMM with an erf-GELU epilogue (about 5,000 instructions)"
-    )
-    r.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per config before it counts as failed")
-    r.add_argument("--configs", help="'first': each family's first two configs (default: all)")
-    w = sub.add_parser("lists", help="compile every config and its three twins (the twin list), one child each")
-    w.add_argument("--out", type=Path, required=True)
-    w.add_argument("--tree", type=Path, default=ROOT)
-    w.add_argument("--families")
-    w.add_argument("--gelu", action="store_true")
-    w.add_argument("--timeout", type=float, default=1800.0)
-    w.add_argument("--configs", help="'first': each family's first two configs (default: all)")
-    d = sub.add_parser("bytes", help="every build the hook makes per config, as SHA-256 digests")
-    d.add_argument("--out", type=Path, required=True)
-    d.add_argument("--tree", type=Path, default=ROOT)
-    d.add_argument("--families")
-    d.add_argument("--gelu", action="store_true")
-    d.add_argument("--timeout", type=float, default=1800.0)
-    d.add_argument("--configs", help="'first': each family's first two configs (default: all)")
+    for name, what in (
+        ("run", "compile every config and its twin, one child process each"),
+        ("lists", "compile every config and its three twins (the twin list), one child each"),
+        ("bytes", "every build the hook makes per config, as SHA-256 digests"),
+    ):
+        _compile_options(sub.add_parser(name, help=what))
     c = sub.add_parser("same", help="compare two `bytes` files config by config")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
@@ -356,15 +351,18 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("runs", type=Path, nargs="+")
     t.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    if args.what == "run":
+    if args.what in ("run", "lists", "bytes"):
         families = args.families.split(",") if args.families else None
-        return run(args.tree, args.out, families, args.gelu, args.timeout, configs=args.configs)
-    if args.what == "lists":
-        families = args.families.split(",") if args.families else None
-        return run(args.tree, args.out, families, args.gelu, args.timeout, twin_lists=True, configs=args.configs)
-    if args.what == "bytes":
-        families = args.families.split(",") if args.families else None
-        return run(args.tree, args.out, families, args.gelu, args.timeout, digests=True, configs=args.configs)
+        return run(
+            args.tree,
+            args.out,
+            families,
+            args.gelu,
+            args.timeout,
+            twin_lists=args.what == "lists",
+            digests=args.what == "bytes",
+            configs=args.configs,
+        )
     if args.what == "same":
         count, lines = same(args.before, args.after, digests=not args.names_only)
         print("\n".join([*lines, f"{count - len(lines)} of {count} configs identical in every build"]))

@@ -174,22 +174,27 @@ def block_move_violations(
     orig_buffers: dict[int, frozenset[int]],
     noalias: bool = False,
     declared: frozenset[int] | None = None,
+    moved: list[MovedLoad] | str | None = None,
 ) -> tuple[Violation, ...]:
     """One violation per instruction that changed blocks illegally (module docstring); the
-    values the joined blocks leave are legality.equivalence's `moved_block_differences`."""
-    moved = moved_loads(original, candidate)
+    values the joined blocks leave are legality.equivalence's `moved_block_differences`.
+    `moved`: what `moved_loads` found, where the caller has it already."""
+    if moved is None:
+        moved = moved_loads(original, candidate)
     if isinstance(moved, str):
         at = candidate[0]
         return (Violation("block_move", "memory", at.offset, at.opcode, at.offset, at.opcode, "kept", "moved", moved),)
     if not moved:
         return ()
+    blocks = (basic_blocks(original), basic_blocks(candidate))
     return tuple(
-        v for m in moved for v in _judge(m, candidate, cand_buffers, original, orig_buffers, noalias, declared)
+        v for m in moved for v in _judge(m, blocks, candidate, cand_buffers, original, orig_buffers, noalias, declared)
     )
 
 
 def _judge(
     m: MovedLoad,
+    blocks: tuple[tuple[Block, ...], tuple[Block, ...]],  # the original's and the candidate's
     candidate: tuple[Instruction, ...],
     cand_buffers: dict[int, frozenset[int]],
     original: tuple[Instruction, ...],
@@ -197,7 +202,7 @@ def _judge(
     noalias: bool,
     declared: frozenset[int] | None,
 ) -> list[Violation]:
-    o_blocks, c_blocks = basic_blocks(original), basic_blocks(candidate)
+    o_blocks, c_blocks = blocks
     dom, block = o_blocks[m.dom], o_blocks[m.block]
     was, now = original[m.original], candidate[m.candidate]
     branch = original[dom.end - 1]

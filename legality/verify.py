@@ -738,12 +738,28 @@ def _crossing_violations(
 ) -> tuple[Violation, ...]:
     """Memory accesses moved across a barrier that the original's stores forbid (legality.crossings)."""
     from legality.crossings import crossing_violations, has_fences
-    from reorder.analysis.buffers import address_parameters
 
     if ins == original or not has_fences(original):
         return ()
+    return crossing_violations(*_memory_args(code, ins, original, noalias))
+
+
+def _memory_args(
+    code: KernelCode, ins: tuple[Instruction, ...], original: tuple[Instruction, ...], noalias: bool | tuple[int, ...]
+) -> tuple[
+    tuple[Instruction, ...],
+    dict[int, frozenset[int]],
+    tuple[Instruction, ...],
+    dict[int, frozenset[int]],
+    bool,
+    frozenset[int] | None,
+]:
+    """(candidate, its buffers per access, original, its buffers, noalias, the declared
+    no-alias parameters): what the crossing and the block-move rules both judge memory by."""
+    from reorder.analysis.buffers import address_parameters
+
     declared = None if noalias is True or not noalias else frozenset(noalias)
-    return crossing_violations(
+    return (
         ins,
         address_parameters(replace(code, instructions=ins)),
         original,
@@ -761,22 +777,13 @@ def _block_move_violations(
     the blocks' sizes is refused there."""
     from legality.blockmoves import block_move_violations, moved_loads
     from legality.equivalence import moved_block_differences
-    from reorder.analysis.buffers import address_parameters
 
     if ins == original or Counter(i.opcode for i in ins) != Counter(i.opcode for i in original):
         return ()  # nothing moved, or another build (not a reordering): its schedule alone is judged
     moved = moved_loads(original, ins)
     if moved == []:
         return ()
-    declared = None if noalias is True or not noalias else frozenset(noalias)
-    found = block_move_violations(
-        ins,
-        address_parameters(replace(code, instructions=ins)),
-        original,
-        address_parameters(replace(code, instructions=original)),
-        bool(noalias),
-        declared,
-    )
+    found = block_move_violations(*_memory_args(code, ins, original, noalias), moved=moved)
     if isinstance(moved, str) or found:
         return found
     o_blocks, c_blocks = basic_blocks(original), basic_blocks(ins)

@@ -13,8 +13,6 @@ from functools import cached_property
 from reorder.ptx.analyses.cfg import EXIT, Cfg
 from reorder.ptx.model.effects import Effect
 
-Defs = dict[str, frozenset[int]]
-
 
 class DefUse:
     """Reaching definitions and liveness of one function (computed once, read-only afterwards)."""
@@ -95,24 +93,6 @@ class DefUse:
         """The definitions of `reg` reaching the entry of block b."""
         bits = self._reaching_bits.get(b, 0) & self._def_bits[1].get(reg, 0)
         return self._decode(bits) if bits else frozenset()
-
-    def reaching_in(self, b: int) -> Defs:
-        """Definitions reaching the entry of block b, per register."""
-        bits = self._reaching_bits[b]
-        out: dict[str, set[int]] = {}
-        for reg, mask in self._def_bits[1].items():
-            if bits & mask:
-                out[reg] = set(self._decode(bits & mask))
-        return {reg: frozenset(v) for reg, v in out.items()}
-
-    def _through_block(self, b: int, defs: Defs, stop: int | None = None) -> Defs:
-        for i in self.cfg.blocks[b].instructions:
-            if i == stop:
-                break
-            effect = self.effects[i]
-            for reg in effect.defs:
-                defs[reg] = frozenset({i}) if self._kills(i) else defs.get(reg, frozenset()) | {i}
-        return defs
 
     def reaching(self, i: int, reg: str) -> frozenset[int]:
         """The definitions of `reg` that reach statement i (before it executes): the block's

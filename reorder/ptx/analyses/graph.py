@@ -41,7 +41,7 @@ def dependency_graph(cfg: Cfg, defuse: DefUse, memory: nx.DiGraph) -> nx.DiGraph
 
 def _register_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse) -> None:
     for block in cfg.blocks:
-        defs: dict[str, frozenset[int]] = {}  # written in this block so far; else the entry's
+        defs: dict[str, frozenset[int]] = {}  # reaching here, for each register met in the block so far
         for i in block.instructions:
             effect = defuse.effects[i]
             for reg in effect.uses:
@@ -54,8 +54,11 @@ def _register_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse) -> None:
 
 
 def _current(defs: dict[str, frozenset[int]], defuse: DefUse, b: int, reg: str) -> frozenset[int]:
-    """The definitions of `reg` reaching here: the block's own so far, else its entry's."""
-    return defs[reg] if reg in defs else defuse.entry_defs(b, reg)
+    """The definitions of `reg` reaching here: the block's own so far, else its entry's (read
+    from the analysis once per register and block)."""
+    if reg not in defs:
+        defs[reg] = defuse.entry_defs(b, reg)
+    return defs[reg]
 
 
 def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int, Origins], facts: MemoryFacts) -> None:
