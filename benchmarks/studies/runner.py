@@ -32,17 +32,46 @@ SUITE = Path(__file__).parent.parent / "kernels"
 FEW_BLOCKS = 3
 
 
-def load_suite_spec(kernel: str, point: dict | None = None):
-    """The suite's launch spec for `kernel`, resized to a sweep point."""
+def suite_spec_raw(kernel: str, point: dict | None = None, path: Path | None = None) -> dict:
+    """The suite's launch spec for `kernel` (or the spec file at `path`) as a table, resized to
+    a sweep point and without its sweep (one launch)."""
     import tomllib
 
     from reorder.suite.sweep import apply_sweep
-    from timing.spec import parse_spec
 
-    raw = tomllib.loads((SUITE / "specs" / f"{kernel}.toml").read_text())
+    raw = tomllib.loads((path or SUITE / "specs" / f"{kernel}.toml").read_text())
     raw = dict(apply_sweep(raw, point) if point else raw)
     raw.pop("grid_sweep", None)
-    return parse_spec(raw, kernel)
+    return raw
+
+
+def load_suite_spec(kernel: str, point: dict | None = None):
+    """The suite's launch spec for `kernel`, resized to a sweep point."""
+    from timing.spec import parse_spec
+
+    return parse_spec(suite_spec_raw(kernel, point), kernel)
+
+
+def write_suite_spec(kernel: str, point: dict | None, path: Path) -> Path:
+    """The suite's launch spec for `kernel` at a sweep point written as a TOML file at `path`
+    (what `reorder optimize --launch` reads)."""
+    from reorder.suite.sweep import spec_toml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(spec_toml(suite_spec_raw(kernel, point)))
+    return path
+
+
+def copy_report(written: Path, dest: Path, names: Iterable[str] = ("report.md", "trials.csv")) -> None:
+    """The files `reorder optimize` left beside its output `written` (in WRITTEN.reorder/)
+    that exist, copied into `dest`."""
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        src = written.with_suffix(".reorder") / name
+        if src.exists():
+            shutil.copy(src, dest / name)
 
 
 def few_blocks(spec):
@@ -256,7 +285,9 @@ class Study:
     `build_options`, or a `build(argv) -> int` of its own; either writes a folder with
     manifest.json), the GPU step (check and time, rows into the record it returns first:
     `record(run)` makes it, `check_and_time(run, record)` fills it), the summary and figures
-    (`plot(record, out) -> summary text`), its own options and the defaults of the common ones."""
+    (`plot(record, out) -> summary text`), its own options and the defaults of the common ones.
+    A study that builds nothing ahead (its steps build as they go) declares `manifest(args)`
+    instead: the runner then asks for no build folder."""
 
     name: str
     record: Callable[[Run], Record]
@@ -269,6 +300,7 @@ class Study:
     build_dir: Path = Path("gpu_build")
     deadline_s: float = 220.0
     options: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    manifest: Callable[[argparse.Namespace], dict] | None = None
     select: Callable[[dict, argparse.Namespace], dict] = lambda manifest, args: manifest
     stamps: Callable[[dict], dict] = lambda manifest: {"commit": manifest.get("commit")}
     live: Callable[[], LiveDevice] = LiveDevice
@@ -289,7 +321,8 @@ class Study:
 def parser(study: Study) -> argparse.ArgumentParser:
     """The common options, then the study's own."""
     p = argparse.ArgumentParser(prog=f"benchmarks.studies {study.name}", description=study.doc.splitlines()[0])
-    p.add_argument("--build", type=Path, default=study.build_dir, help=f"the CPU build (default {study.build_dir})")
+    if study.manifest is None:
+        p.add_argument("--build", type=Path, default=study.build_dir, help=f"the CPU build (default {study.build_dir})")
     p.add_argument("--out", type=Path, default=Path("out") / study.name, help="where the rows and summary go")
     p.add_argument(
         "--deadline", type=float, default=study.deadline_s, help="seconds; what is not begun by then is skipped"
@@ -334,13 +367,13 @@ def main(study: Study, argv: list[str] | None = None) -> int:
     """Run `study`: 0 when every step ran (a failing job is a row, not a failure), 1 when a
     whole step failed (its row in <prefix>_failures.csv), 2 for bad input (one line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--prepare" in argv:
+    if "--prepare" in argv and study.manifest is None:
         argv.remove("--prepare")
         return study.build_main(argv)
     args = parser(study).parse_args(argv)
     started = time.monotonic()
-    manifest_path = args.build / "manifest.json"
-    if not manifest_path.is_file():
+    manifest_path = Path(getattr(args, "build", "")) / "manifest.json"
+    if study.manifest is None and not manifest_path.is_file():
         print(
             f"{study.name}: {manifest_path} not found (build it with python -m benchmarks.studies {study.name} "
             "--prepare)",
@@ -348,7 +381,8 @@ def main(study: Study, argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        manifest = study.select(json.loads(manifest_path.read_text()), args)
+        found = json.loads(manifest_path.read_text()) if study.manifest is None else study.manifest(args)
+        manifest = study.select(found, args)
     except ValueError as exc:
         print(f"{study.name}: {exc}", file=sys.stderr)
         return 2
