@@ -498,8 +498,18 @@ def run(
 # ---------------------------------------------------------------- tune (GPU)
 
 
-def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: float) -> int:
-    """rt.tune on the plain autotuner's pick at each family's middle shape (see the module docstring)."""
+def tune_rows(
+    build: Path | None,
+    out: Path,
+    names: list[str],
+    budget: int,
+    seconds: float,
+    shape_index: int | None = None,
+    config_label: str | None = None,
+) -> int:
+    """rt.tune on the plain autotuner's pick at each family's middle shape (see the module
+    docstring); or at the family's shape `shape_index`, on its config labelled `config_label`
+    (then no plain autotuning runs and no build is needed: the config compiles here)."""
     import shutil
     import tempfile
 
@@ -507,25 +517,26 @@ def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: fl
     from reorder.suite.triton_kernels import torch_args
 
     out.mkdir(parents=True, exist_ok=True)
-    _caches(build, "user")["on"] = False  # the search compiles here, with this host's own ptxas
+    if build is not None:
+        _caches(build, "user")["on"] = False  # the search compiles here, with this host's own ptxas
     os.environ["REORDER_QUIET"] = "1"
     folder = Path(tempfile.mkdtemp(prefix="one-line-tune-"))  # cubins, specs, studies: only reports come back
     rows = []
     for name in names:
         fam = family(name)
-        shape = fam.tune_shape
+        shape = fam.tune_shape if shape_index is None else fam.shapes[shape_index]
         case = fam.case(shape)
         args, _ = torch_args(case, seed=7)
         t0 = time.monotonic()
         row: dict[str, Any] = {"family": name, "shape": "x".join(map(str, shape))}
         try:
-            plain, _ = _autotuned(case, configs_of(fam), args)
-            row["config"] = label(plain.best_config)
+            chosen = _chosen_config(fam, case, args, config_label)
+            row["config"] = label(chosen)
             result = rt.tune(
                 case.kernel,
                 *args,
                 grid=case.grid,
-                configs=[plain.best_config],
+                configs=[chosen],
                 budget=budget,
                 seconds=seconds,
                 outputs=case.outputs,
@@ -556,6 +567,17 @@ def tune_rows(build: Path, out: Path, names: list[str], budget: int, seconds: fl
         write_rows(out / "one_line_tune.csv", rows)
         print(row, flush=True)
     return 0
+
+
+def _chosen_config(fam, case, args, config_label: str | None):
+    """The config rt.tune searches: the plain autotuner's pick, or the one labelled so."""
+    if config_label is None:
+        plain, _ = _autotuned(case, configs_of(fam), args)
+        return plain.best_config
+    found = [c for c in configs_of(fam) if label(c) == config_label]
+    if not found:
+        raise KeyError(f"{fam.name}: no config {config_label!r} (have: {', '.join(label(c) for c in configs_of(fam))})")
+    return found[0]
 
 
 # ---------------------------------------------------------------- report
@@ -589,11 +611,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     r.add_argument("--sets", type=int, default=2, help="fresh input sets per byte check")
     r.add_argument("--middle", action="store_true", help="each family's middle shape only")
     t = sub.add_parser("tune")
-    t.add_argument("--build", type=Path, required=True)
+    t.add_argument("--build", type=Path, help="the build (needed unless --config is given)")
     t.add_argument("--out", type=Path, required=True)
     t.add_argument("--families", default=",".join(TUNE_FAMILIES))
     t.add_argument("--budget", type=int, default=8)
     t.add_argument("--seconds", type=float, default=60.0)
+    t.add_argument("--shape", type=int, help="index of the family's shape (default: its middle shape)")
+    t.add_argument("--config", help="the config's label (default: the plain autotuner's pick)")
     g = sub.add_parser("report")
     g.add_argument("out", type=Path)
     g.add_argument("--prebuilt", type=Path, help="the prebuilt-candidate harness's triton_cells.csv to set beside")
@@ -612,7 +636,10 @@ def main(argv: list[str] | None = None) -> int:
         order = args.families.split(",") if args.families else None
         return run(args.build, args.out, args.set, only, args.deadline, args.sets, args.middle, order)
     if args.command == "tune":
-        return tune_rows(args.build, args.out, sorted(only or TUNE_FAMILIES), args.budget, args.seconds)
+        if args.build is None and args.config is None:
+            raise SystemExit("tune: give --build (the plain autotuner's pick) or --config LABEL")
+        names = sorted(only or TUNE_FAMILIES)
+        return tune_rows(args.build, args.out, names, args.budget, args.seconds, args.shape, args.config)
     return report(args.out, args.prebuilt)
 
 
