@@ -30,3 +30,30 @@ def test_optimize_refuses_an_unknown_kernel_in_one_line(tmp_path, capsys):
     assert studies(argv) == 2
     assert capsys.readouterr().err.strip().startswith("optimize: no kernel nope (have: ")
     assert not (tmp_path / "out").exists()
+
+
+def test_multigpu_walks_both_throughput_runs_and_the_kill_test(tmp_path):
+    import json
+
+    from benchmarks import multigpu_gpu
+
+    out, work = tmp_path / "out", tmp_path / "work"
+    assert multigpu_gpu.main(["--out", str(out), "--dry-run", "--work", str(work), "--seconds", "5"]) == 0
+    runs = _rows(out / "multigpu.csv")
+    assert [(r["workers"], r["rc"], r["finished"], r["failed"], r["l2"]) for r in runs] == [
+        ("1", "0", "13", "1", "warm"),
+        ("2", "0", "13", "1", "warm"),
+    ]
+    kill = json.loads((out / "kill_test.json").read_text())
+    assert kill["workers"] == 2 and kill["killed_worker_trials"] == [3] and kill["retried_as"] == {"3": [12]}
+    assert kill["every_killed_trial_retried_once"] and kill["numbers_unique"] and kill["binaries_scored_twice"] == 0
+    assert (out / "clocks.csv").is_file() and (work / "host1").is_dir()
+    assert "- every_killed_trial_retried_once: True" in (out / "summary.md").read_text()
+
+
+def test_multigpu_verdict_sees_a_killed_trial_never_retried(tmp_path):
+    from benchmarks.studies.multigpu import Dry, kill_verdict
+
+    trials = Dry().trials("any")[:-1]  # the retry gone
+    verdict = kill_verdict(trials, {3})
+    assert verdict["killed_worker_trials"] == [3] and not verdict["every_killed_trial_retried_once"]

@@ -10,6 +10,7 @@ STUDIES = {
     "batch_aa": "benchmarks.studies.batch_aa",
     "loops": "benchmarks.studies.loops",
     "moves": "benchmarks.studies.moves",
+    "multigpu": "benchmarks.studies.multigpu",
     "optimize": "benchmarks.studies.optimize",
     "ptx_candidates": "benchmarks.studies.ptx_candidates",
     "ptx_search": "benchmarks.studies.ptx_search",

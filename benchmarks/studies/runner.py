@@ -185,6 +185,7 @@ class Record:
     fields; `out`, `deadline` (time.monotonic) and `stamps` (gpu, date, commit) it must have."""
 
     prefix: ClassVar[str] = "study"
+    files: ClassVar[dict[str, str]] = {}  # a table's file when not <prefix>_<table>.csv (a kept name)
     failures: list = dataclasses.field(default_factory=list, kw_only=True)
 
     def left(self) -> float:
@@ -193,7 +194,7 @@ class Record:
     def add(self, table: str, row: dict) -> None:
         rows = getattr(self, table)
         rows.append({**self.stamps, **row})  # type: ignore[attr-defined]
-        write_rows(self.out / f"{self.prefix}_{table}.csv", rows)  # type: ignore[attr-defined]
+        write_rows(self.out / self.files.get(table, f"{self.prefix}_{table}.csv"), rows)  # type: ignore[attr-defined]
 
 
 @dataclasses.dataclass
