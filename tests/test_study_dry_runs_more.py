@@ -57,3 +57,37 @@ def test_multigpu_verdict_sees_a_killed_trial_never_retried(tmp_path):
     trials = Dry().trials("any")[:-1]  # the retry gone
     verdict = kill_verdict(trials, {3})
     assert verdict["killed_worker_trials"] == [3] and not verdict["every_killed_trial_retried_once"]
+
+
+def test_shapes_writes_each_shape_s_spec_and_compares_each_search(tmp_path, capsys):
+    import json
+
+    from benchmarks import shapes_gpu
+
+    out = tmp_path / "out"
+    assert shapes_gpu.main(["--out", str(out), "--only", "rmsnorm_triton_style", "--dry-run", "--jobs", "2"]) == 0
+    specs = sorted(p.name for p in (out / "rmsnorm_triton_style" / "specs").iterdir())
+    assert specs == sorted(f"rows{n}.toml" for n in (1, 16, 128, 1024, 8192))
+    said = capsys.readouterr().out
+    assert "--per-shape" in said and said.count("--launch") == 5 and "--jobs 2" in said
+    compared = json.loads((out / "summary.json").read_text())["rmsnorm_triton_style"]
+    assert compared["exit"] == 0 and set(compared["per_shape"]) == {p.removesuffix(".toml") for p in specs}
+    low, gm, high = sorted(compared["multi_shape_winner"]["geomean"])
+    assert low < gm < high and compared["multi_shape_winner"]["geomean"][0] == gm
+    assert [r["kernel"] for r in _rows(out / "shapes_runs.csv")] == ["rmsnorm_triton_style"]
+
+
+def test_shapes_compare_finds_the_best_single_shape_winner(tmp_path):
+    import json
+
+    from benchmarks.studies.shapes import compare
+
+    ratios = {
+        "a": {"s1": [0.9, 0.89, 0.91], "s2": [1.0, 0.99, 1.01]},
+        "b": {"s1": [1.0, 0.99, 1.01], "s2": [0.8, 0.79, 0.81]},
+    }
+    doc = {"weights": {"s1": 1, "s2": 1}, "finals": {k: {"ratios": r} for k, r in ratios.items()}, "winner": "a"}
+    (tmp_path / "shapes.json").write_text(json.dumps(doc))
+    c = compare(tmp_path / "shapes.json")
+    assert c["single_shape_winners"]["s1"]["sha256"] == "a" and c["single_shape_winners"]["s2"]["sha256"] == "b"
+    assert not c["multi_at_least_best_single"]  # b's geomean (0.894) beats the written a's (0.949)

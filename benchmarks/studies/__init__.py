@@ -14,6 +14,7 @@ STUDIES = {
     "optimize": "benchmarks.studies.optimize",
     "ptx_candidates": "benchmarks.studies.ptx_candidates",
     "ptx_search": "benchmarks.studies.ptx_search",
+    "shapes": "benchmarks.studies.shapes",
     "stallcut": "benchmarks.studies.stallcut",
     "structs": "benchmarks.studies.structs",
 }
