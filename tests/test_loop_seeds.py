@@ -36,3 +36,15 @@ def test_each_other_ptx_kind_alone_is_a_seed_and_a_wgmma_only_space_starts_with_
     assert {p.kind for p in picks_of(seed, level)} == {"wgmma"}
     assert study.seed_params(SearchSpace((), (), (), (), ptx=level))[0] == seed
     assert kind_seed_params(ptx_level(PTX, "embedding_bag_sum", True, 90)) == []  # loops are seeded apart
+
+
+def test_the_loop_seeds_come_before_the_sass_only_seeds() -> None:
+    """A search of big launches scores a dozen trials: it must reach the loop moves (the wins
+    measured on Triton's kernels) before the SASS-only combinations."""
+    level = ptx_level(PTX, "embedding_bag_sum", True, 90)
+    space = SearchSpace((), ("a stall-cut block",), (), ptx=level)  # type: ignore[arg-type]
+    everything = study.seed_params(space)
+    sass_only = [k for k, s in enumerate(everything) if s.get("sc0") == 1 and not picks_of(s, level)]
+    loops = [everything.index(s) for s in loop_seed_params(level)]
+    assert sass_only and loops
+    assert max(loops) < min(sass_only)
