@@ -91,3 +91,28 @@ def test_shapes_compare_finds_the_best_single_shape_winner(tmp_path):
     c = compare(tmp_path / "shapes.json")
     assert c["single_shape_winners"]["s1"]["sha256"] == "a" and c["single_shape_winners"]["s2"]["sha256"] == "b"
     assert not c["multi_at_least_best_single"]  # b's geomean (0.894) beats the written a's (0.949)
+
+
+def test_correctness_prepares_then_walks_the_barrier_sweep_and_a_search(tmp_path):
+    import json
+
+    from benchmarks import correctness_gpu
+    from benchmarks.studies import correctness
+
+    build, out, work = tmp_path / "build", tmp_path / "out", tmp_path / "work"
+    assert correctness_gpu.main(["prepare", str(build)]) == 0  # the first command line: PART FOLDER
+    entries = json.loads((build / "manifest.json").read_text())["entries"]
+    assert {e["kind"] for e in entries} == {"probe", "repro"} and all((build / e["file"]).is_file() for e in entries)
+    assert (build / "specs" / "rmsnorm_triton_style" / "rows1.toml").is_file()
+    assert correctness_gpu.main(["barrier", str(build), "--out", str(out), "--dry-run"]) == 0
+    rows = _rows(out / "barrier_sweep.csv")
+    repro = [r for r in rows if r["kind"] == "repro"]
+    assert len(repro) == len(correctness.REPRO_STALLS) * (1 + len(correctness.REPRO_ROWS))
+    assert {r["check"] for r in rows} == {"identical"} and {r["poisoned"] for r in repro} == {"True", "False"}
+    argv = ["optimize", str(build), "--out", str(out), "--kernels", "rmsnorm_triton_style", "--dry-run"]
+    assert correctness_gpu.main([*argv, "--work", str(work), "--seconds", "5"]) == 0
+    checked = _rows(out / "optimize_rmsnorm_triton_style.csv")
+    points = sorted(p.stem for p in (build / "specs" / "rmsnorm_triton_style").glob("rows*.toml"))
+    assert sorted(r["point"] for r in checked) == points and {r["tuned_at"] for r in checked} == {"rows1"}
+    assert {(r["changed"], r["check"], r["l2"]) for r in checked} == {("False", "identical", "warm")}
+    assert (out / "rmsnorm_triton_style" / "optimize.log").is_file()

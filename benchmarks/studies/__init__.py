@@ -8,6 +8,7 @@ import importlib
 # name -> the module whose STUDY it is (imported only when asked for: a study pulls in its build)
 STUDIES = {
     "batch_aa": "benchmarks.studies.batch_aa",
+    "correctness": "benchmarks.studies.correctness",
     "loops": "benchmarks.studies.loops",
     "moves": "benchmarks.studies.moves",
     "multigpu": "benchmarks.studies.multigpu",
