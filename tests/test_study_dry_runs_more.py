@@ -116,3 +116,27 @@ def test_correctness_prepares_then_walks_the_barrier_sweep_and_a_search(tmp_path
     assert sorted(r["point"] for r in checked) == points and {r["tuned_at"] for r in checked} == {"rows1"}
     assert {(r["changed"], r["check"], r["l2"]) for r in checked} == {("False", "identical", "warm")}
     assert (out / "rmsnorm_triton_style" / "optimize.log").is_file()
+
+
+def test_probe_prebuilds_walks_the_timelines_and_reanalyses_them(tmp_path, monkeypatch):
+    """A real prebuild of the first four probe positions of each version (all of them take
+    minutes on the CPU), the dry run over it, then the CPU's second look at its timelines."""
+    import json
+
+    import reorder.probe.variants as variants
+    from benchmarks import probe_gpu
+
+    every = variants.probe_positions
+    monkeypatch.setattr(variants, "probe_positions", lambda code, first, last: every(code, first, last)[:4])
+    build, out = tmp_path / "build", tmp_path / "out"
+    assert probe_gpu.main(["--prebuild", str(build), "--rows", "4"]) == 0
+    manifest = json.loads((build / "manifest.json").read_text())
+    assert manifest["rows"] == 4 and {len(v["positions"]) for v in manifest["versions"].values()} == {4}
+    assert probe_gpu.main(["--run", str(build), "--out", str(out), "--dry-run"]) == 0
+    summary = json.loads((out / "probe_summary.json").read_text())
+    assert set(summary["versions"]) == {"original", "batched"} and summary["gpu"] == "none (dry run)"
+    assert all(v["probed_in_pass"] == 4 and v["failed"] == [] for v in summary["versions"].values())
+    assert (out / "timeline_original.csv").is_file() and (out / "timeline_batched.csv").is_file()
+    assert probe_gpu.main(["--run", str(build), "--reanalyse", str(out)]) == 0
+    again = json.loads((out / "probe_summary.json").read_text())
+    assert "re-derived on the CPU" in again["analysis"] and again["versions"].keys() == summary["versions"].keys()

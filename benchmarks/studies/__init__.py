@@ -13,6 +13,7 @@ STUDIES = {
     "moves": "benchmarks.studies.moves",
     "multigpu": "benchmarks.studies.multigpu",
     "optimize": "benchmarks.studies.optimize",
+    "probe": "benchmarks.studies.probe",
     "ptx_candidates": "benchmarks.studies.ptx_candidates",
     "ptx_search": "benchmarks.studies.ptx_search",
     "shapes": "benchmarks.studies.shapes",
