@@ -39,7 +39,7 @@ from benchmarks.studies.runner import (
     SUITE,
     BuildRecord,
     DryDevice,
-    LiveDevice,
+    ProcessDevice,
     Study,
     commit,
     copy_report,
@@ -124,20 +124,11 @@ def _point_name(point: dict) -> str:
 # ---------------------------------------------------------------- GPU side
 
 
-class Live(LiveDevice):
+class Live(ProcessDevice):
     """Byte checks in one isolated worker, started at the first check (after any search, which
     has the GPU to itself); the search as a subprocess."""
 
-    def __init__(self) -> None:
-        self.pool = None
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-
     def check(self, a: Path, b: Path, spec, timeout_s: float, **kw: Any) -> dict:
-        if self.pool is None:
-            LiveDevice.__init__(self)
         return self.job("timing.evaluate:check_job", str(a), str(b), spec, timeout_s=timeout_s, **kw)
 
     def optimize(self, cmd: list[str], cubin: Path, fast: Path, log: Path) -> int:
@@ -256,6 +247,7 @@ def one_kernel(run, rec: Rows, kernel: str) -> None:
         res = rec.device.check(cubin, fast, spec, 600, sets=RECHECK_SETS, first_set=first)
         rec.add("optimize", {**meta, "point": p.stem, "grid": math.prod(spec.grid), **res})
         print(json.dumps({k: rec.optimize[-1].get(k) for k in ("kernel", "point", "status", "check")}), flush=True)
+    rec.device.release()  # the next kernel's search has the GPU to itself
 
 
 def check_and_time(run, rec: Rows) -> None:

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from benchmarks.studies.runner import (
     SUITE,
     DryDevice,
-    LiveDevice,
+    ProcessDevice,
     Record,
     Study,
     commit,
@@ -90,14 +90,8 @@ def search_command(kernel: str, spec: Path, out: Path, budget: int, seconds: int
     )
 
 
-class Live(LiveDevice):
+class Live(ProcessDevice):
     """The searches as processes on this host's GPUs (no worker pool: they take the GPUs)."""
-
-    def __init__(self) -> None:
-        self.pool = None
-
-    def close(self) -> None:
-        pass
 
     def gpu_count(self) -> int:
         out = subprocess.run(

@@ -25,7 +25,7 @@ from typing import ClassVar
 from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
-    LiveDevice,
+    ProcessDevice,
     Study,
     commit,
     copy_report,
@@ -81,8 +81,9 @@ def single_moves(cubin: Path, kernel: str, noalias: bool, folder: Path) -> dict[
     return out
 
 
-class Live(LiveDevice):
-    """The search as a subprocess on this host's GPU; the timing in one isolated worker."""
+class Live(ProcessDevice):
+    """The search as a subprocess on this host's GPU; the timing in one isolated worker,
+    started after the search and ended before the next."""
 
     def optimize(self, cmd: list[str], cubin: Path, fast: Path) -> tuple[int, str]:
         """`reorder optimize`'s exit code and the tail of what it said on stderr."""
@@ -147,6 +148,7 @@ def one_kernel(run, rec: Rows, e: dict) -> None:
         row = {**fields, "optimize_rc": rc, "optimize_seconds": round(elapsed, 1)}
         rec.add("summary", {**row, **rec.device.check_and_time(cubin, path, spec)})
         print(json.dumps({k: rec.summary[-1].get(k) for k in SHOWN}), flush=True)
+    rec.device.release()
 
 
 def check_and_time(run, rec: Rows) -> None:

@@ -155,6 +155,28 @@ class LiveDevice:
         return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
 
 
+class ProcessDevice(LiveDevice):
+    """The device of a study whose GPU work is mostly processes of its own (`reorder optimize`
+    runs): its worker starts at the first job, not before, and `release` ends it, so a search
+    never shares the GPU with an idle worker's context."""
+
+    def __init__(self) -> None:
+        self.pool = None
+
+    def close(self) -> None:
+        self.release()
+
+    def release(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    def job(self, fn: Any, *args: Any, timeout_s: float, **kw: Any) -> dict:
+        if self.pool is None:
+            LiveDevice.__init__(self)
+        return LiveDevice.job(self, fn, *args, timeout_s=timeout_s, **kw)
+
+
 class DryDevice(LiveDevice):
     """No GPU: every step walked with made-up numbers (never measurements), for tests and for a
     study's rehearsal on the CPU. A study's dry device answers its own calls through `made_up`."""

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from benchmarks.studies.runner import BuildRecord, DryDevice, LiveDevice, Study, commit, lanes, summary_head
+from benchmarks.studies.runner import BuildRecord, DryDevice, ProcessDevice, Study, commit, lanes, summary_head
 
 HERE = Path(__file__).resolve().parent.parent
 SLACK_S = 35  # a search's limit beyond its --time: the outer timeout's 25 s and its kill's 10
@@ -209,14 +209,8 @@ def manifest(args: argparse.Namespace) -> dict:
     return {"commit": commit(), "kernels": [s.kernel for s in SEARCHES if not args.only or s.kernel in args.only]}
 
 
-class Live(LiveDevice):
+class Live(ProcessDevice):
     """The searches as processes on this host (`--device cpu`: no GPU needed, none named)."""
-
-    def __init__(self) -> None:
-        self.pool = None
-
-    def close(self) -> None:
-        pass
 
     def gpu_name(self) -> str:
         try:
