@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
 from benchmarks import optimize_gpu
 from benchmarks.studies.__main__ import main as studies
+from reorder.binary.tools import have_tool
 
 
 def _rows(path) -> list[dict]:
@@ -140,3 +143,30 @@ def test_probe_prebuilds_walks_the_timelines_and_reanalyses_them(tmp_path, monke
     assert probe_gpu.main(["--run", str(build), "--reanalyse", str(out)]) == 0
     again = json.loads((out / "probe_summary.json").read_text())
     assert "re-derived on the CPU" in again["analysis"] and again["versions"].keys() == summary["versions"].keys()
+
+
+@pytest.mark.skipif(not (have_tool("nvcc") and have_tool("nvdisasm")), reason="needs nvcc and nvdisasm")
+def test_latency_probe_prebuilds_two_pairs_and_walks_them(tmp_path, capsys):
+    from benchmarks import latency_probe_gpu
+
+    build, out = tmp_path / "build", tmp_path / "out"
+    assert latency_probe_gpu.main(["--prebuild", str(build), "--pairs", "FFMA,IADD3"]) == 0
+    assert "2/2 pairs located" in capsys.readouterr().out
+    assert latency_probe_gpu.main(["--run", str(build), "--out", str(out), "--dry-run", "--pairs", "FFMA,IADD3"]) == 0
+    rows = _rows(out / "latency_probe_sm_90.csv")
+    assert [(r["pair"], r["status"], r["gpu"]) for r in rows] == [
+        ("FFMA", "measured", "none (dry run)"),
+        ("IADD3", "measured", "none (dry run)"),
+    ]
+    assert all(r["verifier_unsafe"] in ("", "[]") for r in rows)
+    assert "[[entry]]" in (out / "measured_sm_90.toml").read_text()
+    assert "unsafe pairs (verifier accepts, WRONG on silicon): 0" in (out / "summary.md").read_text()
+
+
+def test_latency_probe_without_out_is_one_line(capsys):
+    from benchmarks import latency_probe_gpu
+
+    assert latency_probe_gpu.main(["--run", "nowhere"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "latency_probe_gpu: error: --out OUTDIR is required with --run (or without --prebuild)"
+    )

@@ -328,6 +328,7 @@ class Study:
     stamps: Callable[[dict], dict] = lambda manifest: {"commit": manifest.get("commit")}
     live: Callable[[], LiveDevice] = LiveDevice
     dry: Callable[[], LiveDevice] = DryDevice
+    verdict: Callable[[Record], int] = lambda record: 0  # a study's own exit code from its rows (1: a finding)
 
     def run(self, argv: list[str] | None = None) -> int:
         """This study through the runner (`main`), from a command line."""
@@ -388,7 +389,8 @@ def folder_build(
 
 def main(study: Study, argv: list[str] | None = None) -> int:
     """Run `study`: 0 when every step ran (a failing job is a row, not a failure), 1 when a
-    whole step failed (its row in <prefix>_failures.csv), 2 for bad input (one line)."""
+    whole step failed (its row in <prefix>_failures.csv) or the study's verdict says so, 2 for
+    bad input (one line), a ReorderError's code when the device cannot start (one line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--prepare" in argv and study.manifest is None:
         argv.remove("--prepare")
@@ -414,7 +416,13 @@ def main(study: Study, argv: list[str] | None = None) -> int:
 
 
 def _run(study: Study, args: argparse.Namespace, manifest: dict, started: float) -> int:
-    device = study.dry() if args.dry_run else study.live()
+    from reorder.base.errors import ReorderError
+
+    try:
+        device = study.dry() if args.dry_run else study.live()
+    except ReorderError as exc:  # no GPU, most often: one line and its exit code
+        print(f"{study.name}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     failed: list[str] = []
     try:
         stamps = {"gpu": device.gpu_name(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), **study.stamps(manifest)}
@@ -430,7 +438,7 @@ def _run(study: Study, args: argparse.Namespace, manifest: dict, started: float)
     run.log(f"wrote {args.out}/summary.md and {record.prefix}_*.csv")
     for name in failed:
         print(f"{study.name}: the {name} step failed ({args.out}/{record.prefix}_failures.csv)", file=sys.stderr)
-    return 1 if failed else 0
+    return max(1 if failed else 0, study.verdict(record))
 
 
 def _step(record: Record, name: str, step: Callable[[], Any], failed: list[str]) -> Any:
