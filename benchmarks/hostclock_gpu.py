@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from reorder.probe.hostaxis import (
     HOST_PER_GPU,
     LINK1_ASSUMES,
@@ -251,15 +249,9 @@ def write_study(out: Path, m: Measured) -> dict[str, Any]:
 
 def spec_for(rows: int, folder: Path) -> Path:
     """The suite spec of KERNEL at `rows` rows."""
-    from reorder.suite.sweep import apply_sweep, spec_toml
+    from benchmarks.studies.runner import write_suite_spec
 
-    raw = dict(
-        apply_sweep(tomllib.loads((ROOT / "benchmarks/kernels/specs" / f"{KERNEL}.toml").read_text()), {"rows": rows})
-    )
-    raw.pop("grid_sweep", None)
-    path = folder / f"{KERNEL}_{rows}.toml"
-    path.write_text(spec_toml(raw))
-    return path
+    return write_suite_spec(KERNEL, {"rows": rows}, folder / f"{KERNEL}_{rows}.toml")
 
 
 def probe_run(out: Path, rows: int, launches: int) -> int:
