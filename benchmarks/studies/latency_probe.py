@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from benchmarks.studies.runner import BuildRecord, DryDevice, LiveDevice, Study, lanes
+from benchmarks.studies.runner import BuildRecord, DryDevice, LiveDevice, Study, lanes, record_of
 from reorder.base.errors import ReorderError
 
 
@@ -157,7 +157,7 @@ STUDY = Study(
     name="latency_probe",
     prepare=prepare,
     build_options=build_options,
-    record=lambda run: Rows(run.args.build, run.args.out, run.deadline, run.device, run.stamps),
+    record=record_of(Rows),
     check_and_time=check_and_time,
     plot=summary,
     doc=__doc__ or "",
