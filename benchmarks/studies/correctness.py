@@ -40,9 +40,9 @@ from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
     ProcessDevice,
-    Study,
     commit,
     copy_report,
+    declared,
     lanes,
     optimize_command,
     suite_cubin,
@@ -291,18 +291,12 @@ def options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--work", type=Path, default=Path("/tmp/correctness_gpu"), help="where the searches write")
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="correctness",
-    prepare=prepare,
     record=record,
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     build_dir=Path("gpu_build/correctness"),
     deadline_s=3600.0,
-    options=options,
-    live=Live,
-    dry=Dry,
 )
 
 

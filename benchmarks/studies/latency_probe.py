@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from benchmarks.studies.runner import BuildRecord, DryDevice, LiveDevice, Study, lanes, record_of
+from benchmarks.studies.runner import BuildRecord, DryDevice, LiveDevice, declared, lanes
 from reorder.base.errors import ReorderError
 
 
@@ -153,19 +153,11 @@ def options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--in-process", action="store_true", help="no child process per pair")
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="latency_probe",
-    prepare=prepare,
-    build_options=build_options,
-    record=record_of(Rows),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     build_dir=Path("benchmarks/results/latency_probe_build"),
     deadline_s=3600.0,
-    options=options,
-    live=Live,
-    dry=Dry,
     verdict=lambda rec: 1 if any(r.verifier_unsafe for r in rec.results) else 0,  # type: ignore[attr-defined]
 )
 

@@ -29,11 +29,10 @@ from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
     LiveDevice,
-    Study,
     commit,
+    declared,
     few_blocks,
     lanes,
-    record_of,
     summary_head,
 )
 
@@ -222,16 +221,9 @@ def build_options(p: argparse.ArgumentParser) -> None:
     stallcut.build_options(p)
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="moves",
-    prepare=prepare,
-    build_options=build_options,
-    record=record_of(Rows),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     build_dir=Path("gpu_build/moves"),
     deadline_s=400.0,
-    live=Live,
-    dry=Dry,
 )

@@ -34,8 +34,8 @@ from benchmarks.studies.runner import (
     DryDevice,
     ProcessDevice,
     Record,
-    Study,
     commit,
+    declared,
     lanes,
     optimize_command,
     suite_cubin,
@@ -346,16 +346,10 @@ def summary(rec: Rows, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="multigpu",
-    manifest=manifest,
     record=lambda run: Rows(run.args.out, run.deadline, run.device, run.stamps),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     deadline_s=3600.0,
-    options=options,
     stamps=lambda manifest: {"commit": manifest.get("commit"), "l2": "warm"},
-    live=Live,
-    dry=Dry,
 )

@@ -26,9 +26,9 @@ from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
     ProcessDevice,
-    Study,
     commit,
     copy_report,
+    declared,
     lanes,
     optimize_command,
     ratio_ci,
@@ -172,15 +172,9 @@ def summary(rec: Rows, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="optimize",
-    manifest=manifest,
     record=lambda run: Rows(run.args.work, run.args.out, run.deadline, run.device, run.stamps),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     deadline_s=1800.0,
-    options=options,
-    live=Live,
-    dry=Dry,
 )

@@ -33,10 +33,9 @@ from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
     LiveDevice,
-    Study,
     commit,
+    declared,
     lanes,
-    record_of,
     suite_cubin,
     suite_spec_raw,
     summary_head,
@@ -213,18 +212,11 @@ def build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, default=16, help="the launch's rows")
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="probe",
-    prepare=prepare,
-    build_options=build_options,
-    record=record_of(Rows),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     build_dir=Path("gpu_build/probe"),
     deadline_s=1200.0,
-    live=Live,
-    dry=Dry,
 )
 
 

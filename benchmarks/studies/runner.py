@@ -342,6 +342,32 @@ class Study:
         return folder_build(self.name, self.prepare, self.build_dir, self.doc, self.build_options)(argv)
 
 
+# a study module's names by the convention of benchmarks/studies: Study field <- module name
+CONVENTION = {
+    "prepare": "prepare",
+    "build_options": "build_options",
+    "options": "options",
+    "manifest": "manifest",
+    "check_and_time": "check_and_time",
+    "plot": "summary",
+    "live": "Live",
+    "dry": "Dry",
+}
+
+
+def declared(module: str, **fields: Any) -> Study:
+    """The `Study` a module declares by the convention (CONVENTION: its `prepare`,
+    `build_options`, `options`, `manifest`, `check_and_time`, `summary`, `Live` and `Dry`
+    where it has them; its record `record_of(Rows)`; its docstring), with `fields` (name,
+    build_dir, deadline_s, ...) added or overriding: a study module then ends at one line of
+    what is its own."""
+    names = vars(sys.modules[module])
+    found: dict[str, Any] = {field: names[name] for field, name in CONVENTION.items() if name in names}
+    if "Rows" in names:
+        found["record"] = record_of(names["Rows"])
+    return Study(doc=names.get("__doc__") or "", **{**found, **fields})
+
+
 def parser(study: Study) -> argparse.ArgumentParser:
     """The common options, then the study's own."""
     p = argparse.ArgumentParser(prog=f"benchmarks.studies {study.name}", description=study.doc.splitlines()[0])

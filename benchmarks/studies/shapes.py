@@ -31,7 +31,15 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from benchmarks.studies.runner import BuildRecord, DryDevice, ProcessDevice, Study, commit, lanes, summary_head
+from benchmarks.studies.runner import (
+    BuildRecord,
+    DryDevice,
+    ProcessDevice,
+    commit,
+    declared,
+    lanes,
+    summary_head,
+)
 
 HERE = Path(__file__).resolve().parent.parent
 SLACK_S = 35  # a search's limit beyond its --time: the outer timeout's 25 s and its kill's 10
@@ -306,15 +314,9 @@ def summary(rec: Rows, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="shapes",
-    manifest=manifest,
     record=lambda run: Rows(run.args.out, run.args.out, run.deadline, run.device, run.stamps),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     deadline_s=1800.0,
-    options=options,
-    live=Live,
-    dry=Dry,
 )

@@ -26,11 +26,10 @@ from benchmarks.studies.runner import (
     BuildRecord,
     DryDevice,
     LiveDevice,
-    Study,
     commit,
+    declared,
     lanes,
     ratio_ci,
-    record_of,
     suite_cubin,
     summary_head,
 )
@@ -174,17 +173,10 @@ def summary(rec: Rows, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-STUDY = Study(
+STUDY = declared(
+    __name__,
     name="stallcut",
-    prepare=prepare,
-    build_options=build_options,
-    record=record_of(Rows),
-    check_and_time=check_and_time,
-    plot=summary,
-    doc=__doc__ or "",
     build_dir=Path("gpu_build/stallcut"),
     deadline_s=400.0,
     options=lambda p: p.add_argument("--budget", type=float, default=3.0, help="seconds of paired timing per kernel"),
-    live=Live,
-    dry=Dry,
 )
