@@ -201,6 +201,29 @@ def batch_loads(
     return _merged(code, steps)
 
 
+def peeled(code: KernelCode, head: int | None = None) -> tuple[KernelCode, str]:
+    """`code` with one loop peeled (reorder.moves.peel), checked by legality.peel, and the note
+    saying which: the loop at offset `head`, or the last peelable loop holding a global load
+    (the one after the others: in a two-pass kernel, the second pass)."""
+    from legality.peel import peel_match
+    from reorder.moves.peel import note, peel_loop, plans
+    from reorder.sass.model import decode_kernel
+
+    found = plans(code)
+    if head is not None:
+        found = [p for p in found if code.instructions[p.start].offset == head]
+    if not found:
+        where = f"at {head:#06x}" if head is not None else "holding a global load"
+        raise NotApplicable(f"{code.kernel.name}: no loop {where} can be peeled")
+    plan = found[-1]
+    grown = peel_loop(code, plan)
+    after = decode_kernel(parse_cubin(grown.data, f"peeled {code.kernel.name}"), code.kernel.name)
+    match = peel_match(code, after)
+    if isinstance(match, str):
+        raise EncodingError(f"{code.kernel.name}: the peel did not check: {match}")
+    return after, note(code, plan)
+
+
 def _same_values(before: KernelCode, step: Outcome) -> Outcome:
     """`step`, or nothing done when its blocks do not provably compute what they computed
     (legality.equivalence: renames are checked by symbolic values, which the verifier's timing

@@ -161,6 +161,9 @@ def _by_instructions(args: argparse.Namespace, cubin, names: list[str], record: 
         code = decode_kernel(cubin, name)
         if against:
             original = decode_kernel(against, name)
+            if len(code.instructions) > len(original.instructions):
+                bad += not _peel_verdict(code, original)
+                continue
             report = verify_kernel(code, original=original.instructions, noalias=getattr(args, "assume_noalias", False))
             if record is None and _other_build(code.instructions, original.instructions):
                 hints.append(name)
@@ -189,6 +192,25 @@ def _by_instructions(args: argparse.Namespace, cubin, names: list[str], record: 
         )
     how = f"against {_given(args)}" if against else "as compiler output"
     return _verdict(bad, len(names), how)
+
+
+def _peel_verdict(code, original) -> bool:
+    """A candidate longer than its original is judged as a loop peel (legality.peel), by structure:
+    the same instructions per thread, in the same order, as the original runs."""
+    from legality.peel import peel_match
+
+    found = peel_match(original, code)
+    if isinstance(found, str):
+        print(f"{code.kernel.name}: sm_{code.arch}: 1 violation")
+        print(f"  peel       not a loop peel of the original: {found}")
+        return False
+    head, back = original.instructions[found.start].offset, original.instructions[found.end - 1].offset
+    print(
+        f"{code.kernel.name}: sm_{code.arch}: legal (loop {head:#06x}-{back:#06x} peeled: its body copied before "
+        "it word for word, the copy's back edge negated to the loop's exit, every other word and .nv.info "
+        "record the original's with offsets mapped)"
+    )
+    return True
 
 
 def _other_build(ours: tuple, theirs: tuple) -> bool:

@@ -34,7 +34,7 @@ from reorder.binary.nvinfo import (
     encode_nv_info,
     remap_record,
 )
-from reorder.sass.model import KernelCode
+from reorder.sass.model import Instruction, KernelCode
 
 TEXT_ALIGN = 128  # .text sizes are padded to this with NOPs (ref §1.3)
 NOP_WORD = (0x000FC00000000000 << 64) | 0x7918  # ptxas's padding NOP, S00 DRAIN (ref §1.1)
@@ -145,15 +145,28 @@ def _place_originals(code: KernelCode, slots: list[int | None], new_offset_of: d
             continue
         ins = next(originals)
         word = ins.word
-        if ins.target is not None:
-            if ins.target not in new_offset_of:
-                raise EncodingError(f"branch target {ins.target:#x} is not an instruction", ins.offset, ins.opcode)
-            here, there = new_offset_of[ins.offset], new_offset_of[ins.target]
-            if there - here != ins.target - ins.offset:
+        target = pc_target(ins, code.arch)
+        if target is not None:
+            if target not in new_offset_of:
+                raise EncodingError(f"branch target {target:#x} is not an instruction", ins.offset, ins.opcode)
+            here, there = new_offset_of[ins.offset], new_offset_of[target]
+            if there - here != target - ins.offset:
                 word = branches.encode_target(word, code.arch, here, there, ins.base)
                 retargeted.append(ins.offset)
         words.append(word)
     return words, retargeted
+
+
+def pc_target(ins: Instruction, arch: int) -> int | None:
+    """The code offset a PC-relative instruction names: a branch's or BSSY's target, or the
+    callee of a relative call, or the base a relative return adds its register to (CALL.REL and
+    RET.REL, which the model gives no target: they name a function, not a block; the
+    displacement is baked into the word when no relocation carries it)."""
+    if ins.target is not None:
+        return ins.target
+    if ins.opcode.startswith(("CALL.REL", "RET.REL")) and not ins.has_relocation:
+        return branches.decode_target(ins.word, arch, ins.offset, ins.base)
+    return None
 
 
 def _nop_word(code: KernelCode) -> int:
@@ -375,11 +388,12 @@ def changed_originals(before: KernelCode, after_text: bytes, grown: Grown) -> tu
             if word != ins.word:
                 bad.append(ins.offset)
             continue
-        assert ins.target is not None  # only branches with a target are retargeted
+        old_target = pc_target(ins, before.arch)
+        assert old_target is not None  # only PC-relative instructions are retargeted
         target = branches.decode_target(word, before.arch, new, ins.base)
-        same_rest = branches.encode_target(word, before.arch, new, ins.target, ins.base) == branches.encode_target(
-            ins.word, before.arch, new, ins.target, ins.base
+        same_rest = branches.encode_target(word, before.arch, new, old_target, ins.base) == branches.encode_target(
+            ins.word, before.arch, new, old_target, ins.base
         )
-        if target != grown.new_offset_of[ins.target] or not same_rest:
+        if target != grown.new_offset_of[old_target] or not same_rest:
             bad.append(ins.offset)
     return tuple(bad)

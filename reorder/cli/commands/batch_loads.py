@@ -48,6 +48,17 @@ def _batch_loads():
             "between them, where nothing on the way may write their buffer (DominatorHoist)",
         )
         p.add_argument(
+            "--peel",
+            nargs="?",
+            const="last",
+            default=None,
+            metavar="OFFSET",
+            help="first peel one single-block loop (the one at OFFSET, or the last one holding a global "
+            "load): its body is copied before it, the text grows; the peeled kernel is written to "
+            "OUTPUT.peeled.cubin and every other step is judged against it (reorder verify OUTPUT --against "
+            "it; reorder verify it --against INPUT judges the peel)",
+        )
+        p.add_argument(
             "--extra-registers",
             type=int,
             default=32,
@@ -66,6 +77,8 @@ def _batch_loads():
                 "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
             )
             print(f"ASSUMPTION: {which} do not alias any other buffer")
+        if args.peel is not None:
+            code = _peel_first(args, code)
         return write_outcome(
             args,
             batch_loads(
@@ -79,3 +92,29 @@ def _batch_loads():
         )
 
     return run, add
+
+
+def _peel_first(args: argparse.Namespace, code):
+    """The kernel with a loop peeled, written next to the output (the other steps' original)."""
+    from reorder.base.errors import InputError
+    from reorder.base.files import write_atomic
+    from reorder.build.pipeline import peeled
+
+    head = None
+    if args.peel != "last":
+        try:
+            head = int(args.peel, 0)
+        except ValueError:
+            raise InputError(f"--peel {args.peel}: not an instruction offset (e.g. 0xcb0)") from None
+    after, note = peeled(code, head)
+    path = peeled_path(args.output)
+    check_output(path, [args.cubin])
+    write_atomic(path, after.cubin.data, protect=[args.cubin])
+    print(f"note: {note}")
+    print(f"peeled kernel written to {path} (the original the other steps are judged against)")
+    return after
+
+
+def peeled_path(output: str) -> str:
+    """Where `--peel` writes the peeled kernel: beside the output, `K.cubin` -> `K.peeled.cubin`."""
+    return output[: -len(".cubin")] + ".peeled.cubin" if output.endswith(".cubin") else output + ".peeled.cubin"
