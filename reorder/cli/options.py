@@ -39,6 +39,28 @@ def launch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", type=kernel_name, help="kernel name (default: the spec's)")
 
 
+def noalias_arg(p: argparse.ArgumentParser) -> None:
+    """--assume-noalias: alone for every pointer parameter, or with a comma list of indices."""
+    p.add_argument(
+        "--assume-noalias",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="PARAMS",
+        help="assume pointer parameters do not alias (all, or a comma list of indices)",
+    )
+
+
+def ptx_move_args(p: argparse.ArgumentParser) -> None:
+    """Arguments shared by the PTX move commands (`ptx-hoist`, `ptx-loops`): the PTX in, the
+    PTX and cubin out, the kernel and --assume-noalias."""
+    p.add_argument("ptx", metavar="IN.ptx", help="PTX from nvcc -ptx or Triton")
+    p.add_argument("-o", "--output", metavar="OUT.ptx", help="where the moved PTX goes (never over the input)")
+    p.add_argument("--cubin", metavar="OUT.cubin", help="where its cubin goes (default: OUT with .cubin)")
+    p.add_argument("--kernel", help="kernel name (default: the only one, else required)")
+    noalias_arg(p)
+
+
 def noalias_choice(value: str | None, count: int) -> bool | tuple[int, ...]:
     """--assume-noalias: absent -> False, alone -> True (all), or a comma list of parameter indices."""
     from reorder.base.errors import InputError

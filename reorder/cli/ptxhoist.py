@@ -8,6 +8,7 @@ from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
 from reorder.build.ptxcandidate import Built, check_compiles, read_ptx, write_and_compile
+from reorder.cli.options import ptx_move_args
 from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.legality import Planner
 from reorder.ptx.analyses.memory import Noalias
@@ -18,18 +19,7 @@ from reorder.ptx.space.plans import MODES, Move, loads_reaching, plan
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ptx", metavar="IN.ptx", help="PTX from nvcc -ptx or Triton")
-    p.add_argument("-o", "--output", metavar="OUT.ptx", help="where the moved PTX goes (never over the input)")
-    p.add_argument("--cubin", metavar="OUT.cubin", help="where its cubin goes (default: OUT with .cubin)")
-    p.add_argument("--kernel", help="kernel name (default: the only one, else required)")
-    p.add_argument(
-        "--assume-noalias",
-        nargs="?",
-        const="all",
-        default=None,
-        metavar="PARAMS",
-        help="assume pointer parameters do not alias (all, or a comma list of indices)",
-    )
+    ptx_move_args(p)
     p.add_argument("--list", action="store_true", help="list peelable loops and every load's legal destinations")
     p.add_argument(
         "--mode",
@@ -50,11 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, noalias_of) -> int:
     source = Path(args.ptx)
     module = read_ptx(source)
-    kernel = _kernel(module, args.kernel, source)
-    noalias: Noalias = noalias_of(args.assume_noalias, len(module.function(kernel).params))
-    if noalias:
-        which = "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
-        print(f"ASSUMPTION: {which} do not alias any other buffer")
+    kernel, noalias = kernel_and_noalias(module, args, source, noalias_of)
     if args.list:
         check_compiles(source)  # a listing of PTX that ptxas rejects would be of nothing real
         print("\n".join(listing(module, kernel, noalias)))
@@ -87,6 +73,17 @@ def _kernel(module: Module, name: str | None, source: Path) -> str:
     if len(kernels) != 1:
         raise InputError(f"{source}: {len(kernels)} kernels ({', '.join(kernels) or 'none'}); name one with --kernel")
     return kernels[0]
+
+
+def kernel_and_noalias(module: Module, args: argparse.Namespace, source: Path, noalias_of) -> tuple[str, Noalias]:
+    """The kernel --kernel names (or the only one) and what --assume-noalias assumes of it,
+    the assumption said on stdout so that no result is read without it."""
+    kernel = _kernel(module, args.kernel, source)
+    noalias: Noalias = noalias_of(args.assume_noalias, len(module.function(kernel).params))
+    if noalias:
+        which = "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
+        print(f"ASSUMPTION: {which} do not alias any other buffer")
+    return kernel, noalias
 
 
 def parse_moves(words: list[str], module: Module, kernel: str, noalias: Noalias) -> tuple[Module, list[Move]]:

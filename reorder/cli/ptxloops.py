@@ -14,7 +14,8 @@ from pathlib import Path
 
 from reorder.base.errors import InputError, NotApplicable
 from reorder.build.ptxcandidate import check_compiles, read_ptx, write_and_compile
-from reorder.cli.ptxhoist import _kernel, summary
+from reorder.cli.options import ptx_move_args
+from reorder.cli.ptxhoist import kernel_and_noalias, summary
 from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.counted import loop_labels
 from reorder.ptx.analyses.memory import Noalias
@@ -26,18 +27,7 @@ from reorder.ptx.moves.unroll import UnrollBatch
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ptx", metavar="IN.ptx", help="PTX from nvcc -ptx or Triton")
-    p.add_argument("-o", "--output", metavar="OUT.ptx", help="where the moved PTX goes (never over the input)")
-    p.add_argument("--cubin", metavar="OUT.cubin", help="where its cubin goes (default: OUT with .cubin)")
-    p.add_argument("--kernel", help="kernel name (default: the only one, else required)")
-    p.add_argument(
-        "--assume-noalias",
-        nargs="?",
-        const="all",
-        default=None,
-        metavar="PARAMS",
-        help="assume pointer parameters do not alias (all, or a comma list of indices)",
-    )
+    ptx_move_args(p)
     p.add_argument("--list", action="store_true", help="list the loops, their inductions, exits and loads")
     p.add_argument("--loop", metavar="LABEL", help="the loop's header label ($L__BB0_2; the $ may be left out)")
     which = p.add_mutually_exclusive_group()
@@ -58,11 +48,7 @@ def run(args: argparse.Namespace, noalias_of) -> int:
     if _is_cubin(source):
         return _cubin_only(source, args)
     module = read_ptx(source)
-    kernel = _kernel(module, args.kernel, source)
-    noalias: Noalias = noalias_of(args.assume_noalias, len(module.function(kernel).params))
-    if noalias:
-        which = "all pointer parameters" if isinstance(noalias, bool) else "parameters " + ", ".join(map(str, noalias))
-        print(f"ASSUMPTION: {which} do not alias any other buffer")
+    kernel, noalias = kernel_and_noalias(module, args, source, noalias_of)
     if args.list:
         check_compiles(source)  # a listing of PTX that ptxas rejects would be of nothing real
         print("\n".join(listing(module, kernel, noalias, args.speculate)))
