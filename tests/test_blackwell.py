@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import CORPUS, _load_build, corpus_files
+from sweeps import at_least, sample  # tests/sweeps.py
 from test_cubin import _normalize, _nvdisasm_listing
 
 from reorder.binary import branches
@@ -34,15 +35,19 @@ def test_the_corpus_is_read_at_each_arch_with_its_mercury_sections(blackwell_cor
 
 @pytest.mark.slow
 def test_instruction_counts_and_text_equal_nvdisasm(blackwell_corpus, blackwell_corpus_dir):
-    listings = {str(p): _nvdisasm_listing(p) for p in corpus_files(blackwell_corpus_dir)}
+    """Every cubin of both archs (the CPU tier: every other one, tests/sweeps.py)."""
+    listings = {str(p): _nvdisasm_listing(p) for p in sample(corpus_files(blackwell_corpus_dir))}
+    assert {read_cubin(p).arch for p in listings} == {100, 120}
     checked = 0
     for cubin, code in blackwell_corpus:
+        if cubin.path not in listings:
+            continue
         listing = listings[cubin.path][code.kernel.name]
         assert len(code.instructions) == len(listing) == code.kernel.instruction_count, (cubin.path, code.kernel.name)
         for ins, (offset, text) in zip(code.instructions, listing):
             assert (ins.offset, _normalize(ins.text)) == (offset, _normalize(text)), (cubin.path, hex(offset))
             checked += 1
-    assert checked > 9000
+    assert checked > at_least(9000, 4000)
 
 
 def test_round_trip_is_bit_identical(blackwell_corpus, blackwell_corpus_dir):

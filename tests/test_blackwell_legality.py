@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from sweeps import sample  # tests/sweeps.py
 
 from legality.evidence import source_of, unmeasured_facts, verify_as_compiled
 from legality.latency import TABLE_DIR, load_table, read_table, unmeasured_arch
@@ -95,16 +96,17 @@ def _without_control(ins) -> int:
 
 @pytest.mark.slow
 def test_stall_cuts_and_load_batches_verify_against_their_originals(blackwell_corpus):
+    """Every entry kernel of both archs (the CPU tier: every other one, tests/sweeps.py)."""
     removed = total = batched = 0
-    for i, (cubin, code) in enumerate(blackwell_corpus):
-        if not code.kernel.is_entry:
-            continue
+    entries = sample([(cubin, code) for cubin, code in blackwell_corpus if code.kernel.is_entry])
+    assert {cubin.arch for cubin, _ in entries} == {100, 120}
+    for i, (cubin, code) in enumerate(entries):
         cut = cut_stalls(code)
         assert verify_kernel(cut.after, original=code.instructions).ok, (cubin.path, code.kernel.name)
         assert list(map(_without_control, cut.after.instructions)) == list(map(_without_control, code.instructions))
         removed += sum(x.ctrl.stall for x in code.instructions) - sum(x.ctrl.stall for x in cut.after.instructions)
         total += sum(x.ctrl.stall for x in code.instructions)
-        if i % 3 == 0:
+        if i % 2 == 0:
             out = batch_loads(code, noalias=True)
             assert verify_kernel(out.after, original=code.instructions).ok, (cubin.path, code.kernel.name)
             batched += bool(out.applied)
@@ -146,13 +148,18 @@ def test_latency_probe_builds_its_sweeps_for_sm_100a(tmp_path):
     from reorder.binary.cubin import read_cubin
     from reorder.sass.model import decode_kernel
 
-    done = _run("latency-probe", "--arch", "sm_100a", "--build-only", "--build-dir", str(tmp_path))
+    named = ["FFMA", "DFMA", "ISETP->branch", "FSETP->guarded", "LOP3->IMAD", "IMAD"]
+    pairs = list(dict.fromkeys([*named, *sample([p.name for p in pc.PAIRS])]))  # every pair: tests/sweeps.py
+    done = _run(
+        "latency-probe", "--arch", "sm_100a", "--build-only", "--build-dir", str(tmp_path), "--pairs", ",".join(pairs)
+    )
     assert done.returncode == 0, done.stderr
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert (manifest["arch"], manifest["target"]) == (100, "sm_100a")
+    assert sorted(e["pair"] for e in manifest["pairs"]) == sorted(pairs)
     located = {e["pair"] for e in manifest["pairs"] if e["located"]}
-    assert {"FFMA", "DFMA", "ISETP->branch", "FSETP->guarded", "LOP3->IMAD", "IMAD"} <= located, located
-    assert len(located) >= len(pc.PAIRS) - 4
+    assert set(named) <= located, located
+    assert len(located) >= len(pairs) - 4
     for e in manifest["pairs"]:
         assert e["located"] or e["reason"].startswith("not generated"), e
         if e["located"]:

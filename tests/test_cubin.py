@@ -11,6 +11,7 @@ import pytest
 from conftest import CORPUS, corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweeps import at_least, sample  # tests/sweeps.py
 
 from reorder.base.errors import InputError, ReorderError
 from reorder.base.files import write_atomic
@@ -84,14 +85,18 @@ def _normalize(text: str) -> str:
 
 @pytest.mark.slow
 def test_instruction_text_matches_nvdisasm(corpus, corpus_dir):
-    listings = {p: _nvdisasm_listing(p) for p in corpus_files(corpus_dir)}
+    """Every cubin of both archs (the CPU tier: every other one, tests/sweeps.py)."""
+    listings = {str(p): _nvdisasm_listing(p) for p in sample(corpus_files(corpus_dir))}
+    assert {read_cubin(p).arch for p in listings} == {80, 90}
     checked = 0
     for cubin, code in corpus:
-        listing = dict(listings[next(p for p in listings if str(p) == cubin.path)][code.kernel.name])
+        if cubin.path not in listings:
+            continue
+        listing = dict(listings[cubin.path][code.kernel.name])
         for ins in code.instructions:
             assert _normalize(ins.text) == _normalize(listing[ins.offset]), (cubin.path, hex(ins.offset))
             checked += 1
-    assert checked > 8000
+    assert checked > at_least(8000, 3000)
 
 
 def test_branch_targets_decode_like_nvdisasm(corpus):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import ptx_sources  # tests/ptx_sources.py
 import pytest
+from sweeps import at_least, sample  # tests/sweeps.py
 
 from benchmarks.ptx_candidates import FALLBACK_MODES, RMSNORM
 from reorder.binary.cubin import read_cubin
@@ -87,9 +88,10 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
     module: ptxas compiles every entry on its own, so one build per source compiles the same
     candidates as one build per kernel (a kernel's build compiles its whole module: 201
     kernel compiles over the corpus instead of 59), and each kernel is verified in it.
-    One kernel's build alone is the CLI's path (test_cli_writes_the_moved_ptx_and_its_cubin)."""
+    One kernel's build alone is the CLI's path (test_cli_writes_the_moved_ptx_and_its_cubin).
+    The CPU tier builds every other source (tests/sweeps.py)."""
     built = 0
-    for path in release_ptx:
+    for path in sample(release_ptx):
         module = read_ptx(path)
         moved, names, described = module, [], []
         for kernel in module.kernels:
@@ -107,7 +109,7 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
             assert checked.ok, (name, checked.violations)
         assert read_ptx(out.ptx).text == moved.text  # every kernel's moves are in the one module built
         built += len(names)
-    assert built >= 40
+    assert built >= at_least(40, 20)
 
 
 def test_cli_lists_instances_and_the_plans(capsys):
