@@ -60,24 +60,9 @@ BUFFER_DTYPES = {
     "u32": "uint32",
     "u64": "uint64",
 }
-# Triton scalar type -> numpy dtype of the by-value parameter (Triton's launcher widths)
-SCALAR_DTYPES = {
-    "i1": "int8",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u1": "uint8",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-    "fp16": "float16",
-    "bf16": "uint16",
-    "fp32": "float32",
-    "f32": "float32",
-    "fp64": "float64",
-}
+# Triton scalar type -> numpy dtype of the by-value parameter: Triton's launcher widths are a
+# buffer element's, and it also spells fp32 'f32'
+SCALAR_DTYPES = {**BUFFER_DTYPES, "f32": "float32"}
 BF16_ONE_TO_TWO = (0x3F80, 0x4000)  # bit patterns of the bf16 values in [1, 2)
 
 Grid = Sequence[int] | Callable[[Mapping[str, Any]], Sequence[int]]
