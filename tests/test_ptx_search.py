@@ -160,45 +160,11 @@ def test_bad_ptx_inputs_get_one_line(ptx, tmp_path, capsys):
     cubin = Path(__file__).resolve().parent / "corpus" / "cubin" / "sm_90" / "elementwise.cubin"
     junk = tmp_path / "junk.ptx"
     junk.write_text("not ptx at all\n")
-    assert (
-        main(
-            [
-                "optimize",
-                str(cubin),
-                "--kernel",
-                "saxpy_grid_stride",
-                "--ptx",
-                str(junk),
-                "-o",
-                str(tmp_path / "o.cubin"),
-                "--device",
-                "cpu",
-                "--budget",
-                "1",
-            ]
-        )
-        == 2
-    )
+    optimize_saxpy = ["optimize", str(cubin), "--kernel", "saxpy_grid_stride", "-o", str(tmp_path / "o.cubin")]
+    optimize_saxpy += ["--device", "cpu", "--budget", "1"]
+    assert main([*optimize_saxpy, "--ptx", str(junk)]) == 2
     assert "not a PTX file" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "optimize",
-                str(cubin),
-                "--kernel",
-                "saxpy_grid_stride",
-                "--ptx",
-                str(ptx),
-                "-o",
-                str(tmp_path / "o.cubin"),
-                "--device",
-                "cpu",
-                "--budget",
-                "1",
-            ]
-        )
-        == 2
-    )
+    assert main([*optimize_saxpy, "--ptx", str(ptx)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "saxpy_grid_stride" in err  # the PTX has no such kernel
     bad = tmp_path / "bad.cu"
