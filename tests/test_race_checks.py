@@ -121,21 +121,25 @@ def _reorder(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_check_launch_needs_launch(tmp_path) -> None:
-    done = _reorder(
+def _optimize_rms(cubin: Path, output: Path, *extra: str) -> subprocess.CompletedProcess:
+    """`reorder optimize` of the RMSNorm kernel with a one-trial CPU budget."""
+    return _reorder(
         "optimize",
-        str(CUBIN),
+        str(cubin),
         "--kernel",
         "rmsnorm_triton_style",
         "-o",
-        str(tmp_path / "o.cubin"),
+        str(output),
         "--device",
         "cpu",
-        "--check-launch",
-        str(SPEC),
+        *extra,
         "--budget",
         "1",
     )
+
+
+def test_check_launch_needs_launch(tmp_path) -> None:
+    done = _optimize_rms(CUBIN, tmp_path / "o.cubin", "--check-launch", str(SPEC))
     assert done.returncode == 2 and "--check-launch needs --launch" in done.stderr
 
 
@@ -146,22 +150,7 @@ def test_a_wrong_check_launch_is_refused_before_the_search(tmp_path) -> None:
         .replace('name = "eps"', 'name = "eps2"\n')
         .replace('dtype = "float32"\nvalue = 1e-5', 'dtype = "float64"\nvalue = 1e-5')
     )
-    done = _reorder(
-        "optimize",
-        str(CUBIN),
-        "--kernel",
-        "rmsnorm_triton_style",
-        "-o",
-        str(tmp_path / "o.cubin"),
-        "--device",
-        "cpu",
-        "--launch",
-        str(SPEC),
-        "--check-launch",
-        str(bad),
-        "--budget",
-        "1",
-    )
+    done = _optimize_rms(CUBIN, tmp_path / "o.cubin", "--launch", str(SPEC), "--check-launch", str(bad))
     assert done.returncode == 2 and "bad.toml" in done.stderr
     assert not (tmp_path / "o.cubin").exists()
 
@@ -172,18 +161,7 @@ def test_a_hard_linked_output_is_refused_before_the_search(tmp_path) -> None:
     src = tmp_path / "k.cubin"
     src.write_bytes(CUBIN.read_bytes())
     os.link(src, tmp_path / "link.cubin")
-    done = _reorder(
-        "optimize",
-        str(src),
-        "--kernel",
-        "rmsnorm_triton_style",
-        "-o",
-        str(tmp_path / "link.cubin"),
-        "--device",
-        "cpu",
-        "--budget",
-        "1",
-    )
+    done = _optimize_rms(src, tmp_path / "link.cubin")
     assert done.returncode == 2 and "input" in done.stderr and "trials" not in done.stderr
     assert not (tmp_path / "link.reorder").exists()
 
