@@ -336,30 +336,22 @@ def _fake_gpu(tmp_path: Path, *flags: str, **env: str) -> _Run:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_sigterm_5_s_into_the_finalists_kills_the_busy_gpu_worker(tmp_path: Path) -> None:
-    run = _fake_gpu(tmp_path, "--final-budget", "60")  # each finalist's timing job runs 50 s
-    run.wait_for("finalists: ")
-    time.sleep(5)
+@pytest.mark.parametrize(
+    ("stage", "final_budget", "env", "after_s"),
+    [
+        ("finalists", "60", {}, 5),  # each finalist's timing job runs 50 s: the busy GPU worker is killed
+        ("re-check", "0.2", {"FAKE_RECHECK_S": "600"}, 5),  # the re-check hangs: the hung worker is killed
+        ("pruning", "0.2", {"FAKE_PRUNE_S": "60"}, 1),  # each removal's scoring runs 60 s
+    ],
+)
+def test_sigterm_into_a_gpu_stage_kills_its_worker(
+    tmp_path: Path, stage: str, final_budget: str, env: dict[str, str], after_s: float
+) -> None:
+    run = _fake_gpu(tmp_path, "--final-budget", final_budget, **env)
+    run.wait_for(f"{stage}: ")
+    time.sleep(after_s)
     waited, cpu, kids = run.signal_and_wait(signal.SIGTERM)
-    _assert_ended_cleanly(run, tmp_path, "finalists", waited, cpu, kids, None)
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_sigterm_5_s_into_the_recheck_kills_the_hung_gpu_worker(tmp_path: Path) -> None:
-    run = _fake_gpu(tmp_path, "--final-budget", "0.2", FAKE_RECHECK_S="600")  # the re-check hangs
-    run.wait_for("re-check: ")
-    time.sleep(5)
-    waited, cpu, kids = run.signal_and_wait(signal.SIGTERM)
-    _assert_ended_cleanly(run, tmp_path, "re-check", waited, cpu, kids, None)
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_sigterm_1_s_into_the_pruning_kills_the_busy_gpu_worker(tmp_path: Path) -> None:
-    run = _fake_gpu(tmp_path, "--final-budget", "0.2", FAKE_PRUNE_S="60")  # each removal's scoring runs 60 s
-    run.wait_for("pruning: ")
-    time.sleep(1)
-    waited, cpu, kids = run.signal_and_wait(signal.SIGTERM)
-    _assert_ended_cleanly(run, tmp_path, "pruning", waited, cpu, kids, None)
+    _assert_ended_cleanly(run, tmp_path, stage, waited, cpu, kids, None)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
