@@ -27,6 +27,7 @@ of the loop, --assume-noalias for stores to other parameters).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analyses.analysis import Analysis, analysis_of
@@ -43,31 +44,53 @@ DISTANCES = (1, 2, 3, 4)
 _MOV_TYPE = {".f16": ".b16", ".bf16": ".b16", ".f16x2": ".b32", ".bf16x2": ".b32"}  # mov has no such types
 
 
+_Move = TypeVar("_Move", bound="LoopMove")
+
+
 @dataclass(frozen=True, slots=True)
-class Prefetch:
-    """Prefetch the loads of the loop headed by `header` `distance` iterations ahead."""
+class LoopMove:
+    """A move on the loop headed by `header` by an `amount`: Prefetch's distance, UnrollBatch's
+    factor. Both take the same loops (movable_loops) and the same assumptions; a kind names
+    the amounts it tries and its transform."""
 
     kernel: str
     header: str
-    distance: int
+    amount: int
     noalias: Noalias = False
     speculate: bool = False
-    name = "prefetch"
+    name: ClassVar[str]
+    AMOUNTS: ClassVar[tuple[int, ...]]
 
-    @staticmethod
-    def instances(module: Module, kernel: str, noalias: Noalias = False, speculate: bool = False) -> list[Prefetch]:
+    @classmethod
+    def instances(
+        cls: type[_Move], module: Module, kernel: str, noalias: Noalias = False, speculate: bool = False
+    ) -> list[_Move]:
         return [
-            Prefetch(kernel, label, d, noalias, speculate)
+            cls(kernel, label, amount, noalias, speculate)
             for label in movable_loops(module.function(kernel), noalias, speculate)
-            for d in DISTANCES
+            for amount in cls.AMOUNTS
         ]
 
     def apply(self, module: Module) -> Module:
-        function = module.function(self.kernel)
-        return module.with_function(prefetch(function, self.header, self.distance, self.noalias, self.speculate))
+        return module.with_function(self.moved(module.function(self.kernel)))
+
+    def moved(self, function: Function) -> Function:
+        """The function with this move made on its loop."""
+        raise NotImplementedError
 
     def describe(self) -> str:
-        return f"prefetch:{self.header}@{self.distance}"
+        return f"{self.name}:{self.header}@{self.amount}"
+
+
+@dataclass(frozen=True, slots=True)
+class Prefetch(LoopMove):
+    """Prefetch the loads of the loop headed by `header` `amount` iterations ahead."""
+
+    name = "prefetch"
+    AMOUNTS = DISTANCES
+
+    def moved(self, function: Function) -> Function:
+        return prefetch(function, self.header, self.amount, self.noalias, self.speculate)
 
 
 def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list[str]:

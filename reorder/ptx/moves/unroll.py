@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from reorder.base.errors import NotApplicable
 from reorder.ptx.analyses.counted import CountedLoop
 from reorder.ptx.analyses.memory import Noalias
-from reorder.ptx.model.model import Function, Module, Statement
+from reorder.ptx.model.model import Function, Statement
 from reorder.ptx.moves.expand import Layout, expand
 from reorder.ptx.moves.fresh import Fresh
 from reorder.ptx.moves.prefetch import (
+    LoopMove,
     buffers_for,
     checked_loop,
     consume,
     load_code,
-    movable_loops,
     own_guard,
     stay_literals,
 )
@@ -40,30 +40,14 @@ FACTORS = (2, 4)
 
 
 @dataclass(frozen=True, slots=True)
-class UnrollBatch:
-    """Unroll the loop headed by `header` `factor` times, its loads batched at the top of each round."""
+class UnrollBatch(LoopMove):
+    """Unroll the loop headed by `header` `amount` times, its loads batched at the top of each round."""
 
-    kernel: str
-    header: str
-    factor: int
-    noalias: Noalias = False
-    speculate: bool = False
     name = "unroll"
+    AMOUNTS = FACTORS
 
-    @staticmethod
-    def instances(module: Module, kernel: str, noalias: Noalias = False, speculate: bool = False) -> list[UnrollBatch]:
-        return [
-            UnrollBatch(kernel, label, k, noalias, speculate)
-            for label in movable_loops(module.function(kernel), noalias, speculate)
-            for k in FACTORS
-        ]
-
-    def apply(self, module: Module) -> Module:
-        function = module.function(self.kernel)
-        return module.with_function(unroll_batch(function, self.header, self.factor, self.noalias, self.speculate))
-
-    def describe(self) -> str:
-        return f"unroll:{self.header}@{self.factor}"
+    def moved(self, function: Function) -> Function:
+        return unroll_batch(function, self.header, self.amount, self.noalias, self.speculate)
 
 
 def unroll_batch(
