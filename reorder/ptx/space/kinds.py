@@ -32,7 +32,7 @@ from reorder.ptx.moves.hoist import GlobalHoist, choose, targets
 from reorder.ptx.moves.peel import PeelLoop
 from reorder.ptx.moves.reuse import ReuseLoad
 from reorder.ptx.space.plans import loads_reaching
-from reorder.ptx.space.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, register
+from reorder.ptx.space.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, made_in_turn, register
 
 PLACEMENTS = ("barrier", "top", "store", "near")  # one equal to an earlier one goes by the earlier name
 
@@ -81,15 +81,9 @@ def hoist_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> 
     moves = [
         (ident, wanted[key]) for key, idents, _ in _load_groups(module, options) if key in wanted for ident in idents
     ]
-    current, done = module, []
-    for ident, to in reversed(moves):
-        move = GlobalHoist(options.kernel, ident, to, options.noalias)
-        try:
-            current = move.apply(current)
-        except NotApplicable:
-            continue
-        done.append(move.describe())
-    return current, tuple(done)
+    return made_in_turn(
+        module, (GlobalHoist(options.kernel, ident, to, options.noalias) for ident, to in reversed(moves))
+    )
 
 
 def peel_instances(module: Module, options: MoveOptions) -> list[Instance]:
@@ -107,15 +101,7 @@ def peel_instances(module: Module, options: MoveOptions) -> list[Instance]:
 
 
 def peel_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> tuple[Module, tuple[str, ...]]:
-    current, done = module, []
-    for pick in picks:
-        move = PeelLoop(options.kernel, pick.key)
-        try:
-            current = move.apply(current)
-        except NotApplicable:
-            continue
-        done.append(move.describe())
-    return current, tuple(done)
+    return made_in_turn(module, (PeelLoop(options.kernel, pick.key) for pick in picks))
 
 
 def reuse_instances(module: Module, options: MoveOptions) -> list[Instance]:
@@ -124,15 +110,7 @@ def reuse_instances(module: Module, options: MoveOptions) -> list[Instance]:
 
 
 def reuse_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> tuple[Module, tuple[str, ...]]:
-    current, done = module, []
-    for pick in picks:
-        move = ReuseLoad(options.kernel, pick.key, options.noalias)
-        try:
-            current = move.apply(current)
-        except NotApplicable:
-            continue
-        done.append(move.describe())
-    return current, tuple(done)
+    return made_in_turn(module, (ReuseLoad(options.kernel, pick.key, options.noalias) for pick in picks))
 
 
 PEEL = register(

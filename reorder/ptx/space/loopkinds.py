@@ -19,7 +19,7 @@ from reorder.base.errors import NotApplicable
 from reorder.ptx.model.model import Module
 from reorder.ptx.moves.prefetch import DISTANCES, Prefetch, movable_loops
 from reorder.ptx.moves.unroll import FACTORS, UnrollBatch
-from reorder.ptx.space.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, register
+from reorder.ptx.space.registry import OFF, STAGES, Instance, MoveKind, MoveOptions, Pick, made_in_turn, register
 
 CHOICES = tuple(f"prefetch{d}" for d in DISTANCES) + tuple(f"unroll{k}" for k in FACTORS)
 
@@ -40,15 +40,7 @@ def loop_move(options: MoveOptions, label: str, choice: str) -> Prefetch | Unrol
 
 def loop_apply(module: Module, options: MoveOptions, picks: Sequence[Pick]) -> tuple[Module, tuple[str, ...]]:
     """Each picked loop's move, in program order; one an earlier move made impossible is skipped."""
-    current, done = module, []
-    for pick in picks:
-        move = loop_move(options, pick.key, pick.choice)
-        try:
-            current = move.apply(current)
-        except NotApplicable:
-            continue
-        done.append(move.describe())
-    return current, tuple(done)
+    return made_in_turn(module, (loop_move(options, pick.key, pick.choice) for pick in picks))
 
 
 LOOP = register(

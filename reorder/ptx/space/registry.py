@@ -30,10 +30,11 @@ to see every kind. Test that each of its alternatives builds and verifies on a r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from reorder.base.errors import InputError
+from reorder.base.errors import InputError, NotApplicable
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Module
 
@@ -104,6 +105,24 @@ class MoveKind:
 
 
 _KINDS: dict[str, MoveKind] = {}
+
+
+class PtxMove(Protocol):
+    def apply(self, module: Module) -> Module: ...
+    def describe(self) -> str: ...
+
+
+def made_in_turn(module: Module, moves: Iterable[PtxMove]) -> tuple[Module, tuple[str, ...]]:
+    """The module after each move in turn and the descriptions of those made: a move an
+    earlier one made impossible (NotApplicable) is skipped, as a kind's `apply` must."""
+    current, done = module, []
+    for move in moves:
+        try:
+            current = move.apply(current)
+        except NotApplicable:
+            continue
+        done.append(move.describe())
+    return current, tuple(done)
 
 
 def register(kind: MoveKind) -> MoveKind:
