@@ -97,7 +97,7 @@ def code_bits(ins: Instruction) -> int:
 def placed_bits(ins: Instruction, arch: int) -> int:
     """code_bits with a PC-relative immediate cleared: a branch re-targeted because code was
     inserted before its target (a probe's clock read) is the instruction the compiler placed.
-    Its target is checked where code is inserted (reorder.probe.grow.changed_originals). The
+    Its target is checked where code is inserted (reorder.sass.grow.changed_originals). The
     probe after lastBlockSum's `@P0 BRA` (its window reaches the MEMBAR.SC.GPU five
     instructions on) was refused for its BRA's new immediate."""
     if ins.target is None:

@@ -26,7 +26,7 @@ from reorder.analysis.cfg import Block
 from reorder.binary import branches
 from reorder.binary.nvinfo import remap_record
 from reorder.moves.peel import negated_guard, peel_refusal, single_block_loops
-from reorder.probe.grow import pc_target
+from reorder.sass.grow import pc_target
 from reorder.sass.model import Instruction, KernelCode
 
 

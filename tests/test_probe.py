@@ -16,7 +16,6 @@ from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.binary.nvinfo import ATTR_CBANK_PARAM_SIZE, ATTR_PARAM_CBANK
 from reorder.binary.tools import have_tool, run_tool
 from reorder.probe import templates as T
-from reorder.probe.grow import Insertion, changed_originals, grow_kernel
 from reorder.probe.timeline import deltas, jumps, plot, point, read_csv, write_csv
 from reorder.probe.variants import (
     ProbeLayout,
@@ -28,6 +27,7 @@ from reorder.probe.variants import (
     probe_positions,
 )
 from reorder.sass.control import ControlCode
+from reorder.sass.grow import Insertion, changed_originals, grow_kernel
 from reorder.sass.model import decode_kernel, make_instruction
 
 pytestmark = pytest.mark.skipif(not have_tool("ptxas"), reason="templates are compiled with ptxas")

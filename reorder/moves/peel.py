@@ -15,7 +15,7 @@ B' by falling through, where it was entered by a taken branch, and the exit by a
 where it was a fall-through: the scoreboards and stall counts that protected those edges are
 the same words, and a taken branch only adds cycles.
 
-The kernel's text grows (reorder.probe.grow lays the cubin out again and maps every .nv.info
+The kernel's text grows (reorder.sass.grow lays the cubin out again and maps every .nv.info
 offset, relocation and symbol). Refused, never guessed: a body with a branch other than its
 back edge, a call, a barrier or warp-collective op (the threads that leave B' for the exit
 are no longer at B's back edge), an op the tool cannot read, a relocation, or an instruction
@@ -33,7 +33,7 @@ from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
 from reorder.base.errors import EncodingError, NotApplicable
 from reorder.binary import branches
 from reorder.binary.nvinfo import OFFSET_LIST_ATTRS
-from reorder.probe.grow import Grown, Insertion, grow_kernel
+from reorder.sass.grow import Grown, Insertion, grow_kernel
 from reorder.sass.model import Instruction, KernelCode
 from reorder.sass.rename import GUARD_FIELD, disassemble_guarded
 

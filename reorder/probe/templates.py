@@ -185,7 +185,7 @@ def s2r(arch: int, rd: int, special: str) -> Generated:
 
 def nop(arch: int) -> Generated:  # `arch` unused: one encoding on every arch this tool writes
     """A NOP (its control code is set by the scheduler): a stall pad."""
-    from reorder.probe.grow import NOP_WORD
+    from reorder.sass.grow import NOP_WORD
 
     return Generated(NOP_WORD, "NOP", ())
 

@@ -39,8 +39,8 @@ from reorder.analysis.cfg import basic_blocks, control_flow_graph
 from reorder.base.errors import EncodingError, InputError
 from reorder.binary.cubin import parse_cubin
 from reorder.probe import templates as T
-from reorder.probe.grow import Grown, Insertion, changed_originals, grow_kernel, regcount_for
 from reorder.sass.control import NO_SCOREBOARD, ControlCode
+from reorder.sass.grow import Grown, Insertion, changed_originals, grow_kernel, regcount_for
 from reorder.sass.model import Instruction, KernelCode, decode_kernel, highest_register, make_instruction
 
 SLIDE_RECORD_BYTES = 8
@@ -474,7 +474,7 @@ def _build(code: KernelCode, positions: tuple[int, ...], layout: ProbeLayout, mo
 
 def _param_offset(code: KernelCode) -> int:
     """Where the added pointer will sit: the c-bank parameter base + old bytes rounded to 8."""
-    from reorder.probe.grow import with_pointer_param
+    from reorder.sass.grow import with_pointer_param
 
     return with_pointer_param(code.kernel.attrs, len(code.kernel.params))[1]
 
