@@ -7,7 +7,7 @@ import argparse
 from reorder.base.files import check_output
 from reorder.binary.cubin import read_cubin
 from reorder.cli.kernelpick import pick_kernel
-from reorder.cli.options import kernel_name, noalias_choice, write_outcome
+from reorder.cli.options import kernel_name, noalias_arg, noalias_choice, write_outcome
 from reorder.cli.registry import command
 from reorder.sass.model import decode_kernel
 
@@ -22,14 +22,7 @@ def _batch_loads():
         p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli.main)
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel", type=kernel_name)
-        p.add_argument(
-            "--assume-noalias",
-            nargs="?",
-            const="all",
-            default=None,
-            metavar="PARAMS",
-            help="assume pointer parameters do not alias (all, or a comma list of indices)",
-        )
+        noalias_arg(p)
         p.add_argument(
             "--no-slices",
             action="store_true",
