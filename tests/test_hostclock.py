@@ -1,6 +1,7 @@
-"""Events on the host clock, on a modelled GPU whose truth is known (tests/clocksim.py): every
-bound contains the truth, the host's half of the handshake runs against a thread playing
-the GPU, and the timeline is written, read back and drawn (one GPU and two)."""
+"""Events on the host clock, on a modelled GPU whose truth is known
+(benchmarks/studies/clockmodel.py): every bound contains the truth, the host's half of the
+handshake runs against a thread playing the GPU, and the timeline is written, read back and
+drawn (one GPU and two)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import threading
 from fractions import Fraction
 
 import pytest
-from clocksim import FakeGPU
 from conftest import ROOT
 
+from benchmarks.studies.clockmodel import FakeGPU
 from reorder.base.errors import GpuError
 from reorder.cli.main import main
 from reorder.probe import hostclock as hc

@@ -1,41 +1,22 @@
-"""The host-clock study's measuring and analysis, on the modelled GPU (tests/clocksim.py): the
-script that runs on the H200 is run here first, with its waits shortened."""
+"""The host-clock study's measuring and analysis, on the modelled GPU
+(benchmarks/studies/clockmodel.py) and a virtual host clock: what runs on the H200 is run here
+first, through the runner's dry run and through its parts."""
 
 from __future__ import annotations
 
 import csv
 import json
 
-from clocksim import FakeSession
-
-from benchmarks.hostclock_gpu import FLAG_FIELDS, load_raw, measure, write_study
-
-
-class VirtualClock:
-    """The host clock the study waits on, advanced by its sleeps and by 1 us per reading: the
-    distances it measures are then the ones it asked for, however busy the machine (on the
-    real clock a loaded machine stretched the near waits past their bound)."""
-
-    def __init__(self, start_ns: int) -> None:
-        self.now = start_ns
-
-    def host_ns(self) -> int:
-        self.now += 1_000
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += int(seconds * 1e9)
+from benchmarks.studies.clockmodel import FakeSession, VirtualClock
+from benchmarks.studies.hostclock import FLAG_FIELDS, STUDY, load_raw, measure, write_study
 
 
-def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path, monkeypatch):
-    from benchmarks import hostclock_gpu
+def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path):
     from reorder.probe import hostclock
 
     clock = VirtualClock(hostclock.host_ns())
-    monkeypatch.setattr(hostclock, "host_ns", clock.host_ns)  # FakeSession's readings
-    monkeypatch.setattr(hostclock_gpu, "host_ns", clock.host_ns)  # the study's waits
-    monkeypatch.setattr(hostclock_gpu.time, "sleep", clock.sleep)
-    measured = measure(FakeSession(), near_s=0.01, far_s=0.03, rounds=60, flags=2)
+    session = FakeSession(now=clock.host_ns)
+    measured = measure(session, near_s=0.01, far_s=0.03, rounds=60, flags=2, now=clock.host_ns, until=clock.until)
     summary = write_study(tmp_path, measured)
     assert summary["flag_tests"]["count"] == 4 == summary["flag_tests"]["sound"]
     assert summary["link2_rate_check_ns"]["value"] == 0  # the model's rate is constant
@@ -51,3 +32,18 @@ def test_the_study_runs_and_every_flag_check_holds_on_the_model(tmp_path, monkey
     assert sum(1 for _ in (tmp_path / "sync.csv").open()) == 3 * 60 + 1
     again = load_raw(json.loads((tmp_path / "raw.json").read_text()))
     assert again == measured  # what comes back from the GPU can be analysed again here
+
+
+def test_the_runner_walks_the_study_dry_with_the_default_waits(tmp_path):
+    """The defaults (16 s far) cost nothing on the virtual clock; no probe runs in a dry run."""
+    out = tmp_path / "out"
+    assert STUDY.run(["--dry-run", "--out", str(out), "--rounds", "40", "--flags", "2"]) == 0
+    summary = json.loads((out / "study.json").read_text())
+    assert summary["flag_tests"]["sound"] == summary["flag_tests"]["count"] == 4
+    assert 15 < summary["link2_width_ns"]["far_midpoint_from_window_s"] < 17
+    probes = list(csv.DictReader((out / "hostclock_probes.csv").open()))
+    assert [(p["probe"], p["status"], p["reason"]) for p in probes] == [
+        ("latency", "skipped", "dry run"),
+        ("timeline", "skipped", "dry run"),
+    ]
+    assert "flag tests sound: 4 of 4" in (out / "summary.md").read_text()

@@ -9,6 +9,7 @@ import importlib
 STUDIES = {
     "batch_aa": "benchmarks.studies.batch_aa",
     "correctness": "benchmarks.studies.correctness",
+    "hostclock": "benchmarks.studies.hostclock",
     "latency_probe": "benchmarks.studies.latency_probe",
     "loops": "benchmarks.studies.loops",
     "moves": "benchmarks.studies.moves",

@@ -1,4 +1,5 @@
-"""A GPU's clocks modelled exactly, to test the host-clock bounds against a known truth.
+"""A GPU's clocks modelled exactly: the host-clock bounds tested against a known truth, and the
+host-clock study's dry run (benchmarks/studies/hostclock.py) walked without a GPU.
 
 The model: the GPU's ideal time runs at `rate` GPU ns per host ns from `offset`; the timer
 shows the ideal time floored to its `tick`; each SM's cycle counter counts `hz` cycles per
@@ -88,19 +89,44 @@ class FakeGPU:
         return test, released, flagged
 
 
-class FakeSession:
-    """reorder.probe.hostclock.Session's measuring calls on the model, at the real host clock."""
+class VirtualClock:
+    """A host clock advanced by the waits made on it and by 1 us per reading: the distances a
+    study measures on it are the ones it asked for, however busy the machine (on the real clock a
+    loaded machine stretched short waits past their bound), and a dry run waits for nothing."""
 
-    def __init__(self, gpu: FakeGPU | None = None, name: str = "0000:00:00.0") -> None:
+    def __init__(self, start_ns: int) -> None:
+        self.now = start_ns
+
+    def host_ns(self) -> int:
+        self.now += 1_000
+        return self.now
+
+    def until(self, t_ns: int) -> None:
+        self.now = max(self.now, t_ns)
+
+
+class FakeSession:
+    """reorder.probe.hostclock.Session's measuring calls on the model, at the host clock `now`
+    (the real one unless a virtual clock is given)."""
+
+    def __init__(self, gpu: FakeGPU | None = None, name: str = "0000:00:00.0", now=None) -> None:
         self.model = gpu or FakeGPU()
         self.gpu = name
+        self.now = now
+
+    def _host_ns(self) -> int:
+        from reorder.probe.hostclock import host_ns
+
+        return (self.now or host_ns)()
+
+    def __enter__(self) -> FakeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
     def sync_window(self, index: int, rounds: int) -> SyncWindow:
-        from reorder.probe.hostclock import host_ns
-
-        return self.model.window(index, host_ns(), rounds)
+        return self.model.window(index, self._host_ns(), rounds)
 
     def flag_test(self) -> FlagTest:
-        from reorder.probe.hostclock import host_ns
-
-        return self.model.flag_run(host_ns())[0]
+        return self.model.flag_run(self._host_ns())[0]
