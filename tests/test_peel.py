@@ -135,9 +135,25 @@ def test_peel_then_batch_loads_writes_what_verify_accepts_in_two_steps(tmp_path,
     assert main(["verify", str(first), *args, "--against", str(RMSNORM)]) == 0
     assert main(["verify", str(out), *args, "--against", str(first), "--assume-noalias"]) == 0
     capsys.readouterr()
-    main(["verify", str(out), *args, "--against", str(RMSNORM)])  # the steps are judged one by one:
-    said = capsys.readouterr().out  # straight against the original it is neither a peel nor a reordering
-    assert "not a loop peel of the original" in said and "not a reordering of" in said
+    assert main(["verify", str(out), *args, "--against", str(RMSNORM), "--assume-noalias"]) == 0
+    said = capsys.readouterr().out  # straight against the original: the peel remade, the moves judged on it
+    assert "a peel of the original, then moves: loop 0x05e0-0x06e0 peeled" in said and "not a reordering" not in said
+
+
+def test_a_peeled_candidate_with_an_under_stall_is_refused_against_the_original(tmp_path, capsys) -> None:
+    """The route through the remade peel judges the moves: one stall cut below a real dependency
+    of the peeled kernel is a violation, not "another build"."""
+    from legality.mutate import stall_cuts
+    from reorder.sass.writer import patch_kernel
+
+    after, _ = peeled(_code(TRITON), None)
+    mutant = next(stall_cuts(after.instructions, after.arch))
+    bad = tmp_path / "bad.cubin"
+    bad.write_bytes(patch_kernel(after.cubin, after.kernel, mutant.instructions, after.kernel.regcount))
+    capsys.readouterr()
+    assert main(["verify", str(bad), "--kernel", TRITON, "--against", str(RMSNORM)]) == 1
+    said = capsys.readouterr().out
+    assert "a peel of the original, then moves" in said and "verdict: 1 of 1 kernel with violations" in said
 
 
 def test_a_peel_at_an_offset_without_a_loop_is_refused() -> None:

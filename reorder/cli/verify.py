@@ -161,8 +161,11 @@ def _by_instructions(args: argparse.Namespace, cubin, names: list[str], record: 
         code = decode_kernel(cubin, name)
         if against:
             original = decode_kernel(against, name)
-            if len(code.instructions) > len(original.instructions) and _peel_verdict(code, original):
-                continue  # a longer candidate that is no peel is judged as any other build, below
+            if len(code.instructions) > len(original.instructions):
+                found = _peel_verdict(code, original)
+                if found is None:
+                    continue
+                original = _peeled_original(code, original, found)  # a peel, then moves: judged against the peel
             report = verify_kernel(code, original=original.instructions, noalias=getattr(args, "assume_noalias", False))
             if record is None and _other_build(code.instructions, original.instructions):
                 hints.append(name)
@@ -193,22 +196,52 @@ def _by_instructions(args: argparse.Namespace, cubin, names: list[str], record: 
     return _verdict(bad, len(names), how)
 
 
-def _peel_verdict(code, original) -> bool:
+def _peel_verdict(code, original) -> str | None:
     """A candidate longer than its original is judged as a loop peel (legality.peel), by structure:
-    the same instructions per thread, in the same order, as the original runs."""
+    the same instructions per thread, in the same order, as the original runs. None when it is
+    one (its verdict printed), else why not."""
     from legality.peel import peel_match
 
     found = peel_match(original, code)
     if isinstance(found, str):
-        print(f"{code.kernel.name}: not a loop peel of the original ({found}); judged as another build")
-        return False
+        return found
     head, back = original.instructions[found.start].offset, original.instructions[found.end - 1].offset
     print(
         f"{code.kernel.name}: sm_{code.arch}: legal (loop {head:#06x}-{back:#06x} peeled: its body copied before "
         "it word for word, the copy's back edge negated to the loop's exit, every other word and .nv.info "
         "record the original's with offsets mapped)"
     )
-    return True
+    return None
+
+
+def _peeled_original(code, original, why: str):
+    """For a candidate longer than its original that is no peel by itself (`why`): the original
+    with the loop peeled whose result `code` is a reordering of (the peel is remade from the
+    original, and checked by structure as it is made), so the candidate's moves are judged
+    against that; the original itself when no peel of it has the candidate's instructions
+    (judged as another build)."""
+    from reorder.base.errors import ReorderError
+    from reorder.build.pipeline import peeled
+    from reorder.moves.peel import plans
+
+    for plan in plans(original):
+        head = original.instructions[plan.start].offset
+        try:
+            after, note = peeled(original, head)
+        except ReorderError:
+            continue
+        if len(after.instructions) == len(code.instructions) and not _other_build(
+            code.instructions, after.instructions
+        ):
+            print(
+                f"{code.kernel.name}: a peel of the original, then moves: {note}; the peel remade from the "
+                "original and checked by structure, the moves judged against the peeled kernel below"
+            )
+            return after
+    print(
+        f"{code.kernel.name}: not a loop peel of the original, nor a reordering of one ({why}); judged as another build"
+    )
+    return original
 
 
 def _other_build(ours: tuple, theirs: tuple) -> bool:

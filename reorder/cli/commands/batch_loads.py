@@ -49,7 +49,7 @@ def _batch_loads():
             help="first peel one single-block loop (the one at OFFSET, or the last one holding a global "
             "load): its body is copied before it, the text grows; the peeled kernel is written to "
             "OUTPUT.peeled.cubin and every other step is judged against it (reorder verify OUTPUT --against "
-            "it; reorder verify it --against INPUT judges the peel)",
+            "INPUT remakes the peel from INPUT, checks it by structure and judges the moves against it)",
         )
         p.add_argument(
             "--extra-registers",
