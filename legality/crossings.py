@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 import networkx as nx
 
 from legality.violation import Violation
-from reorder.analysis.cfg import basic_blocks, control_flow_graph
+from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
 from reorder.sass.model import Instruction
 
 _WRITTEN_SPACES = ("global", "generic")
@@ -41,17 +42,30 @@ def before_barrier(instructions: Sequence[Instruction], q: int) -> list[int]:
     """Indices of the instructions that may write global memory and can run before the barrier
     at index `q`: earlier in its block, in any block that reaches its block, and the whole of its
     block when that block reaches itself (a loop)."""
-    blocks = basic_blocks(tuple(instructions))
+    blocks = _graph(tuple(instructions))[0]
     mine = next(b for b in blocks if b.start <= q < b.end)
-    cfg = control_flow_graph(tuple(instructions))
-    above = nx.ancestors(cfg, mine.start) if mine.start in cfg else set()
-    looped = mine.start in above or (cfg.has_edge(mine.start, mine.start) if mine.start in cfg else False)
+    above, looped = _reached_from(tuple(instructions), mine.start)
     out = []
     for b in blocks:
         if b.start in above and b.start != mine.start:
             out += [i for i in b.indices() if writes_global(instructions[i])]
     out += [i for i in mine.indices() if (i < q or looped) and i != q and writes_global(instructions[i])]
     return sorted(out)
+
+
+@lru_cache(maxsize=8)
+def _graph(instructions: tuple[Instruction, ...]) -> tuple[tuple[Block, ...], nx.DiGraph]:
+    """The kernel's blocks and control-flow graph (read only here): the crossing rule asks
+    them of the same original once per barrier at every step of a move."""
+    return basic_blocks(instructions), control_flow_graph(instructions)
+
+
+@lru_cache(maxsize=256)
+def _reached_from(instructions: tuple[Instruction, ...], start: int) -> tuple[frozenset[int], bool]:
+    """The starts of the blocks that reach the block at `start`, and whether it reaches itself."""
+    cfg = _graph(instructions)[1]
+    above = frozenset(nx.ancestors(cfg, start)) if start in cfg else frozenset()
+    return above, start in above or (cfg.has_edge(start, start) if start in cfg else False)
 
 
 def may_alias(load: frozenset[int], writer: frozenset[int], noalias: bool, declared: frozenset[int] | None) -> bool:

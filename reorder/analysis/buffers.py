@@ -10,34 +10,36 @@ non-empty and disjoint. Used only under an explicit no-alias assumption.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
+from reorder.binary.nvinfo import KernelParam
 from reorder.sass.model import Instruction, KernelCode
 
 PARAM_BASE = {90: 0x210}  # constant-bank offset of the first parameter (sm_80-style: 0x160)
 
 
-def _param_at(offset: int, code: KernelCode) -> int | None:
-    base = PARAM_BASE.get(code.arch, 0x160)
-    for index, p in enumerate(code.kernel.params):
+def _param_at(offset: int, arch: int, params: tuple[KernelParam, ...]) -> int | None:
+    base = PARAM_BASE.get(arch, 0x160)
+    for index, p in enumerate(params):
         if base + p.offset <= offset < base + p.offset + max(p.size, 1):
             return index
     return None
 
 
-def _const_params(ins: Instruction, code: KernelCode) -> set[int]:
+def _const_params(ins: Instruction, arch: int, params: tuple[KernelParam, ...]) -> set[int]:
     """Pointer parameters (8-byte) read from the constant bank by this instruction."""
     out = set()
     for operand in ins.operands:
         for m in re.finditer(r"c\[0x0\]\[(0x[0-9a-f]+)\]", operand):
-            k = _param_at(int(m.group(1), 16), code)
-            if k is not None and code.kernel.params[k].size == 8:
+            k = _param_at(int(m.group(1), 16), arch, params)
+            if k is not None and params[k].size == 8:
                 out.add(k)
     return out
 
 
-def _transfer(ins: Instruction, code: KernelCode, carries: dict[str, frozenset[int]]) -> None:
-    incoming = set(_const_params(ins, code))
+def _transfer(ins: Instruction, arch: int, params: tuple[KernelParam, ...], carries: dict[str, frozenset[int]]) -> None:
+    incoming = set(_const_params(ins, arch, params))
     for r in ins.access.reads:
         incoming |= carries.get(r, frozenset())
     for w in ins.access.writes:
@@ -47,8 +49,17 @@ def _transfer(ins: Instruction, code: KernelCode, carries: dict[str, frozenset[i
 
 def address_parameters(code: KernelCode) -> dict[int, frozenset[int]]:
     """instruction offset -> pointer parameters its memory address may derive from
-    (a may-analysis over the CFG: states merge by union at block entries)."""
-    instructions = code.instructions
+    (a may-analysis over the CFG: states merge by union at block entries).
+
+    A function of the instructions, the parameters and the arch only, so it is kept for the
+    last few kernels: the verifier asks it of the same original at every step of a move."""
+    return dict(_address_parameters(code.instructions, code.kernel.params, code.arch))
+
+
+@lru_cache(maxsize=16)
+def _address_parameters(
+    instructions: tuple[Instruction, ...], params: tuple[KernelParam, ...], arch: int
+) -> dict[int, frozenset[int]]:
     blocks = {b.start: b for b in basic_blocks(instructions)}
     cfg = control_flow_graph(instructions)
     entry: dict[int, dict[str, frozenset[int]]] = {s: {} for s in blocks}
@@ -63,7 +74,7 @@ def address_parameters(code: KernelCode) -> dict[int, frozenset[int]]:
             ins = instructions[i]
             if ins.access.mem_reads or ins.access.mem_writes:
                 out[ins.offset] = _address_params(ins, carries)
-            _transfer(ins, code, carries)
+            _transfer(ins, arch, params, carries)
         for succ in cfg.successors(start):
             merged = dict(entry[succ])
             for r, v in carries.items():
