@@ -84,6 +84,8 @@ class Pending:
 
     def aged(self, stall: int) -> Pending:
         """This access `stall` cycles later (ages count up to ELAPSED_CAP, cover ages kept)."""
+        if self.elapsed == ELAPSED_CAP and not any(at for _, at in self.cover):
+            return self  # settled: aging gives an equal value
         elapsed = min(self.elapsed + stall, ELAPSED_CAP)
         lost = self.elapsed + stall - elapsed
         cover = tuple((b, max(at - lost, 0)) for b, at in self.cover) if lost and self.cover else self.cover
@@ -310,15 +312,21 @@ def _apply_waits(s: State, mask: int) -> None:
                 del table[res]
 
 
+@lru_cache(maxsize=1 << 16)
+def _in_order(resources: frozenset[str]) -> tuple[str, ...]:
+    """An access set sorted (violations are found in this order), once per distinct set."""
+    return tuple(sorted(resources))
+
+
 def _check(s: State, ins: Instruction, table: LatencyTable, found: list[Violation]) -> None:
     cls = latency_class(ins)
-    for res in sorted(ins.access.reads):
+    for res in _in_order(ins.access.reads):
         _pending_writes(s, ins, res, cls, table, found, "RAW")
         for r in s.recent.get(res, {}).values():
             if not exclusive_guards(r.guard, ins.guard):
                 need = lookup_read(table, r.opcode, r.cls, ins, res)
                 _too_close(s, need.kind.split("#")[0], res, r, ins, need.cycles, found)
-    for res in sorted(ins.access.writes):
+    for res in _in_order(ins.access.writes):
         _pending_writes(s, ins, res, cls, table, found, "WAW")
         for p in s.reads.get(res, ()):
             if p.unbarred:
@@ -457,7 +465,7 @@ def _need(table, recent: Recent, ins: Instruction, cls: str, kind: str):
 
 def _record(s: State, ins: Instruction, found: list[Violation]) -> None:
     ctrl = ins.ctrl
-    writes = sorted(ins.access.writes)
+    writes = _in_order(ins.access.writes)
     for res in writes:
         s.recent.pop(res, None)
         pending = s.writes.pop(res, None)
@@ -522,11 +530,15 @@ def _cover_untracked(s: State, queue: str, sb: int) -> None:
 
 
 def _forget_guards(s: State, predicate: str) -> None:
-    _rewrite_pending(s.writes, lambda p: p.guard.lstrip("@!") == predicate, lambda p: p.with_(guard=""))
+    """`predicate` is written: accesses issued under it are no longer known exclusive of
+    anything (most accesses have no guard, so the guard is tested before it is stripped)."""
+    _rewrite_pending(
+        s.writes, lambda p: bool(p.guard) and p.guard.lstrip("@!") == predicate, lambda p: p.with_(guard="")
+    )
     for table in (s.recent, s.read_by):
         for by_cls in table.values():
             for c, r in by_cls.items():
-                if r.guard.lstrip("@!") == predicate:
+                if r.guard and r.guard.lstrip("@!") == predicate:
                     by_cls[c] = Recent(r.cls, r.offset, r.opcode, r.at, "")
 
 
@@ -539,8 +551,10 @@ def _advance(s: State, stall: int) -> None:
         return
     for table in (s.writes, s.reads):
         for res, pending in table.items():
-            if not all(p.settled() for p in pending):
-                table[res] = frozenset(p.aged(stall) for p in pending)
+            for p in pending:  # Pending.settled, inline: this runs at every instruction of every walk
+                if p.elapsed != ELAPSED_CAP or any(at for _, at in p.cover):
+                    table[res] = frozenset([q.aged(stall) for q in pending])
+                    break
 
 
 def _exact_key(state: State) -> tuple:
