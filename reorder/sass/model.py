@@ -204,10 +204,27 @@ def _indirect_targets(kernel) -> dict[int, tuple[int, ...]]:
 
 
 def make_instruction(offset: int, word: int, record: dict, has_relocation: bool = False, arch: int = 0) -> Instruction:
-    """Build an Instruction from its word and its nvdisasm JSON record (`arch`: its cubin's)."""
-    opcode = record.get("opcode", "")
-    operands = split_operands(record.get("operands", ""))
-    guard = record.get("predicate", "")
+    """Build an Instruction from its word and its nvdisasm JSON record (`arch`: its cubin's).
+
+    A value of the record's opcode, operands and predicate and of the other arguments, kept
+    for the words decoded last: every step of a move reads the whole kernel back, and most of
+    its words are those of the step before."""
+    return _made(
+        offset,
+        word,
+        record.get("opcode", ""),
+        record.get("operands", ""),
+        record.get("predicate", ""),
+        has_relocation,
+        arch,
+    )
+
+
+@lru_cache(maxsize=1 << 16)
+def _made(
+    offset: int, word: int, opcode: str, operand_text: str, guard: str, has_relocation: bool, arch: int
+) -> Instruction:
+    operands = split_operands(operand_text)
     if guard and not guard.startswith("@"):
         # nvdisasm's JSON puts P2R's `PR` source in the predicate field ("P2R R80, PR, RZ, 0x2"
         # in the text listing): it is an operand, the whole predicate file read, not a guard.
