@@ -35,7 +35,7 @@ def test_the_corpus_is_read_at_each_arch_with_its_mercury_sections(blackwell_cor
 
 @pytest.mark.slow
 def test_instruction_counts_and_text_equal_nvdisasm(blackwell_corpus, blackwell_corpus_dir):
-    """Every cubin of both archs (the CPU tier: every other one, tests/sweeps.py)."""
+    """Every cubin of both archs (the CPU tier: every fourth one, tests/sweeps.py)."""
     listings = {str(p): _nvdisasm_listing(p) for p in sample(corpus_files(blackwell_corpus_dir))}
     assert {read_cubin(p).arch for p in listings} == {100, 120}
     checked = 0
@@ -47,7 +47,7 @@ def test_instruction_counts_and_text_equal_nvdisasm(blackwell_corpus, blackwell_
         for ins, (offset, text) in zip(code.instructions, listing):
             assert (ins.offset, _normalize(ins.text)) == (offset, _normalize(text)), (cubin.path, hex(offset))
             checked += 1
-    assert checked > at_least(9000, 4000)
+    assert checked > at_least(9000, 2000)
 
 
 def test_round_trip_is_bit_identical(blackwell_corpus, blackwell_corpus_dir):

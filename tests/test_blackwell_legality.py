@@ -96,7 +96,7 @@ def _without_control(ins) -> int:
 
 @pytest.mark.slow
 def test_stall_cuts_and_load_batches_verify_against_their_originals(blackwell_corpus):
-    """Every entry kernel of both archs (the CPU tier: every other one, tests/sweeps.py)."""
+    """Every entry kernel of both archs (the CPU tier: every fourth one, tests/sweeps.py)."""
     removed = total = batched = 0
     entries = sample([(cubin, code) for cubin, code in blackwell_corpus if code.kernel.is_entry])
     assert {cubin.arch for cubin, _ in entries} == {100, 120}

@@ -85,7 +85,7 @@ def _normalize(text: str) -> str:
 
 @pytest.mark.slow
 def test_instruction_text_matches_nvdisasm(corpus, corpus_dir):
-    """Every cubin of both archs (the CPU tier: every other one, tests/sweeps.py)."""
+    """Every cubin of both archs (the CPU tier: every fourth one, tests/sweeps.py)."""
     listings = {str(p): _nvdisasm_listing(p) for p in sample(corpus_files(corpus_dir))}
     assert {read_cubin(p).arch for p in listings} == {80, 90}
     checked = 0
@@ -96,7 +96,7 @@ def test_instruction_text_matches_nvdisasm(corpus, corpus_dir):
         for ins in code.instructions:
             assert _normalize(ins.text) == _normalize(listing[ins.offset]), (cubin.path, hex(ins.offset))
             checked += 1
-    assert checked > at_least(8000, 3000)
+    assert checked > at_least(8000, 1500)
 
 
 def test_branch_targets_decode_like_nvdisasm(corpus):

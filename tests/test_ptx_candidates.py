@@ -89,7 +89,7 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
     candidates as one build per kernel (a kernel's build compiles its whole module: 201
     kernel compiles over the corpus instead of 59), and each kernel is verified in it.
     One kernel's build alone is the CLI's path (test_cli_writes_the_moved_ptx_and_its_cubin).
-    The CPU tier builds every other source (tests/sweeps.py)."""
+    The CPU tier builds every fourth source (tests/sweeps.py)."""
     built = 0
     for path in sample(release_ptx):
         module = read_ptx(path)
@@ -109,7 +109,7 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
             assert checked.ok, (name, checked.violations)
         assert read_ptx(out.ptx).text == moved.text  # every kernel's moves are in the one module built
         built += len(names)
-    assert built >= at_least(40, 20)
+    assert built >= at_least(40, 15)
 
 
 def test_cli_lists_instances_and_the_plans(capsys):
