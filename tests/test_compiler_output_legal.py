@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import built_once
+from sweeps import FULL  # tests/sweeps.py
 
 from legality.evidence import verify_as_compiled
 from legality.latency import latency_class, load_table, lookup_read
@@ -57,6 +58,11 @@ THIRD_BATCH = (
     "u16_tile_shift",
     "vote_match",
 )
+
+
+# The mutant tests take every SPREAD-th distinct held-out kernel, each from its own start (the
+# CPU tier every twelfth, REORDER_FULL_SWEEPS=1 every sixth: tests/sweeps.py).
+SPREAD = 6 if FULL else 12
 
 
 def _id(path: Path) -> str:
@@ -218,7 +224,7 @@ def test_every_mutant_of_a_heldout_kernel_is_rejected_by_the_tables(heldout_kern
     dropped or swapped scoreboard is rejected, naming the broken pair; the few stall cuts
     across a predicated rewrite of the register are the verifier's open bug."""
     kinds: dict[str, int] = {}
-    for _, code in heldout_kernels[::6]:  # a sixth of the distinct kernels keeps this to seconds
+    for _, code in heldout_kernels[::SPREAD]:  # every mutant verifies the whole kernel
         for mutant in _mutants(code):
             if _guarded_write_between(code.instructions, mutant):
                 kinds["behind_a_guarded_write"] = kinds.get("behind_a_guarded_write", 0) + 1
@@ -238,7 +244,7 @@ def test_against_the_original_a_cut_below_both_tables_and_compiler_is_rejected(h
     and the original's own dependency give: each stall cut that lowers a dependency below
     its original distance and below the tables is rejected, and each dropped scoreboard."""
     rejected = 0
-    for _, code in heldout_kernels[1::6]:
+    for _, code in heldout_kernels[1::SPREAD]:
         for mutant in _mutants(code):
             if _guarded_write_between(code.instructions, mutant):
                 continue
@@ -257,7 +263,7 @@ def test_standalone_rejects_dropped_scoreboards_and_cuts_below_silicon_floors(he
     """The cubin's own distances cover no missing wait and no floor measured on silicon, so
     standalone verification rejects those mutants even with the compiler's evidence on."""
     kinds: dict[str, int] = {}
-    for _, code in heldout_kernels[2::6]:
+    for _, code in heldout_kernels[2::SPREAD]:
         at = {i.offset: i for i in code.instructions}
         for mutant in _mutants(code):
             if _guarded_write_between(code.instructions, mutant):
@@ -303,7 +309,7 @@ def test_a_predicated_write_does_not_hide_the_write_before_it(heldout_cubins) ->
 
 def test_over_stalled_heldout_kernels_stay_legal(heldout_kernels) -> None:
     """More stalls never make a kernel illegal by the tables where it was legal by them."""
-    for _, code in heldout_kernels[3::6]:
+    for _, code in heldout_kernels[3::SPREAD]:
         if verify_instructions(code.instructions, code.arch):
             continue  # legal only with the compiler's own evidence: its violations stay
         assert not verify_instructions(over_stalls(code.instructions).instructions, code.arch), code.kernel.name
