@@ -47,3 +47,17 @@ def test_the_runner_walks_the_study_dry_with_the_default_waits(tmp_path):
         ("timeline", "skipped", "dry run"),
     ]
     assert "flag tests sound: 4 of 4" in (out / "summary.md").read_text()
+
+
+def test_the_probe_runs_name_the_suite_cubin_and_a_spec_at_their_rows(tmp_path):
+    """The dry run runs no probe: what the live run would start is checked here instead."""
+    from pathlib import Path
+
+    import tomllib
+
+    from benchmarks.studies.hostclock import KERNEL, probe_command
+
+    command = probe_command(tmp_path, 16)
+    assert Path(command[4]).is_file() and command[4].endswith("benchmarks/kernels/cubin/rmsnorm.cubin")
+    spec = tomllib.loads(Path(command[command.index("--launch") + 1]).read_text())
+    assert spec["kernel"]["name"] == KERNEL and spec["kernel"]["grid"][0] == 16

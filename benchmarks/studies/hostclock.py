@@ -52,7 +52,7 @@ from reorder.probe.hostclock import host_ns
 from reorder.probe.hosttimeline import SYNC_FIELDS, percentile, sync_dicts
 from reorder.probe.lines import feasible_lines
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KERNEL = "rmsnorm_triton_style"
 STAMPS = "aa0,bb0,1080"  # after the block reduction's barrier, after the guarded EXIT, after the last store
 FLAG_FIELDS = (
@@ -271,25 +271,32 @@ def spec_for(rows: int, folder: Path) -> Path:
     return write_suite_spec(KERNEL, {"rows": rows}, folder / f"{KERNEL}_{rows}.toml")
 
 
-def probe_run(out: Path, rows: int, launches: int) -> int:
-    """`reorder probe --stamps STAMPS --host-clock` on KERNEL at `rows` rows, into `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    command = [
+CUBIN = ROOT / "benchmarks/kernels/cubin/rmsnorm.cubin"
+
+
+def probe_command(out: Path, rows: int) -> list[str]:
+    """`reorder probe --stamps STAMPS --host-clock` on KERNEL at `rows` rows, into `out` (less
+    its launch count)."""
+    return [
         sys.executable,
         "-m",
         "reorder",
         "probe",
-        str(ROOT / "benchmarks/kernels/cubin/rmsnorm.cubin"),
+        str(CUBIN),
         "--launch",
         str(spec_for(rows, out)),
         "--stamps",
         STAMPS,
         "--host-clock",
-        "--launches",
-        str(launches),
         "-o",
         str(out / "events.csv"),
     ]
+
+
+def probe_run(out: Path, rows: int, launches: int) -> int:
+    """The probe of KERNEL at `rows` rows over `launches` launches, into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [*probe_command(out, rows), "--launches", str(launches)]
     print("$", " ".join(command[1:]), flush=True)
     return subprocess.run(command, check=False, timeout=540).returncode
 
