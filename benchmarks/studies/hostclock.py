@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchmarks.studies.runner import DryDevice, LiveDevice, Record, commit, declared
+from benchmarks.studies.runner import DeviceRecord, DryDevice, LiveDevice, commit, declared
 from reorder.probe.hostaxis import (
     HOST_PER_GPU,
     LINK1_ASSUMES,
@@ -372,18 +372,10 @@ class Dry(DryDevice, Live):
 
 
 @dataclass
-class Rows(Record):
+class Rows(DeviceRecord):
     prefix: ClassVar[str] = "hostclock"
-    out: Path
-    deadline: float
-    device: Live
-    stamps: dict
     probes: list = dataclasses.field(default_factory=list)
     summary: dict = dataclasses.field(default_factory=dict)
-
-
-def record(run) -> Rows:
-    return Rows(run.args.out, run.deadline, run.device, run.stamps)
 
 
 PROBES = (("latency", 16, 100), ("timeline", 2048, 2))
@@ -439,7 +431,6 @@ def summary(rec: Rows, out: Path) -> str:
 STUDY = declared(
     __name__,
     name="hostclock",
-    record=record,
     deadline_s=540.0,
     verdict=lambda rec: 1 if any(p["status"] not in ("ok", "skipped") for p in rec.probes) else 0,  # type: ignore[attr-defined]
 )

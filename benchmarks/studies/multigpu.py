@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 from benchmarks.studies.runner import (
     SUITE,
+    DeviceRecord,
     DryDevice,
     ProcessDevice,
-    Record,
     commit,
     declared,
     lanes,
@@ -268,13 +268,9 @@ def kill_verdict(trials, running_at_kill: set[int]) -> dict:
 
 
 @dataclasses.dataclass
-class Rows(Record):
+class Rows(DeviceRecord):
     prefix: ClassVar[str] = "multigpu"
     files: ClassVar[dict[str, str]] = {"runs": "multigpu.csv"}
-    out: Path
-    deadline: float
-    device: Live
-    stamps: dict
     runs: list = dataclasses.field(default_factory=list)
     kill: list = dataclasses.field(default_factory=list)
 
@@ -349,7 +345,6 @@ def summary(rec: Rows, out: Path) -> str:
 STUDY = declared(
     __name__,
     name="multigpu",
-    record=lambda run: Rows(run.args.out, run.deadline, run.device, run.stamps),
     deadline_s=3600.0,
     stamps=lambda manifest: {"commit": manifest.get("commit"), "l2": "warm"},
 )

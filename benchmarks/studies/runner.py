@@ -245,8 +245,22 @@ class BuildRecord(Record):
     stamps: dict
 
 
-def record_of(cls: Callable[..., BuildRecord]) -> Callable[[Run], BuildRecord]:
-    """A study's `record`: `cls` made from the run's build folder, out, deadline, device and stamps."""
+@dataclasses.dataclass
+class DeviceRecord(Record):
+    """The record of a study that builds nothing ahead (its `manifest` says what it runs): its
+    out folder, its device and the deadline."""
+
+    out: Path
+    deadline: float
+    device: LiveDevice
+    stamps: dict
+
+
+def record_of(cls: Callable[..., Record]) -> Callable[[Run], Record]:
+    """A study's `record`: `cls` made from the run's out, deadline, device and stamps, with its
+    build folder first for a BuildRecord."""
+    if isinstance(cls, type) and issubclass(cls, DeviceRecord):
+        return lambda run: cls(run.args.out, run.deadline, run.device, run.stamps)
     return lambda run: cls(run.args.build, run.args.out, run.deadline, run.device, run.stamps)
 
 
