@@ -1,6 +1,6 @@
 """Triton's one line on the GPU: `triton.autotune(configs)` against `triton.autotune(rt.with_reorder(configs))`.
 
-    python -m benchmarks.triton_one_line build --out gpu_build/one_line --set user [--jobs 2]
+    python -m benchmarks.triton_one_line build --out gpu_build/one_line --set user [--jobs 2] [--middle]
     python -m benchmarks.triton_one_line run --build gpu_build/one_line --out OUT --set user [--deadline 300]
     python -m benchmarks.triton_one_line tune --build gpu_build/one_line --out OUT --families a,b [--budget 8]
     python -m benchmarks.triton_one_line report OUT [--prebuilt CELLS.csv]
@@ -101,9 +101,10 @@ def request_of(config) -> str:
 # ---------------------------------------------------------------- build (CPU)
 
 
-def build_unit(set_name: str, family_name: str, index: int) -> dict:
-    """Compile one config and its twins at every shape through the hook (a worker process);
-    then rt.verify's static half at each shape, which keeps the verifier's judgments."""
+def build_unit(set_name: str, family_name: str, index: int, middle: bool = False) -> dict:
+    """Compile one config and its twins at every shape (`middle`: the family's middle shape
+    only) through the hook (a worker process); then rt.verify's static half at each shape,
+    which keeps the verifier's judgments."""
     import triton
 
     import reorder.triton as rt
@@ -119,7 +120,7 @@ def build_unit(set_name: str, family_name: str, index: int) -> dict:
     seen: set[bytes] = set()
     started = time.monotonic()
     try:
-        for shape in fam.shapes:
+        for shape in [s for s in fam.shapes if not middle or s == fam.tune_shape]:
             case = fam.case(shape)
             args = stand_in_args(case)
             t0 = time.monotonic()
@@ -144,7 +145,7 @@ def build_unit(set_name: str, family_name: str, index: int) -> dict:
     return row
 
 
-def build(out: Path, set_name: str, jobs: int, only: set[str] | None) -> dict:
+def build(out: Path, set_name: str, jobs: int, only: set[str] | None, middle: bool = False) -> dict:
     import triton
 
     from reorder.base import provenance
@@ -154,7 +155,7 @@ def build(out: Path, set_name: str, jobs: int, only: set[str] | None) -> dict:
     os.environ["TRITON_CACHE_DIR"] = str((out / "triton_cache").resolve())
     os.environ["REORDER_CACHE"] = str((out / "reorder_cache").resolve())
     units = [
-        (set_name, f.name, i)
+        (set_name, f.name, i, middle)
         for f in families(set_name)
         if only is None or f.name in only
         for i in range(len(f.configs))
@@ -177,6 +178,7 @@ def build(out: Path, set_name: str, jobs: int, only: set[str] | None) -> dict:
         "source": str(Path(__file__).resolve().parents[1]),
         "made": time.strftime("%Y-%m-%d %H:%M:%S"),
         "seconds": round(time.monotonic() - started, 1),
+        "middle": middle,
         "units": rows,
     }
     path = out / f"manifest_{set_name}.json"
@@ -602,6 +604,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     b.add_argument("--set", choices=("user", "bench"), default="user")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--families", help="comma list (default: the whole set)")
+    b.add_argument("--middle", action="store_true", help="each family's middle shape only")
     r = sub.add_parser("run")
     r.add_argument("--build", type=Path, required=True)
     r.add_argument("--out", type=Path, required=True)
@@ -628,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     only = set(args.families.split(",")) if getattr(args, "families", None) else None
     if args.command == "build":
-        manifest = build(args.out, args.set, args.jobs, only)
+        manifest = build(args.out, args.set, args.jobs, only, args.middle)
         failed = [u for u in manifest["units"] if u["status"] != "ok"]
         print(f"{len(manifest['units'])} configs built, {len(failed)} failed, {manifest['seconds']:.0f} s")
         return 0
