@@ -18,7 +18,7 @@ from legality.verify import verify_kernel
 from reorder.base.deadline import Deadline, move_on_at
 from reorder.base.errors import InputError, NoGpuError, ReorderError
 from reorder.base.files import check_output, undone_on_failure, write_atomic
-from reorder.base.lifetime import Terminated, raise_if_terminated, shielded
+from reorder.base.lifetime import Terminated, raise_if_terminated, shielded, signal_wins
 from reorder.base.stderr import say
 from reorder.binary.cubin import parse_cubin, read_cubin
 from reorder.build.listing import list_space
@@ -156,7 +156,7 @@ def optimize(args: OptimizeArgs) -> Report | None:
     folder = args.output.with_name(args.output.stem + ".reorder")
     undo = contextlib.nullcontext() if args.search_only else undone_on_failure(folder, outputs=[args.output])
     try:
-        with undo, storage_failures(args.storage or _default_storage(folder, args.workers)):
+        with signal_wins(), undo, storage_failures(args.storage or _default_storage(folder, args.workers)):
             return _optimize(args, clock)
     except Terminated:
         raise Terminated(f"during the {clock.phase}; {_unwritten(args)}") from None

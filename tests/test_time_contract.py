@@ -142,6 +142,24 @@ def test_a_sigterm_inside_a_shield_is_raised_when_it_ends() -> None:
     assert done == ["write"]
 
 
+def test_a_library_error_made_by_the_signal_comes_out_as_the_signal() -> None:
+    """A SIGTERM landing in a storage commit surfaced as Optuna's StorageInternalError and the
+    run exited 1 with a traceback under load; the signal, not the error it caused, ends the run."""
+    from reorder.base.lifetime import Terminated, signal_wins
+
+    def commit() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+        except Terminated:  # what a library does with an exception inside its commit
+            raise optuna.exceptions.StorageInternalError("An exception is raised during the commit.") from None
+
+    with terminate_on_sigterm(), pytest.raises(Terminated), signal_wins():
+        commit()
+    with pytest.raises(ValueError), signal_wins():  # no signal: the error stays itself
+        raise ValueError("not a signal")
+
+
 # ---------------------------------------------------------------- the trials' owners
 
 

@@ -219,6 +219,27 @@ def shielded() -> Iterator[None]:
         raise exc
 
 
+def signal_received() -> type[KeyboardInterrupt] | None:
+    """Terminated or KeyboardInterrupt when a SIGTERM or SIGINT arrived inside
+    terminate_on_sigterm, else None. An exception raised from a signal handler inside a
+    library's commit can surface as that library's own error (SQLAlchemy's, wrapped by
+    Optuna's storage); the run then ended because of the signal, and says so."""
+    return _SIGNAL["kind"] if _TERMINATED.is_set() else None
+
+
+@contextlib.contextmanager
+def signal_wins() -> Iterator[None]:
+    """Run the block; an error it raises after a SIGTERM or SIGINT arrived comes out as that
+    signal (signal_received says why): the run ended because it was told to."""
+    try:
+        yield
+    except Exception:
+        kind = signal_received()
+        if kind is None:
+            raise
+        raise kind() from None
+
+
 def raise_if_terminated() -> None:
     """Raise Terminated (KeyboardInterrupt for a SIGINT) when the signal arrived and its first
     raise was swallowed or is still held by a shield."""

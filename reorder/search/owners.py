@@ -93,19 +93,32 @@ def claim(trial) -> None:
 def settle(study, trials: Iterable, why: str) -> int:
     """FAIL each of this run's open trials with `why`, and queue each to run again once; the
     number settled. Shielded: a second signal does not leave one half-told."""
-    import optuna
 
     count = 0
     with shielded():
         for trial in trials:
             try:
-                trial.set_user_attr(INTERRUPTED, why)
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                _fail(study, trial, why)
             except (RuntimeError, ValueError):  # already told (its step finished as the cut came)
                 continue
             _retry(study, trial._trial_id)
             count += 1
     return count
+
+
+def _fail(study, trial, why: str) -> None:
+    """Tell the trial FAILED with `why`. A storage error is tried once more: a signal that cut
+    a commit leaves that commit's session rolled back, and the next one starts clean."""
+    import optuna
+
+    for attempt in (1, 2):
+        try:
+            trial.set_user_attr(INTERRUPTED, why)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            return
+        except optuna.exceptions.StorageInternalError:
+            if attempt == 2:
+                raise
 
 
 def reconcile(study, storage) -> int:
