@@ -8,17 +8,17 @@ Compiles run in parallel (one nvcc process per (source, arch) pair).
 
 Usage::
 
-    python tests/corpus/build.py                # rebuild tests/corpus/cubin/
-    python tests/corpus/build.py OUT_DIR sm_80  # custom output dir / archs
+    python tests/corpus/build.py                                     # rebuild tests/corpus/cubin/
+    python tests/corpus/build.py tests/corpus/blackwell sm_100a sm_120  # rebuild the Blackwell builds
+    python tests/corpus/build.py OUT_DIR sm_80                       # custom output dir / archs
 
-Blackwell (sm_100a, sm_103, sm_120) is not checked in: the tests build it with `build_cached`,
-which keeps each cubin under a key of its source, arch and nvcc version, so a test run after the
-first copies instead of compiling.
+The tests read the checked-in builds (cubin/ for sm_80 and sm_90, blackwell/ for sm_100a and
+sm_120); tests/test_corpus_build.py rebuilds a sample with this machine's nvcc and checks the
+bytes are the same, when its release is the one that made them (BUILT_WITH).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -68,8 +68,10 @@ def build_corpus(
     out_dir: Path = DEFAULT_OUT_DIR,
     archs: Sequence[str] = DEFAULT_ARCHS,
     jobs: int | None = None,
+    stems: Sequence[str] | None = None,
 ) -> list[Path]:
-    """Compile every ``src/*.cu`` for each arch into ``out_dir/<arch>/<stem>.cubin``.
+    """Compile every ``src/*.cu`` (or those named by ``stems``) for each arch into
+    ``out_dir/<arch>/<stem>.cubin``.
 
     Args:
         out_dir: Root output directory; one sub-directory per architecture.
@@ -90,7 +92,7 @@ def build_corpus(
             "corpus (the checked-in cubins under tests/corpus/cubin/ can be "
             "used without it)"
         )
-    sources = corpus_sources()
+    sources = [src for src in corpus_sources() if stems is None or src.stem in stems]
     if not sources:
         raise CorpusBuildError(f"no .cu sources found in {SRC_DIR}")
 
@@ -106,44 +108,18 @@ def build_corpus(
 BLACKWELL_ARCHS: tuple[str, ...] = ("sm_100a", "sm_120")
 
 
-def default_cache() -> Path:
-    """Where built cubins are kept between test runs (`$REORDER_TEST_CORPUS_CACHE`)."""
-    return Path(os.environ.get("REORDER_TEST_CORPUS_CACHE") or Path.home() / ".cache" / "reorder-test-corpus")
+# The nvcc that made the checked-in builds (cubin/ and blackwell/): tests/test_corpus_build.py
+# checks that this release still makes the same bytes.
+BUILT_WITH = "Build cuda_13.0.r13.0/compiler.36424714_0"
 
 
-def _nvcc_version(nvcc: str) -> str:
-    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
-    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "unknown"
-
-
-def build_cached(
-    out_dir: Path, archs: Sequence[str] = BLACKWELL_ARCHS, cache: Path | None = None, jobs: int | None = None
-) -> list[Path]:
-    """`build_corpus`, through a cache: a cubin whose source, arch and nvcc version were built
-    before is copied from `cache`, the others are compiled and stored there."""
+def nvcc_release() -> str:
+    """The last line of `nvcc --version` ('unknown' without nvcc)."""
     nvcc = nvcc_path()
     if nvcc is None:
-        raise CorpusBuildError("nvcc not found on PATH; the Blackwell corpus is built at test time")
-    cache = cache or default_cache()
-    version = _nvcc_version(nvcc)
-    tasks = [(src, Path(out_dir) / arch / f"{src.stem}.cubin", arch) for arch in archs for src in corpus_sources()]
-
-    def one(src: Path, out: Path, arch: str) -> Path:
-        key = hashlib.sha256(src.read_bytes() + f"\0{arch}\0-O3\0{version}".encode()).hexdigest()[:32]
-        kept = cache / f"{src.stem}_{arch}_{key}.cubin"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if kept.is_file():
-            shutil.copyfile(kept, out)
-            return out
-        _compile_one(nvcc, src, out, arch)
-        cache.mkdir(parents=True, exist_ok=True)
-        partial = kept.with_suffix(f".{os.getpid()}.part")
-        shutil.copyfile(out, partial)
-        os.replace(partial, kept)
-        return out
-
-    with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        return [f.result() for f in [pool.submit(one, *t) for t in tasks]]
+        return "unknown"
+    done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
