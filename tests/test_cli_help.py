@@ -33,3 +33,25 @@ def test_commands_are_listed_in_their_order() -> None:
         "disasm", "verify", "diff", "latency-probe", "stalls", "batch-loads", "check", "time",
         "optimize", "bench", "probe", "timeline", "host-timeline", "ptx-hoist", "ptx-loops",
     ]  # fmt: skip
+
+
+def test_a_command_imports_only_what_it_runs() -> None:
+    """`reorder --help` and `reorder disasm` do not import the verifier, networkx, optuna or
+    the PTX model: each command's setup runs only when that command runs (reorder.cli.registry)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, contextlib, io\n"
+        "from reorder.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try: main(sys.argv[1:])\n"
+        "    except SystemExit: pass\n"
+        "heavy = ('networkx', 'optuna', 'legality.verify', 'reorder.ptx.model', 'reorder.search.study')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    for argv, allowed in ((["--help"], "[]"), (["optimize", "--help"], None), (["disasm", "--help"], "[]")):
+        done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        if allowed is not None:
+            assert done.stdout.strip().splitlines()[-1] == allowed, (argv, done.stdout)

@@ -16,12 +16,14 @@ from reorder.base.deadline import process_start
 from reorder.base.errors import ReorderError, one_line
 from reorder.base.stderr import say
 from reorder.cli import commands  # noqa: F401  (importing it registers the subcommands)
-from reorder.cli.registry import COMMANDS
+from reorder.cli.registry import COMMANDS, resolve
 
 
 @functools.cache
-def build_parser() -> argparse.ArgumentParser:
-    """The parser, built once per process (27 ms: the fuzzer and the tests call `main` often)."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser, built once per process (the fuzzer and the tests call `main` often). With
+    `only`, the other commands are listed (names and help) without their arguments, so their
+    modules are not imported: a run pays for its own command's imports alone."""
     from reorder import __version__
     from reorder.cli.helptext import EPILOG, Formatter, show_defaults
     from reorder.cli.outputs import add_mkdir
@@ -31,16 +33,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"reorder {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (handler, adder, help_text) in COMMANDS.items():
+    for name, (_, help_text) in COMMANDS.items():
         # argparse %-formats help strings (not descriptions): "95% CI" must be escaped
         p = sub.add_parser(
             name, help=help_text.replace("%", "%%"), description=help_text, epilog=EPILOG, formatter_class=Formatter
         )
+        if only is not None and name != only:
+            continue
+        handler, adder = resolve(name)
         adder(p)
         add_mkdir(p)
         show_defaults(p)
         p.set_defaults(handler=handler)
     return parser
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand `argv` names (its first word that is not an option), None for none."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,8 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     the fuzzer, a notebook), from this call: a long-lived process must not have spent a
     command's time before the command began."""
     started = process_start() if argv is None else time.monotonic()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    named = _command_named(words)
+    parser = build_parser(named if named in COMMANDS else "")  # "": no command's arguments (--help, a typo)
+    args = parser.parse_args(words)
     args.started = started
     _batch_loads_cubin(args, parser)
     with _pipe_safe_stdout():

@@ -5,24 +5,34 @@ Its own module so the commands and the parser build on it without importing each
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 
 from reorder.base.errors import InputError
 
 Handler = Callable[[argparse.Namespace], int]
-COMMANDS: dict[str, tuple[Handler, Callable[[argparse.ArgumentParser], None], str]] = {}
+Adder = Callable[[argparse.ArgumentParser], None]
+Setup = Callable[[], tuple[Handler, Adder]]
+COMMANDS: dict[str, tuple[Setup, str]] = {}  # name -> (its setup, its one-line help)
 
 
 def command(name: str, help_text: str):
     """Register a subcommand: the decorated function returns its handler and the function
-    that adds its arguments."""
+    that adds its arguments. It is called only for the command that runs (`resolve`), so a
+    command's imports (networkx, the verifier, the PTX model) are paid by that command alone:
+    `reorder --help` and `reorder disasm` do not import the search."""
 
-    def wrap(setup):
-        handler, adder = setup()
-        COMMANDS[name] = (handler, adder, help_text)
+    def wrap(setup: Setup) -> Setup:
+        COMMANDS[name] = (setup, help_text)
         return setup
 
     return wrap
+
+
+@functools.cache
+def resolve(name: str) -> tuple[Handler, Adder]:
+    """The handler and argument adder of a registered command (its setup, run once)."""
+    return COMMANDS[name][0]()
 
 
 def seconds(text: str) -> float:
