@@ -8,6 +8,7 @@ from pathlib import Path
 
 import ptx_sources  # tests/ptx_sources.py
 import pytest
+from sweeps import at_least, sample  # tests/sweeps.py
 
 from reorder.ptx.analyses.analysis import Analysis
 from reorder.ptx.analyses.guards import reach_condition, simplify
@@ -121,3 +122,29 @@ def test_reach_conditions(rmsnorm):
         frozenset({(1, False), (2, True)}),
     }
     assert simplify({frozenset({(1, True), (2, True)}), frozenset({(1, False), (2, True)})}) == {frozenset({(2, True)})}
+
+
+CHECKED_IN_PTX = sorted(
+    p
+    for folder in ("benchmarks/kernels/ptx_candidates/source", "reorder/suite/triton_kernels/sm_90", "tests/corpus")
+    for p in (Path(__file__).resolve().parent.parent / folder).rglob("*.ptx")
+)
+
+
+@pytest.mark.parametrize("noalias", [False, True])
+def test_a_pair_asked_alone_is_the_memory_graphs_edge(noalias):
+    """Analysis.memory_edge (what a hoist or a reuse asks about one load, without the graph)
+    gives the edge the whole memory graph draws, for every pair of every function of the
+    checked-in PTX (nvcc's and Triton's), under both assumptions."""
+    checked = 0
+    for path in sample(CHECKED_IN_PTX):
+        for function in parse_module(path.read_text()).functions:
+            alone, whole = Analysis(function, noalias), Analysis(function, noalias)
+            nodes = sorted(whole.memory_graph.nodes)
+            for a in nodes:
+                for b in nodes:
+                    edge = whole.memory_graph.get_edge_data(a, b)
+                    assert alone.memory_edge(a, b) == (edge["kind"] if edge else None), (path.name, a, b)
+            assert "memory_graph" not in alone.__dict__  # asked alone, the graph was never built
+            checked += len(nodes) ** 2
+    assert checked > at_least(100_000, 10_000)

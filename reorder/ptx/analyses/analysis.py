@@ -9,7 +9,7 @@ import networkx as nx
 
 from reorder.ptx.analyses.cfg import Cfg
 from reorder.ptx.analyses.dataflow import DefUse
-from reorder.ptx.analyses.graph import dependency_graph, memory_graph
+from reorder.ptx.analyses.graph import dependency_graph, memory_edge, memory_graph, reachable_blocks
 from reorder.ptx.analyses.memory import MemoryFacts, Noalias, kernel_facts
 from reorder.ptx.analyses.provenance import Origins, address_origins
 from reorder.ptx.model.effects import function_effects
@@ -40,6 +40,20 @@ class Analysis:
     def memory_graph(self) -> nx.DiGraph:
         """Memory, barrier, fence and unknown edges only."""
         return memory_graph(self.cfg, self.defuse, self.origins, self.facts)
+
+    @cached_property
+    def later(self) -> dict[int, frozenset[int]]:
+        """Block -> the blocks reachable from it through at least one edge."""
+        return reachable_blocks(self.cfg)
+
+    def memory_edge(self, a: int, b: int) -> str | None:
+        """The memory graph's edge kind a -> b (None: no edge), without building the graph:
+        a hoist asks about one load's pairs, and each hoist applied makes a new function
+        (the whole graph of each was 80% of a PTX search's seeding)."""
+        if "memory_graph" in self.__dict__:
+            edge = self.memory_graph.get_edge_data(a, b)
+            return edge["kind"] if edge else None
+        return memory_edge(self.cfg, self.effects, self.origins, self.facts, self.later, a, b)
 
     @cached_property
     def graph(self) -> nx.DiGraph:

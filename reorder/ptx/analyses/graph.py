@@ -13,6 +13,8 @@ checks them against liveness instead (reorder.ptx.moves.hoist).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import networkx as nx
 
 from reorder.ptx.analyses.cfg import EXIT, Cfg
@@ -67,24 +69,39 @@ def _memory_edges(graph: nx.DiGraph, cfg: Cfg, defuse: DefUse, origins: dict[int
     # two plain reads (no fence, barrier, unknown or write) never conflict: a read is paired
     # with the others only (every pair of an unrolled kernel's loads was tried before: quadratic)
     others = [i for i in ordered if not _plain_read(effects[i])]
-    later = _reachable_blocks(cfg)
+    later = reachable_blocks(cfg)
     for a in ordered:
-        ba = cfg.block_of[a]
         for b in others if _plain_read(effects[a]) else ordered:
-            if a == b and ba not in later[ba]:
-                continue
-            bb = cfg.block_of[b]
-            if not ((ba == bb and a < b) or bb in later[ba]):
-                continue
-            kind = conflict(
-                effects[a],
-                origins.get(a, frozenset({UNKNOWN})),
-                effects[b],
-                origins.get(b, frozenset({UNKNOWN})),
-                facts,
-            )
+            kind = memory_edge(cfg, effects, origins, facts, later, a, b)
             if kind and not graph.has_edge(a, b):
                 graph.add_edge(a, b, kind=kind)
+
+
+def memory_edge(
+    cfg: Cfg,
+    effects: Sequence[Effect | None],
+    origins: dict[int, Origins],
+    facts: MemoryFacts,
+    later: dict[int, frozenset[int]],
+    a: int,
+    b: int,
+) -> str | None:
+    """The kind of the memory-order edge a -> b, None where the graph draws none: both access
+    memory, they are not two plain reads, a can run before b (later: reachable_blocks), and
+    the rules of reorder.ptx.analyses.memory say they conflict. The graph is made of these
+    pairs; a move that asks about one load asks for its pairs alone."""
+    ea, eb = effects[a], effects[b]
+    if ea is None or eb is None or ea.kind not in MEMORY_KINDS or eb.kind not in MEMORY_KINDS:
+        return None
+    if _plain_read(ea) and _plain_read(eb):
+        return None
+    ba, bb = cfg.block_of[a], cfg.block_of[b]
+    if a == b and ba not in later[ba]:
+        return None
+    if not ((ba == bb and a < b) or bb in later[ba]):
+        return None
+    kind = conflict(ea, origins.get(a, frozenset({UNKNOWN})), eb, origins.get(b, frozenset({UNKNOWN})), facts)
+    return kind or None
 
 
 def _plain_read(effect: Effect) -> bool:
@@ -93,7 +110,7 @@ def _plain_read(effect: Effect) -> bool:
     return effect.kind not in ("unknown", "barrier") and not effect.ordered and not effect.writes_memory
 
 
-def _reachable_blocks(cfg: Cfg) -> dict[int, frozenset[int]]:
+def reachable_blocks(cfg: Cfg) -> dict[int, frozenset[int]]:
     """Blocks reachable from each block through at least one edge."""
     out = {}
     for block in cfg.blocks:

@@ -239,8 +239,7 @@ class Planner:
                 if clash:
                     return Refusal(f"{min(clash)} is written on the way (line {a.function.body[x].ident})", x)
         for x in self.regions.between(at, load):
-            edge = a.memory_graph.get_edge_data(x, load)
-            kind = edge["kind"] if edge else None
+            kind = a.memory_edge(x, load)
             if kind in MEMORY_EDGES:
                 s = a.function.body[x]
                 return Refusal(f"{kind} dependence on line {s.ident} ({s.ins.opcode})", x)

@@ -223,8 +223,7 @@ class Twins:
         region = [x for x in self.planner.regions.between(e, load) if x != e]
         kept = a.effects[e].defs
         for x in region:
-            edge = a.memory_graph.get_edge_data(x, load)
-            if edge and edge["kind"] in MEMORY_EDGES:
+            if a.memory_edge(x, load) in MEMORY_EDGES:
                 return False
             if a.effects[x].defs & kept:
                 return False
