@@ -160,6 +160,27 @@ def test_a_library_error_made_by_the_signal_comes_out_as_the_signal() -> None:
         raise ValueError("not a signal")
 
 
+def test_every_command_ends_as_the_signal_when_the_signal_caused_its_error(capsys) -> None:
+    """Not only optimize: a command whose tool or library fails because a SIGTERM arrived exits
+    143 with the one terminated line, not the tool's error."""
+    import argparse
+
+    from reorder.base.errors import ToolError
+    from reorder.cli.main import _run
+
+    def handler(args) -> int:
+        os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            time.sleep(0.2)
+        except KeyboardInterrupt:  # a tool's wrapper that turns its killed child into its own error
+            raise ToolError("nvdisasm: killed by SIGTERM") from None
+        return 0
+
+    args = argparse.Namespace(command="disasm", handler=handler, cubin=None)
+    assert _run(args) == 143
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "reorder disasm: terminated"
+
+
 # ---------------------------------------------------------------- the trials' owners
 
 

@@ -70,14 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from reorder.base.lifetime import Terminated, run_folder, terminate_on_sigterm
+    from reorder.base.lifetime import Terminated, run_folder, signal_wins, terminate_on_sigterm
     from reorder.cli.outputs import check_output_folders
 
     try:
         with terminate_on_sigterm(), run_folder():
             check_output_folders(args)
             _compile_inputs_saying_where(args)
-            return args.handler(args)
+            with signal_wins():  # an error the signal caused (a killed tool, a cut commit) ends as the signal
+                return args.handler(args)
     except ReorderError as exc:
         say(f"reorder {args.command}: error: {one_line(str(exc))}")
         return exc.exit_code
