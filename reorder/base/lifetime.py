@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -181,13 +182,29 @@ def terminate_on_sigterm() -> Iterator[None]:
         deliver(KeyboardInterrupt())
 
     previous = signal.signal(signal.SIGTERM, on_term), signal.signal(signal.SIGINT, on_int)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_about_the_signal(previous_hook)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
+        sys.unraisablehook = previous_hook
         _TERMINATED.clear()
         _Shield.pending = None
+
+
+def _quiet_about_the_signal(previous):
+    """An unraisable hook that drops the signal's own exception (Python would print it with a
+    traceback under "Exception ignored in", though the run then ends as the signal, in one
+    line) and passes every other one on."""
+
+    def hook(info) -> None:
+        if _TERMINATED.is_set() and isinstance(info.exc_value, KeyboardInterrupt):
+            return
+        previous(info)
+
+    return hook
 
 
 def _remember(kind: type[KeyboardInterrupt]) -> None:
