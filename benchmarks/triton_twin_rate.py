@@ -16,17 +16,20 @@ step verified). For every config of every family of reorder.suite.triton_kernels
 reorder/suite/triton_kernels/matmul_gelu.py) one child process, with the code of the checkout
 --tree (default: this one), compiles for sm_90 with no GPU, each compile with its own empty
 Triton cache and reorder cache: a warm-up compile (Triton's own first-call costs), Triton's
-compile of the config, then the twin. CPU time is the process's user + system time plus
+compile of the config, the imports of the modules the hook uses (reorder's own first-call
+costs, paid once per process as Triton's are: `import_cpu_s`, not in the twin's time), then
+the twin. CPU time is the process's user + system time plus
 that of the children it waited for (ptxas, nvdisasm), so neither the machine's load nor
 other processes count. One JSON line per config: both CPU times, their ratio, the cubin's
 instruction count, whether the twin differs and the hook's note. `table` prints the median
 ratio per family and over all configs, with the largest.
 
 `lists` measures what `rt.with_reorder` adds per config: the same children, then `twin:1`
-(whose compile builds the config's twin list: reorder.triton.twins), `twin:2` and `twin:3`
-(they read the list) and `twin:1` again with a fresh Triton cache and the same reorder cache
-(a second run, served from the list kept on disk); `ratio` is then twin:1's compile over
-Triton's, and each line carries the list (names, predicted cycles) and the notes.
+(whose compile walks the config's PTX move menus and compiles the first build of the twin
+list: reorder.triton.twins), `twin:2` and `twin:3` (each compiles the menus it needs beyond
+those kept) and `twin:1` again with a fresh Triton cache and the same reorder cache (a second
+run, served from the builds kept on disk); `ratio` is then twin:1's compile over Triton's,
+`twins_cpu_s` the other two, and each line carries the twins' notes.
 
 `bytes` makes every build the hook makes for each config, in the same child processes: the
 `--reorder` compile (the wgmma PTX step and the SASS moves) and `--reorder=twin:1..3`, and
@@ -102,6 +105,9 @@ def build(tag, **extra):
 build("warm-up")
 plain_s, plain = build("plain")
 hook.install(say=None)
+start = cpu()  # reorder's first-call costs (its imports), paid once per process as Triton's are
+import reorder.triton.twins, reorder.triton.builds, reorder.ptx.space.searchspace, reorder.ptx.space.plans
+import_s = cpu() - start
 twin_s, twin = build("twin", ptx_options="--reorder")
 from reorder.binary.cubin import parse_cubin
 from reorder.sass.model import decode_kernel
@@ -113,18 +119,10 @@ if job.get("bytes"):
     for k in (1, 2, 3):
         made = build(f"twin{k}", ptx_options=f"--reorder=twin:{k}")[1]
         out[f"twin:{k}"] = [sha(made.cubin), getattr(made.kernel.metadata, "reorder", "")]
-    from pathlib import Path
-    lists = []
-    for index in sorted(Path(os.environ["REORDER_CACHE"]).glob("triton/twins/*/index.json")):
-        entries = json.loads(index.read_text())
-        lists.append({"notes": entries["notes"], "builds": [
-            [e["name"], e["predicted"], sha((index.parent / e["file"]).read_bytes()),
-             sha((index.parent / e["base"]).read_bytes()) if e.get("base") else None]
-            for e in entries["builds"]]})
-    out["lists"] = lists
     print(json.dumps({**job, **out}))
     sys.exit(0)
 print(json.dumps({**job, "instructions": count, "plain_cpu_s": round(plain_s, 3), "twin_cpu_s": round(twin_s, 3),
+                  "import_cpu_s": round(import_s, 3),
                   "ratio": round(twin_s / plain_s, 2), "changed": twin.cubin != plain.cubin,
                   "note": getattr(twin.kernel.metadata, "reorder", "")}))
 """
@@ -137,15 +135,11 @@ _TWIN_CHILD = _CHILD.replace(
     """twin_s, twin = build("twin", ptx_options="--reorder=twin:1")
 more = [build(f"twin{k}", ptx_options=f"--reorder=twin:{k}") for k in (2, 3)]
 again_s, again = build("again", ptx_options="--reorder=twin:1")
-from pathlib import Path
-import hashlib
-sha = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-found = Path(os.environ["REORDER_CACHE"]).glob("triton/twins/*/index.json")
-lists = [(p.parent, json.loads(p.read_text())) for p in found]
 job = {**job, "twins_cpu_s": [round(s, 3) for s, _ in more], "again_cpu_s": round(again_s, 3),
-       "again_same": again.cubin == twin.cubin, "lists": [{"builds": [[e["name"], round(e["predicted"], 1),
-       sha(folder / e["file"])] for e in entries["builds"]], "notes": entries["notes"]} for folder, entries in lists],
-       "twin_notes": [getattr(c.kernel.metadata, "reorder", "") for c in (twin, *(m for _, m in more))]}""",
+       "again_same": again.cubin == twin.cubin}
+made = (twin, *(m for _, m in more))
+job = {**job, "changed_twins": [c.cubin != plain.cubin for c in made],
+       "twin_notes": [getattr(c.kernel.metadata, "reorder", "") for c in made]}""",
 )
 
 
@@ -231,8 +225,9 @@ def table(paths: list[Path]) -> str:
         lines += [
             f"### {path.name}",
             "",
-            "| family | configs | instructions | Triton CPU-s | twin CPU-s | ratio (median) | ratio (largest) |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| family | configs | instructions | Triton CPU-s | twin CPU-s | ratio (median) | ratio (largest) "
+            "| twins 2-3 / Triton (median) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         by_family: dict[str, list[dict]] = {}
         for r in good:
@@ -247,18 +242,24 @@ def table(paths: list[Path]) -> str:
                 f"| {name} | {len(rs)} | {statistics.median(r['instructions'] for r in rs):.0f} | "
                 f"{statistics.median(r['plain_cpu_s'] for r in rs):.2f} | "
                 f"{statistics.median(r['twin_cpu_s'] for r in rs):.2f} | "
-                f"{statistics.median(r['ratio'] for r in rs):.2f} | {max(r['ratio'] for r in rs):.2f} |"
+                f"{statistics.median(r['ratio'] for r in rs):.2f} | {max(r['ratio'] for r in rs):.2f} | "
+                f"{_later_twins(rs)} |"
             )
         failed = [r for r in records if "error" in r]
         lines += [""] + [f"- FAILED {r['family']} {r['config']}: {r['error']}" for r in failed] + [""]
     return "\n".join(lines)
 
 
+def _later_twins(records: list[dict]) -> str:
+    """The median of twin:2's and twin:3's compile over Triton's (a `lists` file), else '-'."""
+    ratios = [s / r["plain_cpu_s"] for r in records for s in r.get("twins_cpu_s", [])]
+    return f"{statistics.median(ratios):.2f}" if ratios else "-"
+
+
 def _names_only(record: dict) -> dict:
     """A `lists` record without its digests (two checkouts at other paths: Triton's
     -lineinfo puts the source path in every cubin, so no digest of theirs can agree)."""
-    lists = [{**one, "builds": [b[:2] for b in one["builds"]]} for one in record.get("lists", [])]
-    return {**record, "lists": lists}
+    return {k: v for k, v in record.items() if k not in ("plain", "moves", "twin:1", "twin:2", "twin:3")}
 
 
 def same(before: Path, after: Path, digests: bool = True) -> tuple[int, list[str]]:
@@ -272,7 +273,7 @@ def same(before: Path, after: Path, digests: bool = True) -> tuple[int, list[str
     a, b = load(before), load(after)
     if not digests:
         a, b = ({k: _names_only(r) for k, r in m.items()} for m in (a, b))
-    fields = ("plain", "moves", "twin:1", "twin:2", "twin:3", "lists", "twin_notes")
+    fields = ("plain", "moves", "twin:1", "twin:2", "twin:3", "twin_notes")
     lines = []
     for key in sorted(a.keys() | b.keys()):
         ra, rb = a.get(key, {}), b.get(key, {})

@@ -83,16 +83,29 @@ def test_pruned_lets_the_users_pruning_decide_among_originals_and_keeps_their_tw
 # ---------------------------------------------------------------- the list
 
 
-def _build(name: str, predicted: float) -> twins.Build:
-    return twins.Build(name, name.encode(), predicted)
+def test_twin_k_compiles_menus_until_it_has_k_builds_of_their_own_bytes(tmp_path, monkeypatch):
+    """The list is lazy: twin 2 compiles the first menus only, a menu that compiles to the
+    config's own bytes or an earlier build's is skipped, a menu ptxas refuses too, and what
+    was compiled is read back without a compiler."""
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path))
+    moved = tuple(twins.Moved(f"m{k}", f"ptx {k}") for k in range(6))
+    monkeypatch.setattr(twins, "moved_menus", lambda ptx, noalias: iter(moved))
+    made = {"ptx 0": b"own", "ptx 1": b"A", "ptx 2": b"A", "ptx 3": None, "ptx 4": b"B", "ptx 5": b"C"}
+    asked = []
 
+    def stage(text: str) -> bytes:
+        asked.append(text)
+        if made[text] is None:
+            raise RuntimeError("ptxas refused it")
+        return made[text]
 
-def test_the_second_twin_is_the_best_of_another_kind_of_move():
-    ranked = [_build(n, p) for n, p in (("loop:prefetch3", 1), ("loop:prefetch4", 2), ("loop:unroll4+sass", 3))]
-    assert [b.name for b in twins.twin_order(ranked)] == ["loop:prefetch3", "loop:unroll4+sass", "loop:prefetch4"]
-    assert twins.group("hoist:barrier") == "hoist" and twins.group("loop:unroll2+sass") == "unroll"
-    assert twins.per_trip(twins.Menu("loop:prefetch3", (("loop", "prefetch3"),))) == 3
-    assert twins.twin_order([]) == []
+    first_two = twins.ranked(b"own", "ptx", stage, True, upto=2)
+    assert [(b.name, b.data) for b in first_two] == [("m1", b"A"), ("m4", b"B")]
+    assert asked == ["ptx 0", "ptx 1", "ptx 2", "ptx 3", "ptx 4"]  # m5 never compiled
+    assert [b.name for b in twins.ranked(b"own", "ptx", None, True)] == ["m1", "m4"]  # kept, no compiler
+    assert [b.name for b in twins.ranked(b"own", "ptx", stage, True)] == ["m1", "m4", "m5"]
+    assert asked[-1] == "ptx 5" and len(asked) == 6
+    assert twins.describe(first_two[0], 1).startswith("twin 1: m1, PTX moves compiled by the config's own ptxas")
 
 
 def test_loop_aware_cycles_count_a_trip_laid_out_k_times_as_k_iterations():
@@ -127,8 +140,8 @@ def test_the_hook_serves_each_twin_its_build_and_rt_verify_says_what_it_checked(
     kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True), twins=2), key=["n"])(row_sums)
     plain, first, second = (compile_call(kernel, *_args(), arch=90, **c.all_kwargs()) for c in kernel.configs)
     assert plain.values["EVEN_N"] is True
-    assert first.cubin != plain.cubin and first.kernel.metadata.reorder.startswith("twin 1 of 1: loop:unroll2")
-    assert second.cubin == plain.cubin and "has 1 build(s)" in second.kernel.metadata.reorder
+    assert first.cubin != plain.cubin and first.kernel.metadata.reorder.startswith("twin 1: loop:unroll2")
+    assert second.cubin == plain.cubin and "has 1 build(s) of its own bytes" in second.kernel.metadata.reorder
     checked = rt.verify(kernel, *_args(), grid=(64,), arch=90, outputs=["y_ptr"])
     one, two = checked
     assert one.legal and one.request == "twin:1" and one.check.startswith("not checked: no GPU")

@@ -343,13 +343,11 @@ def _same_code(cubin: bytes, after) -> bool:
 
 
 def _twin_base(plain: Call, candidate: bytes, request: Request, stage) -> bytes | None:
-    """The compiler's cubin a twin's SASS moves started from (its own bytes for a PTX move's
-    build without them), None for a stored GPU result."""
+    """What a twin is judged against: None for a stored GPU result (judged as a compiler's
+    cubin), else its own bytes (a PTX move's build, judged as a compiler's cubin is)."""
     from reorder.triton.twins import ranked
 
-    for build in ranked(plain.cubin, plain.kernel.asm["ptx"], stage, request.noalias):
+    for build in ranked(plain.cubin, plain.kernel.asm["ptx"], stage, request.noalias, upto=request.rank):
         if build.data == candidate:
-            if build.measured:
-                return None
-            return build.base if build.base is not None else build.data
+            return None if build.measured else build.data
     raise InputError(f"{plain.name}: twin {request.rank} is not in this config's twin list (was reorder updated?)")

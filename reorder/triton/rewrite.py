@@ -194,7 +194,9 @@ def _twin_or_keep(
     from reorder.triton import twins
 
     try:
-        found = twins.ranked(cubin, ptx if isinstance(ptx, str) else None, compile_cubin, request.noalias)
+        found = twins.ranked(
+            cubin, ptx if isinstance(ptx, str) else None, compile_cubin, request.noalias, upto=request.rank
+        )
     except Exception as exc:  # noqa: BLE001 - a failed twin must never fail the compile
         kind = "" if isinstance(exc, ReorderError) else f"{type(exc).__name__}: "
         return Rewritten(cubin, False, f"reorder failed ({kind}{_first_line(exc)}): the compiler's cubin is kept")
@@ -202,11 +204,11 @@ def _twin_or_keep(
         return Rewritten(
             cubin,
             False,
-            f"twin {request.rank}: this config has {len(found)} build(s) predicted faster; "
+            f"twin {request.rank}: this config has {len(found)} build(s) of its own bytes; "
             "the compiler's cubin is kept",
         )
     build = found[request.rank - 1]
-    return Rewritten(build.data, True, twins.describe(build, request.rank, len(found)))
+    return Rewritten(build.data, True, twins.describe(build, request.rank))
 
 
 def _ptx_step(

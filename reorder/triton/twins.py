@@ -6,59 +6,56 @@ compiles it, it gets the K-th build of this list, made from the config's own PTX
 1. **Measured first**: every binary `rt.tune` stored for this very cubin (reorder.triton.
    rewrite.store_tuned: a GPU search, byte-checked at its launch), newest first. The cubin
    names the kernel, its specialization (ints equal to 1, 16-divisibility) and the config.
-2. **Then predicted**: one build per *menu* of the PTX move space (reorder.ptx.space.registry: the
-   kinds, each instance of a kind taking the same alternative): `loop` at each of Prefetch
-   1-4 and UnrollBatch 2/4, each hoist plan (reorder.ptx.space.plans), `reuse`, with the `wgmma`
-   move on top wherever it is offered, and `wgmma` alone. Each menu's PTX is compiled by the
-   config's own cubin stage (the same ptxas, flags and options), verified as a compiler's
-   cubin is, then the static SASS moves run on it (reorder.triton.builds.moves_binary); the
-   menu keeps the better-predicted of the two. The SASS moves on the config's own cubin are
-   one more build. A build counts only when the static model predicts it faster than the
-   original (reorder.analysis.costmodel.loop_aware_cycles, a trip laid out k times counted as
-   k iterations); they are ranked by that prediction (the second twin is the best of another
-   kind of move than the first: twin_order), equal bytes once.
+2. **Then the PTX move menus, in a fixed order** (`MENUS`): each menu is one way through the
+   PTX move space (reorder.ptx.space.registry: every instance of a kind takes the same
+   alternative), compiled by the config's own cubin stage (the same ptxas, flags and
+   options). A menu that moves nothing, repeats an earlier menu's PTX, or compiles to the
+   config's own cubin or an earlier build's bytes is skipped.
 
-Why a few and not one: the static model ranks the builds of one kernel, but it cannot see
-the launch shape, and the best loop move depends on it (a prefetch of the next block of a
-looped RMSNorm was 0.86x at 16 rows and 1.06x at 1024 rows). The autotuner times every twin
-at every key with the user's own do_bench, so the model only has to put the winner among
-the first few; each twin costs the autotuner one more timing per key and the hook one
-compile per config, so `rt.with_reorder` gives three by default (reorder.triton.tune.TWINS).
+The order is the measured one, not a prediction. On the H200 the twins the autotuner picked
+over five independently written Triton families (2026-12-02_triton_one_line) were the wgmma
+step on the GEMMs (1.24-1.83x), `loop:unroll4` (addnorm at all three shapes), `loop:prefetch3`
+and `loop:prefetch1` (cross-entropy, cumsum); the SASS moves on top of a PTX build measured
+0.996-1.006 on the GEMMs while they were most of a twin's compile (an nvdisasm process and the
+verifier's walk per build: 16.8x Triton's own compile, median over the benchmark's configs,
+2026-12-03_twin_compile_3). So the list is the PTX builds alone, taken lazily: twin K compiles
+menus until it has K builds, each compile kept on disk, so the three twins of a config cost
+about three ptxas runs and one walk of the PTX space. The SASS moves stay one step away:
+`rt.with_reorder(configs, twins=0)` (the hook's `moves` build: the wgmma step, then SASS
+moves) and `rt.tune` (a GPU search over both levels, whose winners come first here).
 
-The list of one cubin is built once (its first twin's compile) and kept in reorder's cache,
-named by the cubin, the PTX, the no-alias assumption and reorder's sources; the other twins
-read it. A twin with no K-th build keeps the compiler's cubin, and its note says so.
+The autotuner times every twin at every key with the user's own do_bench, so the list only
+has to put the winner among the first few; each twin costs the autotuner one more timing per
+key and the hook one compile per config, so `rt.with_reorder` gives three by default
+(reorder.triton.tune.TWINS). Nothing here is executed or judged on the SASS: a PTX build is
+ptxas's compile of PTX moves reorder's PTX rules made legal, and `rt.verify` verifies it as a
+compiler's cubin and byte-checks it on a GPU.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from reorder.base.diskcache import key_of
-from reorder.base.errors import LegalityError, NotApplicable, ReorderError
+from reorder.base.diskcache import cached_json, key_of
+from reorder.base.errors import NotApplicable, ReorderError
 from reorder.base.files import write_atomic
 from reorder.triton import digest
-
-SASS_ONLY = "sass"
 
 
 @dataclass(frozen=True, slots=True)
 class Build:
-    """One build of the list: its name (the menu, '+sass' when the SASS moves ran on it), its
-    bytes, the compiler's cubin the SASS moves started from (None: none ran on a PTX build),
-    and the static prediction (cycles) or, for a stored GPU result, what was measured."""
+    """One build of the list: its name (the menu's moves, or `tuned:KEY` for a stored GPU
+    result), its bytes, and for a stored GPU result what was measured."""
 
     name: str
     data: bytes
-    predicted: float
     measured: str = ""
-    base: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,23 +67,16 @@ class Menu:
     plan: str = ""  # a hoist plan (reorder.ptx.space.plans) instead of the kinds' walk
 
 
-LOOP_CHOICES = ("prefetch1", "prefetch2", "prefetch3", "prefetch4", "unroll2", "unroll4")
+def _loop(choice: str) -> Menu:
+    return Menu(f"loop:{choice}", (("loop", choice), ("wgmma", "on")))
+
+
 MENUS: tuple[Menu, ...] = (
-    *(Menu(f"loop:{c}", (("loop", c), ("wgmma", "on"))) for c in LOOP_CHOICES),
+    Menu("wgmma", (("wgmma", "on"),)),
+    *(_loop(c) for c in ("unroll4", "prefetch3", "prefetch1", "unroll2", "prefetch2", "prefetch4")),
     *(Menu(f"hoist:{p}", (), plan=p) for p in ("barrier", "top", "store", "branch")),
     Menu("reuse", (("reuse", "on"), ("wgmma", "on"))),
-    Menu("wgmma", (("wgmma", "on"),)),
 )
-
-
-def per_trip(menu: Menu) -> int:
-    """Original iterations one trip of a moved loop covers (both loop moves lay the body out
-    k times: UnrollBatch by k, Prefetch at distance k)."""
-    choice = dict(menu.choices).get("loop", "")
-    for prefix in ("prefetch", "unroll"):
-        if choice.startswith(prefix):
-            return int(choice.removeprefix(prefix))
-    return 1
 
 
 def moved_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | None = None):
@@ -117,126 +107,50 @@ def moved_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | Non
     return done.module, done.applied, len(moved_loops) == len(loops) and bool(loops), name
 
 
-@lru_cache(maxsize=32)
-def _decoded(cubin: bytes):
-    """A build's kernel, decoded once for its check and its predictions (a value: shared)."""
-    from reorder.binary.cubin import parse_cubin
-    from reorder.sass.model import decode_kernel
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A menu's moved PTX: the build's name (the kinds that moved something) and its text."""
 
-    return decode_kernel(parse_cubin(cubin, "Triton cubin"))
-
-
-def _predicted(cubin: bytes, trip: int = 1) -> float:
-    from reorder.analysis.costmodel import loop_aware_cycles
-
-    return loop_aware_cycles(_decoded(cubin).instructions, trip)
+    name: str
+    text: str
 
 
-def _checked(cubin: bytes) -> bytes:
-    """ptxas's build of a moved PTX, verified as a compiler's cubin is."""
-    from legality.verify import verify_kernel
-
-    code = _decoded(cubin)
-    verdict = verify_kernel(code, original=code.instructions)
-    if not verdict.ok:
-        raise LegalityError(f"verifier rejected ptxas's build: {verdict.violations[0].line()}", verdict.violations)
-    return cubin
-
-
-def menu_build(ptx_cubin: bytes, name: str, trip: int, noalias: bool) -> Build:
-    """The better-predicted of a PTX build and the SASS moves on top of it."""
-    from reorder.triton.builds import moves_binary
-
-    plain = Build(name, ptx_cubin, _predicted(ptx_cubin, trip), base=None)
-    try:
-        sass = moves_binary(ptx_cubin, noalias)
-    except ReorderError:
-        return plain
-    if sass == ptx_cubin:
-        return plain
-    both = Build(f"{name}+sass", sass, _predicted(sass, trip), base=ptx_cubin)
-    return both if both.predicted < plain.predicted else plain
+def moved_menus(ptx: str, noalias: bool) -> Iterator[Moved]:
+    """The menus' moved PTX, in `MENUS` order, each text once, each menu walked only when asked
+    for (a hoist plan re-analyses the function after every hoist: most of a walk's cost) and
+    kept in reorder's cache; menus that move nothing or fail are left out."""
+    texts: set[str] = set()
+    for menu in MENUS:
+        found = _menu_moved(ptx, noalias, menu)
+        if found is not None and found.text not in texts:
+            texts.add(found.text)
+            yield found
 
 
-def static_builds(
-    cubin: bytes,
-    ptx: str | None,
-    compile_cubin: Callable[[str], bytes] | None,
-    noalias: bool,
-    depth: int = 3,
-) -> tuple[list[Build], list[str]]:
-    """(the predicted builds, in twin order, each predicted faster than `cubin`; one line per
-    menu that failed). The SASS moves run on the `depth` best-predicted PTX builds only (they
-    cost the most of a build, and only the first twins are ever asked for)."""
+@lru_cache(maxsize=64)
+def _menu_moved(ptx: str, noalias: bool, menu: Menu) -> Moved | None:
+    key = key_of(ptx, str(noalias), repr(menu), digest.code_digest())
+    found = cached_json("triton-menus", key, lambda: _walk_menu(ptx, noalias, menu))
+    return Moved(str(found[0]), str(found[1])) if found else None
+
+
+@lru_cache(maxsize=4)
+def _parsed(ptx: str) -> tuple[Any, dict]:
+    """The module, and the kinds' instances kept across the menus of one PTX (a value shared
+    by the menus walked in this process; `offers` only grows)."""
     from reorder.ptx.model.model import parse_module
-    from reorder.sass.together import prime
-    from reorder.triton.builds import moves_binary
 
-    notes: dict[int, str] = {}
-    compiled: list[tuple[int, str, int, bytes]] = []  # (menu index, build name, trip, ptxas's cubin)
-    if ptx is not None and compile_cubin is not None:
-        module = parse_module(ptx)
-        kernel = module.kernels[0].name
-        texts: set[str] = set()
-        offers: dict = {}
-        for index, menu in enumerate(MENUS):
-            try:
-                moved, moves, all_loops, name = moved_ptx(module, kernel, noalias, menu, offers)
-                if not moves or moved.text in texts:
-                    continue
-                texts.add(moved.text)
-                compiled.append((index, name, per_trip(menu) if all_loops else 1, compile_cubin(moved.text)))
-            except (ReorderError, NotApplicable) as exc:
-                notes[index] = _note(menu, exc)
-    prime([cubin, *(c for *_, c in compiled)])  # one nvdisasm run decodes them all
-    original = _predicted(cubin)
-    builds: list[Build] = []
-    with contextlib.suppress(ReorderError):
-        sass = moves_binary(cubin, noalias)
-        if sass != cubin:
-            builds.append(Build(SASS_ONLY, sass, _predicted(sass), base=cubin))
-    made: list[tuple[Build, int]] = []
-    for index, name, trip, built in compiled:
-        try:
-            made.append((Build(name, _checked(built), _predicted(built, trip)), trip))
-        except (ReorderError, NotApplicable) as exc:
-            notes[index] = _note(MENUS[index], exc)
-    made.sort(key=lambda m: m[0].predicted)
-    builds += [menu_build(b.data, b.name, trip, noalias) if k < depth else b for k, (b, trip) in enumerate(made)]
-    faster = [b for b in builds if b.predicted < original and b.data != cubin]
-    return twin_order(_distinct(sorted(faster, key=lambda b: b.predicted))), [notes[k] for k in sorted(notes)]
+    return parse_module(ptx), {}
 
 
-def _note(menu: Menu, exc: Exception) -> str:
-    return f"{menu.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-
-
-def group(name: str) -> str:
-    """The kind of move a build makes, for twin_order ('loop:prefetch3+wgmma+sass' -> 'prefetch')."""
-    head = name.split("+", 1)[0]
-    kind, _, choice = head.partition(":")
-    return choice.rstrip("0123456789") if kind == "loop" else kind
-
-
-def twin_order(builds: Sequence[Build]) -> list[Build]:
-    """Best-predicted first, then the best of another kind of move (prefetch, unroll, hoist,
-    reuse, wgmma, sass), then the rest by prediction: the model ranks the depths of one
-    move better than it ranks one move against another, so the first two twins hedge."""
-    if not builds:
-        return []
-    first = builds[0]
-    other = next((b for b in builds[1:] if group(b.name) != group(first.name)), None)
-    rest = [b for b in builds[1:] if b is not other]
-    return [first, *([other] if other is not None else []), *rest]
-
-
-def _distinct(builds: Sequence[Build]) -> list[Build]:
-    seen, out = set(), []
-    for b in builds:
-        if b.data not in seen:
-            seen.add(b.data)
-            out.append(b)
-    return out
+def _walk_menu(ptx: str, noalias: bool, menu: Menu) -> list[str] | None:
+    """[the build's name, its moved PTX] for one menu, None when it moves nothing or fails."""
+    module, offers = _parsed(ptx)
+    try:
+        moved, moves, _, name = moved_ptx(module, module.kernels[0].name, noalias, menu, offers)
+    except (ReorderError, NotApplicable):
+        return None
+    return [name, moved.text] if moves else None
 
 
 def measured_builds(cubin: bytes) -> list[Build]:
@@ -253,14 +167,8 @@ def measured_builds(cubin: bytes) -> list[Build]:
                 continue
             record = json.loads(path.with_suffix(".json").read_text()) if path.with_suffix(".json").is_file() else {}
             key = path.stem.rsplit("-", 1)[1]
-            out.append(Build(f"tuned:{key}", data, 0.0, measured=str(record.get("score", "measured"))))
+            out.append(Build(f"tuned:{key}", data, measured=str(record.get("score", "measured"))))
     return out
-
-
-def _list_path(cubin: bytes, ptx: str | None, noalias: bool, root: Path | None) -> Path:
-    from reorder.triton.builds import store_dir
-
-    return store_dir("twins", root) / key_of(cubin, ptx or "", str(noalias), digest.code_digest())[:40]
 
 
 def ranked(
@@ -268,54 +176,54 @@ def ranked(
     ptx: str | None,
     compile_cubin: Callable[[str], bytes] | None,
     noalias: bool,
+    upto: int | None = None,
     root: Path | None = None,
 ) -> list[Build]:
-    """The whole list for one cubin (see the module docstring): stored GPU results, then the
-    static builds, built once and kept."""
-    folder = _list_path(cubin, ptx, noalias, root)
-    static = _read_list(folder)
-    if static is None:
-        static, notes = static_builds(cubin, ptx, compile_cubin, noalias)
-        _write_list(folder, static, notes)
-    return _distinct([*measured_builds(cubin), *static])
+    """The list for one cubin (see the module docstring), its first `upto` builds (all when
+    None): stored GPU results, then the PTX builds in menu order, each compiled once and kept.
+    Without `compile_cubin` only builds compiled before are given, up to the first that was not."""
+    out = [*measured_builds(cubin)]
+    seen = {cubin, *(b.data for b in out)}
+    for moved in moved_menus(ptx, noalias) if ptx is not None else ():
+        if upto is not None and len(out) >= upto:
+            break
+        data = _compiled(cubin, moved, compile_cubin, root)
+        if data is None:
+            break
+        if data and data not in seen:
+            seen.add(data)
+            out.append(Build(moved.name, data))
+    return out
 
 
-def _read_list(folder: Path) -> list[Build] | None:
-    try:
-        index = json.loads((folder / "index.json").read_text())
-        return [
-            Build(
-                e["name"],
-                (folder / e["file"]).read_bytes(),
-                float(e["predicted"]),
-                base=(folder / e["base"]).read_bytes() if e.get("base") else None,
-            )
-            for e in index["builds"]
-        ]
-    except (OSError, ValueError, KeyError):
-        return None
+def _compiled(
+    cubin: bytes, moved: Moved, compile_cubin: Callable[[str], bytes] | None, root: Path | None
+) -> bytes | None:
+    """ptxas's build of one menu's PTX by the config's own stage, kept by the config's cubin
+    (which names its compile options) and the moved text; None when not kept and no stage is
+    given. A menu ptxas refuses is b"" (kept too: it is refused again)."""
+    from reorder.triton.builds import store_dir
 
-
-def _write_list(folder: Path, builds: Sequence[Build], notes: Sequence[str]) -> None:
-    """Keep the list (a cache that cannot be written only costs the rebuild)."""
-    entries = []
+    path = store_dir("twins", root) / f"{key_of(cubin, moved.text, digest.code_digest())[:40]}.cubin"
     with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-        for k, b in enumerate(builds):
-            entry: dict[str, Any] = {"name": b.name, "file": f"{k}.cubin", "predicted": b.predicted}
-            write_atomic(folder / entry["file"], b.data)
-            if b.base is not None:
-                entry["base"] = f"{k}.base.cubin"
-                write_atomic(folder / entry["base"], b.base)
-            entries.append(entry)
-        write_atomic(folder / "index.json", json.dumps({"builds": entries, "notes": list(notes)}, indent=1).encode())
+        return path.read_bytes()
+    if compile_cubin is None:
+        return None
+    try:
+        data = compile_cubin(moved.text)
+    except Exception:  # noqa: BLE001 - a menu ptxas refuses is skipped, never the compile's end
+        data = b""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    return data
 
 
-def describe(build: Build, rank: int, count: int) -> str:
+def describe(build: Build, rank: int) -> str:
     """The note a twin's compile leaves in its metadata."""
     if build.measured:
-        return f"twin {rank} of {count}: {build.name}, stored GPU result ({build.measured})"
+        return f"twin {rank}: {build.name}, stored GPU result ({build.measured})"
     return (
-        f"twin {rank} of {count}: {build.name}, verified, predicted {build.predicted:.0f} cycles "
-        "(not executed: rt.verify checks bytes on a GPU)"
+        f"twin {rank}: {build.name}, PTX moves compiled by the config's own ptxas "
+        "(not executed: rt.verify verifies it and checks its bytes on a GPU)"
     )

@@ -113,12 +113,10 @@ def test_the_one_line_under_heuristics_verifies_every_twin_on_the_gpu(tmp_path, 
     import triton
 
     import reorder.triton as rt
-    from reorder.triton import twins
     from tests.triton_twin_kernels import row_sums
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
-    monkeypatch.setattr(twins, "MENUS", twins.MENUS[:6])  # the loop menus: a minute less to build
     runtime = triton.knobs.runtime
     monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
     rt.install(say=None)
