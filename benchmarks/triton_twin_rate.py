@@ -6,7 +6,6 @@
     python -m benchmarks.triton_twin_rate table twins.jsonl [more.jsonl ...] [--out table.md]
     python -m benchmarks.triton_twin_rate bytes --out digests.jsonl [--tree CHECKOUT] [--families a,b] [--gelu]
     python -m benchmarks.triton_twin_rate same before.jsonl after.jsonl [--names-only]
-    python -m benchmarks.triton_twin_rate decode CUBIN [CUBIN ...]
 
 A twin is a config marked `--reorder` (what `reorder.triton.with_reorder` adds beside each
 config an autotuner times): Triton compiles it, and the stages hook rewrites its cubin
@@ -33,13 +32,8 @@ run, served from the builds kept on disk); `ratio` is then twin:1's compile over
 
 `bytes` makes every build the hook makes for each config, in the same child processes: the
 `--reorder` compile (the wgmma PTX step and the SASS moves) and `--reorder=twin:1..3`, and
-records the SHA-256 of each cubin with its note, and of every build of the stored twin list
-(name, prediction, bytes); `same` compares two such files config by config, so a change
+records the SHA-256 of each cubin with its note; `same` compares two such files config by config, so a change
 meant to make the twins cheaper can show it changed no output byte.
-
-`decode` reads the cubins given eight at a time through one nvdisasm run
-(reorder.sass.together) and compares each listing so made with nvdisasm's own listing of
-that cubin, record for record (exit 1 if any differs).
 """
 
 from __future__ import annotations
@@ -286,41 +280,6 @@ def same(before: Path, after: Path, digests: bool = True) -> tuple[int, list[str
     return len(a.keys() | b.keys()), lines
 
 
-def decode_check(paths: list[Path], group: int = 8) -> dict[str, int]:
-    """Cubins `group` at a time through one nvdisasm run (reorder.sass.together), each primed
-    listing compared record for record with nvdisasm's own listing of that cubin: counts of
-    cubins, of those read together, of identical ones (records too) and of differing ones."""
-    import hashlib
-
-    from reorder.sass import model, together
-
-    seen: set[str] = set()
-    datas = []
-    for path in paths:
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() not in seen:
-            seen.add(hashlib.sha256(data).hexdigest())
-            datas.append(data)
-    counts = dict.fromkeys(("cubins", "together", "identical", "records", "different"), 0)
-    for start in range(0, len(datas), group):
-        batch = datas[start : start + group]
-        model._PRIMED.clear()
-        together.prime(batch)
-        counts["cubins"] += len(batch)
-        for data in batch:
-            held = model._PRIMED.get(hashlib.sha256(data).hexdigest())
-            if held is None:
-                continue
-            counts["together"] += 1
-            own = model._listing(data)
-            if own == held:
-                counts["identical"] += 1
-                counts["records"] += sum(len(v) for v in own.values())
-            else:
-                counts["different"] += 1
-    return counts
-
-
 def _compile_options(p: argparse.ArgumentParser) -> None:
     """The options of every command that compiles the configs in child processes."""
     p.add_argument("--out", type=Path, required=True)
@@ -345,9 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("same", help="compare two `bytes` files config by config")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
-    c.add_argument("--names-only", action="store_true", help="lists: names and predictions, not digests")
-    k = sub.add_parser("decode", help="cubins read together by one nvdisasm run against each one's own run")
-    k.add_argument("cubins", type=Path, nargs="+")
+    c.add_argument("--names-only", action="store_true", help="notes only, not digests")
     t = sub.add_parser("table", help="summarize runs")
     t.add_argument("runs", type=Path, nargs="+")
     t.add_argument("--out", type=Path)
@@ -368,10 +325,6 @@ def main(argv: list[str] | None = None) -> int:
         count, lines = same(args.before, args.after, digests=not args.names_only)
         print("\n".join([*lines, f"{count - len(lines)} of {count} configs identical in every build"]))
         return 1 if lines else 0
-    if args.what == "decode":
-        counts = decode_check(args.cubins)
-        print(json.dumps(counts))
-        return 1 if counts["different"] else 0
     text = table(args.runs)
     if args.out:
         args.out.write_text(text)

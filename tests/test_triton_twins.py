@@ -108,19 +108,6 @@ def test_twin_k_compiles_menus_until_it_has_k_builds_of_their_own_bytes(tmp_path
     assert twins.describe(first_two[0], 1).startswith("twin 1: m1, PTX moves compiled by the config's own ptxas")
 
 
-def test_loop_aware_cycles_count_a_trip_laid_out_k_times_as_k_iterations():
-    from pathlib import Path
-
-    from reorder.analysis.costmodel import kernel_cycles, loop_aware_cycles
-    from reorder.binary.cubin import parse_cubin
-    from reorder.sass.model import decode_kernel
-
-    cubin = Path(__file__).resolve().parent.parent / "reorder" / "suite" / "triton_kernels" / "sm_90"
-    code = decode_kernel(parse_cubin((cubin / "rmsnorm_looped_fp16.cubin").read_bytes()))
-    once, twice = loop_aware_cycles(code.instructions), loop_aware_cycles(code.instructions, per_trip=2)
-    assert twice < once and once > kernel_cycles(code.instructions)  # the loop runs 8 times, not once
-
-
 @pytest.fixture
 def one_menu(monkeypatch):
     """The twin list built from one loop menu (the whole space takes a minute per config)."""

@@ -313,16 +313,15 @@ def nvdisasm_json(data: bytes, suffix: str, *options: str) -> list:
         raise InputError(f"nvdisasm produced unreadable JSON: {exc}") from None
 
 
-# Listings read for several cubins by one nvdisasm process (reorder.sass.together), by the
-# cubin's SHA-256: what `disassemble` returns for them without a process of their own.
+# Listings known without an nvdisasm process (prime_listing), by the cubin's SHA-256: what
+# `disassemble` returns for them.
 _PRIMED: dict[str, dict[str, list[dict]]] = {}
 PRIMED_HELD = 256
 
 
 def prime_listing(data: bytes, listing: dict[str, list[dict]]) -> None:
-    """Hold `listing` as the listing of `data`, a cubin of one function: nvdisasm's own records
-    of its words at their addresses (reorder.sass.together), or those reorder.sass.readback
-    read a rewritten kernel back with (what the verifier judged)."""
+    """Hold `listing` as the listing of `data`, a cubin of one function: the records
+    reorder.sass.readback read a rewritten kernel back with (what the verifier judged)."""
     if len(_PRIMED) >= PRIMED_HELD:
         _PRIMED.clear()
     _PRIMED[hashlib.sha256(data).hexdigest()] = listing
