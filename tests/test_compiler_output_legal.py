@@ -6,8 +6,9 @@ tables reuse ptxas' distances only per exact opcode pair and operand slot
 new kernel uses; standalone verification therefore also takes the cubin's own distances as
 evidence for exactly their key (`legality.evidence`), and lists each one. The held-out
 kernels (tests/corpus/heldout: hand-written, never calibrated on, the third batch written
-after the tables were generated) are compiled here, once per session, for sm_80, sm_86,
-sm_89, sm_90 and sm_90a at -O1, -O2 and -O3 (the checked-in builds stand in without nvcc).
+after the tables were generated) are read as checked in, built for sm_80, sm_86, sm_89,
+sm_90 and sm_90a at -O1, -O2 and -O3 (tests/test_corpus_build.py checks that this nvcc still
+makes those bytes).
 
 Mutants: every stall cut and dropped or moved scoreboard of a held-out kernel is rejected by
 the tables alone (what the scheduler uses); by `verify --against` (what judges a candidate)
@@ -19,14 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import io
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import built_once
 from sweeps import FULL  # tests/sweeps.py
 
 from legality.evidence import verify_as_compiled
@@ -69,14 +67,6 @@ def _id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
 
-def _load_heldout_build():
-    spec = importlib.util.spec_from_file_location("heldout_build", HELDOUT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["heldout_build"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def reorder_verify(*args: str) -> tuple[int, str]:
     """`reorder verify ARGS` through the CLI's own entry point: exit code and output."""
     out = io.StringIO()
@@ -86,13 +76,10 @@ def reorder_verify(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="session")
-def heldout_cubins(tmp_path_factory) -> list[Path]:
-    """The held-out set compiled now by this machine's nvcc/ptxas (every build in
-    heldout/build.py); the checked-in builds where there is no toolkit."""
-    build = _load_heldout_build()
-    if not build.nvcc_available():
-        return CHECKED_IN_HELDOUT
-    return built_once(tmp_path_factory, "heldout", build.build)
+def heldout_cubins() -> list[Path]:
+    """The checked-in builds of the held-out set (every build in heldout/build.py);
+    tests/test_corpus_build.py checks that this nvcc still makes those bytes."""
+    return CHECKED_IN_HELDOUT
 
 
 @pytest.fixture(scope="session")
