@@ -149,17 +149,6 @@ class State:
 
         return State(rebase(self.recent), dict(self.writes), dict(self.reads), rebase(self.read_by), 0)
 
-    def key(self) -> tuple:
-        return (
-            _recent_key(self.recent),
-            tuple(sorted(self.writes.items(), key=lambda kv: kv[0])),
-            tuple(sorted(self.reads.items(), key=lambda kv: kv[0])),
-            _recent_key(self.read_by),
-        )
-
-
-def _recent_key(table: dict[str, dict[str, Recent]]) -> tuple:
-    return tuple(sorted((r, tuple(sorted(v.items()))) for r, v in table.items()))
 
 
 @dataclass(frozen=True)
@@ -607,7 +596,7 @@ def _walk(
     blocks = {b.start: b for b in basic_blocks(instructions)}
     cfg = control_flow_graph(instructions)
     entry: dict[int, State] = {start: State() for start in blocks}
-    seen: dict[int, tuple] = {}
+    seen: dict[int, State] = {}  # the merged entry state last queued: compared as values (order-free)
     work = deque(sorted(blocks))  # first in, first out; `queued` is its membership
     queued = set(work)
     found: dict[tuple, Violation] = {}
@@ -622,9 +611,8 @@ def _walk(
                 found[v.key] = v
         for succ in cfg.successors(start):
             merged = merge(entry[succ], state)
-            k = merged.key()
-            if seen.get(succ) != k:
-                seen[succ] = k
+            if seen.get(succ) != merged:
+                seen[succ] = merged
                 entry[succ] = merged
                 if succ not in queued:
                     work.append(succ)
