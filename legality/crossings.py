@@ -42,22 +42,25 @@ def before_barrier(instructions: Sequence[Instruction], q: int) -> list[int]:
     """Indices of the instructions that may write global memory and can run before the barrier
     at index `q`: earlier in its block, in any block that reaches its block, and the whole of its
     block when that block reaches itself (a loop)."""
-    blocks = _graph(tuple(instructions))[0]
+    kernel = tuple(instructions)
+    blocks, _, writers = _graph(kernel)
     mine = next(b for b in blocks if b.start <= q < b.end)
-    above, looped = _reached_from(tuple(instructions), mine.start)
-    out = []
-    for b in blocks:
-        if b.start in above and b.start != mine.start:
-            out += [i for i in b.indices() if writes_global(instructions[i])]
-    out += [i for i in mine.indices() if (i < q or looped) and i != q and writes_global(instructions[i])]
+    above, looped = _reached_from(kernel, mine.start)
+    out = [i for start in above if start != mine.start for i in writers.get(start, ())]
+    out += [i for i in writers[mine.start] if (i < q or looped) and i != q]
     return sorted(out)
 
 
 @lru_cache(maxsize=8)
-def _graph(instructions: tuple[Instruction, ...]) -> tuple[tuple[Block, ...], nx.DiGraph]:
-    """The kernel's blocks and control-flow graph (read only here): the crossing rule asks
-    them of the same original once per barrier at every step of a move."""
-    return basic_blocks(instructions), control_flow_graph(instructions)
+def _graph(
+    instructions: tuple[Instruction, ...],
+) -> tuple[tuple[Block, ...], nx.DiGraph, dict[int, tuple[int, ...]]]:
+    """The kernel's blocks, control-flow graph and, per block start, the indices of its
+    instructions that may write global memory (read only here): the crossing rule asks them of
+    the same original once per barrier at every step of a move."""
+    blocks = basic_blocks(instructions)
+    writers = {b.start: tuple(i for i in b.indices() if writes_global(instructions[i])) for b in blocks}
+    return blocks, control_flow_graph(instructions), writers
 
 
 @lru_cache(maxsize=256)
@@ -151,7 +154,7 @@ def crossing_violations(
             for i in c_mem:
                 if i < cb_q:
                     c_before.setdefault(_key(candidate[i], cand_buffers), []).append(i)
-            writers = [original[i] for i in before_barrier(original, ob_q)]
+            writers: list[Instruction] | None = None  # asked for only when a load crossed
             for key in sorted(judged, key=repr):
                 have, want = len(c_before.get(key, [])), o_before[key]
                 if have == want:
@@ -161,6 +164,8 @@ def crossing_violations(
                     found.append(_violation(bar, bar, f"a {key[0]} moved down below the barrier"))
                     continue
                 load = candidate[c_before[key][-1]]
+                if writers is None:
+                    writers = [original[i] for i in before_barrier(original, ob_q)]
                 if not crossable_load(load, writers, noalias, cand_buffers, declared, orig_buffers):
                     found.append(_violation(bar, load, _why(load, noalias)))
     return tuple(found)

@@ -150,7 +150,6 @@ class State:
         return State(rebase(self.recent), dict(self.writes), dict(self.reads), rebase(self.read_by), 0)
 
 
-
 @dataclass(frozen=True)
 class Report:
     """Result of verifying one kernel."""
