@@ -17,8 +17,8 @@ Grammar: ``--reorder`` or ``--reorder=ITEM[,ITEM...]`` with items
 - ``tuned:KEY``   the binary `reorder.triton.tune` measured and byte-checked on a GPU for
                   this very cubin, stored under KEY (the original is kept when it is absent);
 - ``twin:K``      the K-th build of the config's twin list (reorder.triton.twins: stored GPU
-                  results for this cubin, then the PTX move menus and the SASS moves ranked by
-                  the static model); `reorder.triton.with_reorder` marks K = 1, 2, ...;
+                  results for this cubin, then the PTX move menus in a measured order, each
+                  compiled by the config's ptxas); `reorder.triton.with_reorder` marks K = 1, 2, ...;
 - ``noalias``     pointer parameters do not alias (lets loads move above stores);
 - ``rev:HEX``     the reorder that made the marker (a digest of its sources). It changes
                   nothing in what is built; it is there for Triton's cache: ptx_options is

@@ -1,6 +1,7 @@
 """A Triton cubin in, reorder's binary for a marked config out; a compile never fails for it.
 
-Three ways (reorder.triton.request): `moves` runs reorder.build.pipeline (SliceBatch/LoadBatch,
+Four ways (reorder.triton.request): `twin` gives a build of the config's twin list
+(reorder.triton.twins); `moves` runs reorder.build.pipeline (SliceBatch/LoadBatch,
 then stall cuts, each step verified, kept only when the static model does not predict it
 slower); `search` runs `reorder optimize` on the static model; `tuned` hands back the binary
 `reorder.triton.tune` measured and byte-checked on a GPU for exactly this cubin. Without a

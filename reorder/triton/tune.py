@@ -141,10 +141,10 @@ def with_reorder(configs: Sequence[Any], request: Request | None = None, twins: 
 
     With a `moves` request (the default; `Request(noalias=True)` too) each config gets
     `twins` twins marked `twin:1` .. `twin:K`: the first builds of its twin list
-    (reorder.triton.twins: stored GPU results for the cubin, then the PTX move menus with the
-    SASS moves on top, ranked by the static model), made by the stages hook when Triton
-    compiles them; the autotuner times them beside the originals at every key. `twins=0`
-    gives the one static `moves` twin of earlier versions. A `search` or `tuned` request
+    (reorder.triton.twins: stored GPU results for the cubin, then the PTX move menus in a
+    measured order), made by the stages hook when Triton compiles them; the autotuner times
+    them beside the originals at every key. `twins=0` gives one `moves` twin instead (the
+    wgmma step, then the SASS moves, each verified). A `search` or `tuned` request
     gives one twin asking for it. A config with num_ctas != 1 gets none (one line says why:
     reorder cannot launch a cluster to byte-check what it would build). Markers name this
     reorder (Request.stamped), so an update never meets a cubin Triton cached for an older one."""
