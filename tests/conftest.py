@@ -18,15 +18,21 @@ from pathlib import Path
 import pytest
 from once import once
 
+
 # Compiled PTX and nvdisasm listings are cached on disk (reorder.base.diskcache): the tests keep
 # theirs apart from the user's, shared by every test (and CLI subprocess) of one session, and
 # start from the checked-in listings of the checked-in cubins (tests/corpus/listings.py).
+def load_listings():
+    """tests/corpus/listings.py, the checked-in listings' module."""
+    spec = importlib.util.spec_from_file_location("corpus_listings", Path(__file__).parent / "corpus" / "listings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 if "REORDER_CACHE" not in os.environ:
     os.environ["REORDER_CACHE"] = tempfile.mkdtemp(prefix="reorder-test-cache-")
-    _spec = importlib.util.spec_from_file_location("corpus_listings", Path(__file__).parent / "corpus" / "listings.py")
-    _listings = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_listings)
-    _listings.seed(Path(os.environ["REORDER_CACHE"]))
+    load_listings().seed(Path(os.environ["REORDER_CACHE"]))
 
 
 def _gpu_available() -> bool:

@@ -4,28 +4,20 @@ served only under this nvdisasm's keys."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import load_listings
 from sweeps import sample
 
 from reorder.binary.tools import find_tool, have_tool, version_line
 
-HERE = Path(__file__).resolve().parent
 needs_nvdisasm = pytest.mark.skipif(not have_tool("nvdisasm"), reason="nvdisasm not installed")
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("corpus_listings_test", HERE / "corpus" / "listings.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_every_checked_in_cubin_has_its_listing() -> None:
-    listings = _module()
+    listings = load_listings()
     _, held = listings.read()
     missing = [p.relative_to(listings.ROOT) for p in listings.cubins() if listings.digest(p.read_bytes()) not in held]
     assert not missing, f"no listing for {[str(m) for m in missing[:3]]} ...: run python tests/corpus/listings.py"
@@ -36,7 +28,7 @@ def test_every_checked_in_cubin_has_its_listing() -> None:
 def test_the_listings_are_this_nvdisasms_own() -> None:
     from reorder.sass.model import _listing
 
-    listings = _module()
+    listings = load_listings()
     made_by, held = listings.read()
     if version_line(find_tool("nvdisasm")) != made_by:
         pytest.skip(f"the listings were made by {made_by!r}; this nvdisasm is another (they are not used)")
@@ -48,7 +40,7 @@ def test_the_listings_are_this_nvdisasms_own() -> None:
 
 @needs_nvdisasm
 def test_another_nvdisasm_is_served_none(tmp_path: Path, monkeypatch) -> None:
-    listings = _module()
+    listings = load_listings()
     assert listings.seed(tmp_path / "ours") > 100
     monkeypatch.setattr(listings, "read", lambda archive=None: ("another build", {}))
     assert listings.seed(tmp_path / "theirs") == 0 and not (tmp_path / "theirs").exists()

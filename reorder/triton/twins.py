@@ -79,19 +79,19 @@ MENUS: tuple[Menu, ...] = (
 )
 
 
-def moved_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | None = None):
-    """(the moved module, the moves made, every loop offered was moved, the build's name: the
-    kinds that moved something, each with its alternative) for one menu.
+def menu_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | None = None):
+    """(the moved module, the moves made, the build's name: the kinds that moved something,
+    each with its alternative) for one menu.
 
     Only the menu's kinds are walked (any other kind would be decided OFF everywhere);
-    `offers` keeps each kind's instances per module across the menus of one list."""
+    `offers` keeps each kind's instances per module across the menus of one PTX."""
     from reorder.ptx.space.plans import plan
     from reorder.ptx.space.registry import OFF, MoveOptions
     from reorder.ptx.space.searchspace import walk
 
     if menu.plan:
         moved, moves = plan(module, kernel, noalias, menu.plan)
-        return moved, tuple(m.describe() for m in moves), True, menu.name
+        return moved, tuple(m.describe() for m in moves), menu.name
     wanted = dict(menu.choices)
     done = walk(
         module,
@@ -100,11 +100,9 @@ def moved_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | Non
         kinds=wanted.keys(),
         offers=offers,
     )
-    loops = [i for i in done.offered if i.kind == "loop"]
-    moved_loops = [p for p in done.picks if p.kind == "loop"]
     kinds = dict.fromkeys((p.kind, p.choice) for p in done.picks)
     name = "+".join(kind if choice == "on" else f"{kind}:{choice}" for kind, choice in kinds)
-    return done.module, done.applied, len(moved_loops) == len(loops) and bool(loops), name
+    return done.module, done.applied, name
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +145,7 @@ def _walk_menu(ptx: str, noalias: bool, menu: Menu) -> list[str] | None:
     """[the build's name, its moved PTX] for one menu, None when it moves nothing or fails."""
     module, offers = _parsed(ptx)
     try:
-        moved, moves, _, name = moved_ptx(module, module.kernels[0].name, noalias, menu, offers)
+        moved, moves, name = menu_ptx(module, module.kernels[0].name, noalias, menu, offers)
     except (ReorderError, NotApplicable):
         return None
     return [name, moved.text] if moves else None
