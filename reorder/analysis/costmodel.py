@@ -9,9 +9,6 @@ Every figure from this model is a prediction, never a measurement, and is labell
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-
 from reorder.analysis.cfg import basic_blocks
 from reorder.sass.model import Instruction
 
@@ -35,21 +32,9 @@ DEFAULT_LATENCY = 20
 
 def block_cycles(instructions: tuple[Instruction, ...], start: int, end: int) -> int:
     """Cycles from the block's first issue to the issue after its last instruction."""
-    return _issue(instructions, range(start, end), _State(), 0)
-
-
-@dataclass
-class _State:
-    """What one pass leaves the next: scoreboard -> cycle when every op on it is back."""
-
-    ready_at: dict[int, int] = field(default_factory=dict)
-
-
-def _issue(instructions: tuple[Instruction, ...], indices: Iterable[int], state: _State, t: int) -> int:
-    """Issue `indices` in order from cycle `t`; `state` is updated in place."""
-    ready_at = state.ready_at
-    for i in indices:
-        ins = instructions[i]
+    ready_at: dict[int, int] = {}  # scoreboard -> cycle when every op on it is back
+    t = 0
+    for ins in instructions[start:end]:
         c = ins.ctrl
         for sb in range(6):
             if c.waits_on(sb) and sb in ready_at:
