@@ -1,13 +1,25 @@
-"""PTX for the PTX-level tests: what nvcc makes of the project's CUDA sources, built once per
-test session (release builds of every source for sm_90; -lineinfo for sm_80 and -G debug
-builds of a few), and small hand-written kernels around a body."""
+"""PTX for the PTX-level tests: what nvcc makes of the project's CUDA sources (release builds
+of every source for sm_90; -lineinfo for sm_80 and -G debug builds of a few), and small
+hand-written kernels around a body.
+
+nvcc's PTX is checked in (`corpus/nvcc_ptx.tar.xz`, named by the digest of nvcc's path-free
+version text, the flags and the sources): 29 nvcc runs cost about 16 CPU-s of each test run.
+A run whose nvcc and sources give the archive's digest unpacks it; any other (another nvcc, a
+changed source) builds as before. tests/test_ptx_roundtrip.py checks the archive is current and
+that this nvcc makes a sample of it byte for byte.
+
+    python tests/ptx_sources.py     # remake the archive after changing a source
+"""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import subprocess
+import sys
+import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -26,38 +38,95 @@ BUILDS = (
 )
 
 
+ARCHIVE = ROOT / "tests/corpus/nvcc_ptx.tar.xz"
+
+
 @lru_cache(maxsize=1)
 def nvcc_ptx() -> tuple[Path, ...]:
-    """Every PTX built (name: STEM.TAG.ptx); empty when nvcc is not installed. Built once per
-    test run for every pytest-xdist worker: into the listing cache's folder (REORDER_CACHE, one
-    per run and shared by the workers), named by nvcc, its version, the flags and the sources,
-    under a lock."""
+    """Every PTX built (name: STEM.TAG.ptx); empty when nvcc is not installed. Made once per
+    test run for every pytest-xdist worker (unpacked from the archive when it is this nvcc's
+    and these sources', else built): into the listing cache's folder (REORDER_CACHE, one per
+    run and shared by the workers), named by the digest, under a lock."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return ()
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
-    digest = hashlib.sha256(repr((nvcc, version, BUILDS)).encode())
-    for source in SOURCES:
-        digest.update(source.name.encode() + source.read_bytes())
-    out = Path(os.environ.get("REORDER_CACHE") or tempfile.gettempdir()) / "nvcc-ptx" / digest.hexdigest()[:16]
-    once(out / ".done", lambda: _build(nvcc, out))
+    name = build_digest(nvcc)
+    out = Path(os.environ.get("REORDER_CACHE") or tempfile.gettempdir()) / "nvcc-ptx" / name
+    once(out / ".done", lambda: _unpack(name, out) or _build(nvcc, out))
     return tuple(sorted(out.glob("*.ptx")))
 
 
-def _build(nvcc: str, out: Path) -> str:
-    """nvcc -ptx of every build into `out`; the marker's text (none)."""
+def nvcc_version(nvcc: str) -> str:
+    return subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+
+
+def build_digest(nvcc: str) -> str:
+    """What names a set of builds: nvcc's version text, the builds' flags and every source."""
+    version = nvcc_version(nvcc)
+    digest = hashlib.sha256(repr((version, BUILDS)).encode())
+    for source in SOURCES:
+        digest.update(source.name.encode() + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def archived(archive: Path = ARCHIVE) -> tuple[str, str, dict[str, bytes]]:
+    """(the digest the archive was made under, the version text of the nvcc that made it,
+    file name -> PTX bytes); ("", "", {}) if there is none."""
+    if not archive.is_file():
+        return "", "", {}
+    with tarfile.open(archive, "r:xz") as tar:
+        files = {}
+        for member in tar.getmembers():
+            handle = tar.extractfile(member)
+            if handle is not None:
+                files[member.name] = handle.read()
+    digest = files.pop("DIGEST", b"").decode().strip()
+    return digest, files.pop("NVCC", b"").decode(), files
+
+
+def _unpack(name: str, out: Path) -> str:
+    """Write the archive's PTX into `out` when it was made under `name`; "" when it was."""
+    digest, _, files = archived()
+    if digest != name:
+        return ""
+    out.mkdir(parents=True, exist_ok=True)
+    for file, data in files.items():
+        (out / file).write_bytes(data)
+    return "unpacked"
+
+
+def _build(nvcc: str, out: Path, only: tuple[str, ...] | None = None) -> str:
+    """nvcc -ptx of every build (or those whose file name is in `only`) into `out`."""
     jobs = [
         (nvcc, "-ptx", *flags, str(source), "-o", str(out / f"{source.stem}.{tag}.ptx"))
         for tag, flags, names in BUILDS
         for source in SOURCES
-        if names is None or source.name in names
+        if (names is None or source.name in names) and (only is None or f"{source.stem}.{tag}.ptx" in only)
     ]
+    out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda cmd: subprocess.run(cmd, capture_output=True, text=True, check=False), jobs))
     failed = [" ".join(cmd) + "\n" + r.stderr for cmd, r in zip(jobs, done) if r.returncode != 0]
     if failed:
         raise RuntimeError("nvcc -ptx failed:\n" + "\n".join(failed))
-    return ""
+    return "built"
+
+
+def make_archive(archive: Path = ARCHIVE) -> Path:
+    """Build every PTX with this machine's nvcc and write them, with their digest, to `archive`."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise SystemExit("nvcc is not installed")
+    with tempfile.TemporaryDirectory() as folder:
+        _build(nvcc, Path(folder))
+        with tarfile.open(archive, "w:xz") as tar:
+            members = {p.name: p.read_bytes() for p in sorted(Path(folder).glob("*.ptx"))}
+            members |= {"DIGEST": build_digest(nvcc).encode(), "NVCC": nvcc_version(nvcc).encode()}
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = len(data), 0
+                tar.addfile(info, io.BytesIO(data))
+    return archive
 
 
 HEADER = """//
@@ -97,3 +166,7 @@ def kernel(body: str) -> str:
     """A kernel `k(x, y, z, n)`: %rd6 = &x[tid] (param 0), %rd7 = &y[tid] (param 1), %r1 = tid,
     %r5 = n, then `body`, then `ret`."""
     return HEADER + body.strip("\n") + "\n\tret;\n\n}\n"
+
+
+if __name__ == "__main__":
+    print(make_archive(Path(sys.argv[1]) if len(sys.argv) > 1 else ARCHIVE))

@@ -44,11 +44,13 @@ def _pipeline_seconds(cubin: Path, ptx: Path) -> float:
     """CPU seconds of batch-loads, the stall cut, the final verdict and the PTX move space."""
     from legality.verify import clear_caches, verify_kernel
     from reorder.build.pipeline import batch_loads, cut_stalls
+    from reorder.build.pipeline import clear_caches as forget_steps
     from reorder.ptx.space.registry import MoveOptions
     from reorder.ptx.space.searchspace import first_stage
 
     code = decode_kernel(read_cubin(cubin), "fma_chain")  # nvdisasm: another process, not counted
     clear_caches()
+    forget_steps()
     start = time.process_time()
     batched = batch_loads(code, False)
     cut = cut_stalls(batched.after)

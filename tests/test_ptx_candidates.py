@@ -15,6 +15,7 @@ from pathlib import Path
 
 import ptx_sources  # tests/ptx_sources.py
 import pytest
+from shared_listings import private_cache  # tests/shared_listings.py
 from sweeps import at_least, sample  # tests/sweeps.py
 
 from benchmarks.ptx_candidates import FALLBACK_MODES, RMSNORM
@@ -33,8 +34,8 @@ needs_ptxas = pytest.mark.skipif(not have_tool("ptxas"), reason="no ptxas here")
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "cache"))
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("REORDER_CACHE", str(private_cache(tmp_path / "cache")))
 
 
 def test_manifest_matches_the_checked_in_files():
@@ -89,9 +90,9 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
     candidates as one build per kernel (a kernel's build compiles its whole module: 201
     kernel compiles over the corpus instead of 59), and each kernel is verified in it.
     One kernel's build alone is the CLI's path (test_cli_writes_the_moved_ptx_and_its_cubin).
-    The CPU tier builds every fourth source (tests/sweeps.py)."""
+    The CPU tier builds every eighth source (tests/sweeps.py)."""
     built = 0
-    for path in sample(release_ptx):
+    for path in sample(release_ptx, every=8):
         module = read_ptx(path)
         moved, names, described = module, [], []
         for kernel in module.kernels:
@@ -109,7 +110,7 @@ def test_every_kernel_of_the_corpus_gets_a_candidate_that_compiles_and_verifies(
             assert checked.ok, (name, checked.violations)
         assert read_ptx(out.ptx).text == moved.text  # every kernel's moves are in the one module built
         built += len(names)
-    assert built >= at_least(40, 15)
+    assert built >= at_least(40, 7), built
 
 
 def test_cli_lists_instances_and_the_plans(capsys):

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_listings import private_cache  # tests/shared_listings.py
 
 from reorder.base.errors import InputError
 from reorder.binary.cubin import read_cubin
@@ -21,8 +22,8 @@ TRITON = CORPUS / "triton" / "sm_90"
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "cache"))
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("REORDER_CACHE", str(private_cache(tmp_path / "cache")))
 
 
 def _sass(path: Path) -> list[tuple[str, list[int]]]:

@@ -25,10 +25,13 @@ def _plain_words(corpus, arch: int) -> list[tuple[Instruction, dict]]:
 
 
 def _retimed(ins: Instruction) -> int:
-    """The word with another legal stall and yield, and another wait mask unless a barrier."""
+    """The word with another legal stall and yield, another wait mask unless a barrier, and
+    each scoreboard it sets moved to another one (one it does not set stays unset)."""
     c = ins.ctrl
     wait = c.wait if ins.is_barrier else c.wait ^ 0b101010
-    return c.with_(stall=1 + (c.stall + 4) % 11, yield_bit=1, wait=wait).apply(ins.word)
+    wbar = c.wbar if c.wbar == 7 else (c.wbar + 1) % 6
+    rbar = c.rbar if c.rbar == 7 else (c.rbar + 2) % 6
+    return c.with_(stall=1 + (c.stall + 4) % 11, yield_bit=1, wait=wait, wbar=wbar, rbar=rbar).apply(ins.word)
 
 
 def _read(word: int, record: dict) -> tuple[str, str, tuple[str, ...]]:
@@ -93,7 +96,7 @@ def test_a_word_the_reference_does_not_vouch_for_goes_to_nvdisasm(corpus):
     assert derived_listing(code.kernel.text, code) == list(code.records)
     assert derived_listing(with_word(_retimed(ins)), code) == list(code.records)  # stall, yield, wait
     assert derived_listing(with_word(ins.word ^ 1 << 24), code) is None  # a register field: a new word
-    assert derived_listing(with_word(ins.ctrl.with_(wbar=3).apply(ins.word)), code) is None  # a new scoreboard
+    assert derived_listing(with_word(ins.ctrl.with_(wbar=3).apply(ins.word)), code) is None  # one where none was
     bad_stall = ins.ctrl.with_(stall=14, yield_bit=1, reuse=0).apply(ins.word)  # outside the usched_info enum
     assert derived_listing(with_word(bad_stall), code) is None
     assert derived_listing(code.kernel.text, code.__class__(code.cubin, code.kernel, code.instructions)) is None

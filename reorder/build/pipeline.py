@@ -8,6 +8,8 @@ and reported, never written).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -56,7 +58,36 @@ class Outcome:
         )
 
 
+STEPS_KEPT = 16
+_recent_steps: OrderedDict[tuple, tuple[KernelCode, Candidate] | Exception] = OrderedDict()
+
+
 def _step(code: KernelCode, move: Move, noalias: bool | tuple[int, ...] = False) -> tuple[KernelCode, Candidate]:
+    """`_apply_step`, kept for the last STEPS_KEPT steps of this process: the builds of one run
+    share their first steps (the winner's pruning builds it again without each move, so every
+    move before the dropped one is the same step on the same bytes), and a step is a pure
+    function of the kernel's bytes, the move and the assumption."""
+    key = (hashlib.sha256(code.cubin.data).digest(), code.kernel.name, repr(move), noalias)
+    if key not in _recent_steps:
+        try:
+            _recent_steps[key] = _apply_step(code, move, noalias)
+        except (NotApplicable, LegalityError, EncodingError) as exc:
+            _recent_steps[key] = exc
+        while len(_recent_steps) > STEPS_KEPT:
+            _recent_steps.popitem(last=False)
+    _recent_steps.move_to_end(key)
+    held = _recent_steps[key]
+    if isinstance(held, Exception):
+        raise held
+    return held
+
+
+def clear_caches() -> None:
+    """Forget the steps kept (for measuring a build's cost from cold)."""
+    _recent_steps.clear()
+
+
+def _apply_step(code: KernelCode, move: Move, noalias: bool | tuple[int, ...]) -> tuple[KernelCode, Candidate]:
     """Apply one move, write it, read the bytes back, and verify what was written (`noalias`:
     what the move assumed, which the verifier's barrier-crossing rule is told)."""
     cand = move.apply(code, code.instructions)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import pickle
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from reorder.base.errors import ReorderError
 from reorder.base.files import write_atomic
-from reorder.binary.cubin import read_cubin
+from reorder.binary.cubin import parse_cubin
 from reorder.build.pipeline import Outcome, apply_each
 from reorder.build.ptxlevel import PtxLevel
 from reorder.build.ptxlevel import build as build_ptx
@@ -236,8 +237,7 @@ def build_candidate(
             stalls=made.stalls,
             predicted_cycles=made.predicted_cycles,
         )
-    code = decode_kernel(read_cubin(cubin_path), kernel)
-    space = search_space(code, noalias, families)
+    code, space = _listed(Path(cubin_path).read_bytes(), cubin_path, kernel, noalias, families)
     try:
         out = apply_choice(code, space, choice, noalias)
     except ReorderError as exc:
@@ -249,6 +249,18 @@ def build_candidate(
         stalls=sum(i.ctrl.stall for i in out.after.instructions),
         predicted_cycles=kernel_cycles(out.after.instructions),
     )
+
+
+@lru_cache(maxsize=4)
+def _listed(
+    data: bytes, where: str, kernel: str, noalias: bool, families: tuple | None
+) -> tuple[KernelCode, SearchSpace]:
+    """The decoded kernel and its space, listed once per process for the same bytes: a run
+    builds every candidate of one kernel from them (the winner's pruning alone builds ~20), and
+    listing the families cost as much as applying a choice. Moves never change the code they
+    are given (frozen values), so the one listing serves every build."""
+    code = decode_kernel(parse_cubin(data, where), kernel)
+    return code, search_space(code, noalias, families)
 
 
 def build_cached(

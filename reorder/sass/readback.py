@@ -13,15 +13,17 @@ bits: a stall/yield pair outside NVIDIA's usched_info enum (`ControlCode.encodin
 a write scoreboard on an op that has none (STS), a wait mask on WARPGROUP.DEPBAR. Over every
 op class of the corpus (240 on sm_90, 211 on sm_80) it accepted every other stall, yield and
 wait mask (2026-11-30). So a written word takes the record of a reference word
-- that differs from it in stall, yield and wait bits only, with the same scoreboards, the
-  stall and yield legal, and the wait mask unchanged if the op is one reorder treats as a
-  barrier (unknown ops included: WARPGROUP.DEPBAR is one);
+- that differs from it in stall, yield, wait and scoreboard bits only, setting a write
+  (read) scoreboard exactly where the reference word sets one (any of the six: a scoreboard
+  assignment moves loads between them), the stall and yield legal, and the wait mask
+  unchanged if the op is one reorder treats as a barrier (unknown ops included:
+  WARPGROUP.DEPBAR is one);
 - or, for a word whose reuse flags are clear, that differs from it in those and in its reuse
   flags, with `.reuse` removed from the record;
 - at the same offset only, if the reference word is control flow.
 A renamed word was read by nvdisasm already, alone (`nvdisasm -b`, reorder.sass.rename): such
-raw records are remembered (`remember`) and vouch for a word by the same rules, except the
-control-flow ones (their addresses were counted from elsewhere). A word none of these covers
+raw records are remembered (`remember`) and vouch for a word by the same rules (the reuse rule
+included), except the control-flow ones (their addresses were counted from elsewhere). A word none of these covers
 (a moved branch, a new scoreboard, a word never listed) sends the whole kernel to nvdisasm,
 as before. tests/test_readback.py checks both decodings equal over
 written candidates of the corpus, and these rules against nvdisasm on the corpus's words.
@@ -35,10 +37,13 @@ from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_fr
 
 TIMING_BITS = ((1 << 17) - 1) << CONTROL_SHIFT  # stall, yield, write and read scoreboards, wait mask
 REUSE_BITS = 7 << (CONTROL_SHIFT + 17)
+NO_SCOREBOARD = 7  # the scoreboard field's "none"
 RAW_HELD = 200_000  # raw records remembered at most (then forgotten all at once)
 # (arch, word less its timing bits) -> (instruction, record): one word reads differently on two
 # archs (nvdisasm prints sm_80's IADD3 without the carry-out predicates sm_90's shows)
 _RAW: dict[tuple[int, int], list[tuple[Instruction, dict]]] = {}
+# the same records by (arch, word less its timing and reuse bits): the reuse rule's index
+_RAW_BARE: dict[tuple[int, int], list[tuple[Instruction, dict]]] = {}
 
 
 def remember(words: list[int], records: list[dict], arch: int) -> None:
@@ -46,11 +51,16 @@ def remember(words: list[int], records: list[dict], arch: int) -> None:
     not control flow."""
     if len(_RAW) > RAW_HELD:
         _RAW.clear()
+        _RAW_BARE.clear()
     for word, record in zip(words, records):
         if isinstance(record, dict) and "other-attributes" not in record:
             held = _RAW.setdefault((arch, word & ~TIMING_BITS), [])
             if len(held) < 4 and all(ins.word != word for ins, _ in held):
-                held.append((make_instruction(0, word, record, arch=arch), record))
+                pair = (make_instruction(0, word, record, arch=arch), record)
+                held.append(pair)
+                bare = _RAW_BARE.setdefault((arch, word & ~TIMING_BITS & ~REUSE_BITS), [])
+                if len(bare) < 4:
+                    bare.append(pair)
 
 
 def listed_before(word: int, arch: int) -> dict | None:
@@ -91,7 +101,10 @@ def derived_listing(text: bytes, reference: KernelCode) -> list[dict] | None:
         key = word & ~TIMING_BITS
         record = _same_op(offset, ctrl, by_key.get(key, ())) or _same_op(-1, ctrl, _RAW.get((reference.arch, key), ()))
         if record is None and not ctrl.reuse:
-            record = _same_op(offset, ctrl, by_bare_key.get(key, ()))
+            bare = key & ~REUSE_BITS
+            record = _same_op(offset, ctrl, by_bare_key.get(bare, ())) or _same_op(
+                -1, ctrl, _RAW_BARE.get((reference.arch, bare), ())
+            )
             record = record and reuse_removed(record)
         if record is None:
             return None
@@ -105,7 +118,11 @@ def _same_op(offset: int, ctrl: ControlCode, pairs) -> dict | None:
         c = ins.ctrl
         if "other-attributes" in record and ins.offset != offset:
             continue
-        if (c.wbar, c.rbar) != (ctrl.wbar, ctrl.rbar) or (ins.is_barrier and c.wait != ctrl.wait):
+        if (c.wbar == NO_SCOREBOARD) != (ctrl.wbar == NO_SCOREBOARD) or (c.rbar == NO_SCOREBOARD) != (
+            ctrl.rbar == NO_SCOREBOARD
+        ):
+            continue
+        if ins.is_barrier and c.wait != ctrl.wait:
             continue
         return record
     return None
