@@ -137,3 +137,12 @@ def pytest_collection_modifyitems(config, items) -> None:
     """The corpus-wide sweeps (marked slow) first: xdist hands tests out in this order, and a
     40 s sweep handed out last leaves the other core idle while it runs."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker more than the cores this process may use. More than half of the
+    tier's CPU is spent in processes the tests start (the CLI, nvcc, ptxas, nvdisasm, build
+    workers) and some tests wait on a signal's effect; the extra worker keeps both cores busy
+    meanwhile (2 cores: 5 min 03 s with three workers, 5 min 09-27 s with two, the same CPU-s;
+    benchmarks/results/2026-12-03_cpu_tier_reuse)."""
+    return len(os.sched_getaffinity(0)) + 1
