@@ -78,7 +78,7 @@ def _step(code: KernelCode, move: Move, noalias: bool | tuple[int, ...] = False)
     _recent_steps.move_to_end(key)
     held = _recent_steps[key]
     if isinstance(held, Exception):
-        raise held
+        raise held.with_traceback(None)  # its own frames only, not those of every earlier raise
     return held
 
 

@@ -22,10 +22,10 @@ wait mask (2026-11-30). So a written word takes the record of a reference word
   flags, with `.reuse` removed from the record;
 - at the same offset only, if the reference word is control flow.
 A renamed word was read by nvdisasm already, alone (`nvdisasm -b`, reorder.sass.rename): such
-raw records are remembered (`remember`) and vouch for a word by the same rules (the reuse rule
-included), except the control-flow ones (their addresses were counted from elsewhere). A word none of these covers
-(a moved branch, a new scoreboard, a word never listed) sends the whole kernel to nvdisasm,
-as before. tests/test_readback.py checks both decodings equal over
+raw records are remembered (`remember`) and vouch for a word by the same rules (the reuse
+rule included), except the control-flow ones (their addresses were counted from elsewhere). A
+word none of these covers (a moved branch, a scoreboard where the reference sets none, a word
+never listed) sends the whole kernel to nvdisasm, as before. tests/test_readback.py checks both decodings equal over
 written candidates of the corpus, and these rules against nvdisasm on the corpus's words.
 """
 
