@@ -122,3 +122,52 @@ def test_a_word_read_for_one_arch_is_not_reused_for_another():
     assert derived_listing(text, code) is None  # sm_80 has no record of it: decode, never borrow
     remember([word ^ 1 << 100], [marked], 80)
     assert derived_listing(text, code) == [marked]
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_moved_control_flow_reads_as_nvdisasm_reads_it(corpus, arch):
+    """Every kernel of the corpus without a call, its words one place later (targets kept as
+    encoded, so each BRA and BSSY jumps 16 bytes further) and again with each target kept,
+    listed raw by nvdisasm: the records read-back derives for the moved words, EXIT, BAR and
+    the branches among them."""
+    from reorder.binary.branches import decode_target, encode_target
+    from reorder.sass.model import nvdisasm_json
+    from reorder.sass.readback import RELATIVE
+
+    blob, placed = b"", []
+    for _cubin, code in (pair for pair in corpus if pair[1].arch == arch):
+        if not code.kernel.is_entry or any(i.base in ("CALL", "RET", "BRX", "JMX") for i in code.instructions):
+            continue
+        words = [code.instructions[0].word] + [i.word for i in code.instructions]
+        kept = [code.instructions[0].word] + [
+            encode_target(i.word, arch, i.offset + 16, decode_target(i.word, arch, i.offset, i.base), i.base)
+            if i.base in RELATIVE
+            else i.word
+            for i in code.instructions
+        ]
+        for moved in (words, kept):
+            text = b"".join(w.to_bytes(16, "little") for w in moved)
+            listing = derived_listing(text, code)
+            if listing is not None:
+                placed.append((len(blob), listing))
+                blob += text
+    truth = nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"]
+    moved_cf = 0
+    for base, listing in placed:
+        for k, record in enumerate(listing):
+            expected = truth[base // 16 + k]
+            if record.get("opcode", "").split(".")[0] in RELATIVE:
+                *head, target = record["operands"].split(",")
+                record = {**record, "operands": ",".join([*head, f"{int(target, 16) + base:#x}"])}
+            assert _read_record(record) == _read_record(expected), (base, k, record, expected)
+            moved_cf += "other-attributes" in record
+    assert len(placed) >= 20 and moved_cf >= 100, (len(placed), moved_cf)
+
+
+def _read_record(record: dict) -> tuple:
+    return (
+        record.get("predicate", ""),
+        record.get("opcode"),
+        record.get("operands", ""),
+        record.get("other-attributes"),
+    )

@@ -20,7 +20,12 @@ wait mask (2026-11-30). So a written word takes the record of a reference word
   WARPGROUP.DEPBAR is one);
 - or, for a word whose reuse flags are clear, that differs from it in those and in its reuse
   flags, with `.reuse` removed from the record;
-- at the same offset only, if the reference word is control flow.
+- at the same offset only, if the reference word is control flow, except where the record
+  cannot depend on the address: no operands (EXIT, YIELD, WARPSYNC.ALL), or a block barrier
+  (BAR, which prints its barrier's number);
+- for a BRA or BSSY (a PC-relative target, reorder.binary.branches), a reference word that
+  differs from it in those bits and the target's immediate, whose record prints its own target:
+  the record with the written word's target, counted from its own offset.
 A renamed word was read by nvdisasm already, alone (`nvdisasm -b`, reorder.sass.rename): such
 raw records are remembered (`remember`) and vouch for a word by the same rules (the reuse
 rule included), except the control-flow ones (their addresses were counted from elsewhere). A
@@ -31,6 +36,7 @@ written candidates of the corpus, and these rules against nvdisasm on the corpus
 
 from __future__ import annotations
 
+from reorder.binary.branches import decode_target, layout
 from reorder.binary.cubin import Cubin
 from reorder.sass.control import CONTROL_SHIFT, ControlCode
 from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_from_listing, make_instruction
@@ -92,6 +98,7 @@ def derived_listing(text: bytes, reference: KernelCode) -> list[dict] | None:
         key = pair[0].word & ~TIMING_BITS
         by_key.setdefault(key, []).append(pair)
         by_bare_key.setdefault(key & ~REUSE_BITS, []).append(pair)
+    by_target_free_key = _relative_references(reference)
     listing = []
     for offset in range(0, len(text), 16):
         word = int.from_bytes(text[offset : offset + 16], "little")
@@ -107,6 +114,8 @@ def derived_listing(text: bytes, reference: KernelCode) -> list[dict] | None:
             )
             record = record and reuse_removed(record)
         if record is None:
+            record = _retargeted(word, offset, ctrl, reference.arch, by_target_free_key)
+        if record is None:
             return None
         listing.append(record)
     return listing
@@ -116,7 +125,7 @@ def _same_op(offset: int, ctrl: ControlCode, pairs) -> dict | None:
     """The record of a reference word that nvdisasm reads as it reads a word with `ctrl`."""
     for ins, record in pairs:
         c = ins.ctrl
-        if "other-attributes" in record and ins.offset != offset:
+        if "other-attributes" in record and ins.offset != offset and not _address_free(record):
             continue
         if (c.wbar == NO_SCOREBOARD) != (ctrl.wbar == NO_SCOREBOARD) or (c.rbar == NO_SCOREBOARD) != (
             ctrl.rbar == NO_SCOREBOARD
@@ -125,6 +134,49 @@ def _same_op(offset: int, ctrl: ControlCode, pairs) -> dict | None:
         if ins.is_barrier and c.wait != ctrl.wait:
             continue
         return record
+    return None
+
+
+def _address_free(record: dict) -> bool:
+    """A control-flow record nvdisasm prints the same at any address."""
+    return not record.get("operands") or record.get("other-attributes") == {"inter-warp-barrier": "True"}
+
+
+RELATIVE = ("BRA", "BSSY")  # ops whose one printed address is their PC-relative target
+
+
+def _target_bits(arch: int, base: str) -> int:
+    mask = 0
+    for lsb, width in layout(arch, base):
+        mask |= ((1 << width) - 1) << lsb
+    return mask
+
+
+def _relative_references(reference: KernelCode) -> dict[int, list[tuple[Instruction, dict]]]:
+    """The reference's BRA and BSSY words whose record prints exactly their own target (as its
+    last operand), by word less its timing bits and its target's immediate."""
+    found: dict[int, list[tuple[Instruction, dict]]] = {}
+    for ins, record in zip(reference.instructions, reference.records):
+        if ins.base not in RELATIVE or "other-attributes" not in record:
+            continue
+        target = decode_target(ins.word, reference.arch, ins.offset, ins.base)
+        if str(record.get("operands", "")).split(",")[-1] == f"{target:#x}":
+            found.setdefault(ins.word & ~TIMING_BITS & ~_target_bits(reference.arch, ins.base), []).append(
+                (ins, record)
+            )
+    return found
+
+
+def _retargeted(word: int, offset: int, ctrl: ControlCode, arch: int, by_key) -> dict | None:
+    """The record of a BRA or BSSY written at `offset`: a reference's with this word's target."""
+    for base in RELATIVE:
+        for ins, record in by_key.get(word & ~TIMING_BITS & ~_target_bits(arch, base), ()):
+            if ins.base != base or _same_op(ins.offset, ctrl, [(ins, record)]) is None:
+                continue
+            target = decode_target(word, arch, offset, base)
+            if target < 0:
+                return None
+            return {**record, "operands": ",".join([*record["operands"].split(",")[:-1], f"{target:#x}"])}
     return None
 
 
