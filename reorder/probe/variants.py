@@ -41,7 +41,8 @@ from reorder.binary.cubin import parse_cubin
 from reorder.probe import templates as T
 from reorder.sass.control import NO_SCOREBOARD, ControlCode
 from reorder.sass.grow import Grown, Insertion, changed_originals, grow_kernel, regcount_for
-from reorder.sass.model import Instruction, KernelCode, decode_kernel, highest_register, make_instruction
+from reorder.sass.model import Instruction, KernelCode, highest_register, make_instruction
+from reorder.sass.readback import read_back
 
 SLIDE_RECORD_BYTES = 8
 STAMP_RECORD_BYTES = 24
@@ -489,9 +490,11 @@ class BuildCheck:
 
 
 def check_build(original: KernelCode, build: ProbeBuild) -> BuildCheck:
-    """Re-read and decode the grown cubin, compare originals bit for bit, run the verifier."""
+    """Re-read and decode the grown cubin (read back from the original's listing where every word
+    is vouched for, reorder.sass.readback; nvdisasm otherwise), compare originals bit for bit,
+    run the verifier."""
     cubin = parse_cubin(build.data, f"probe of {build.kernel}")
-    grown_code = decode_kernel(cubin, build.kernel)
+    grown_code = read_back(cubin, original)
     changed = changed_originals(original, grown_code.kernel.text, build.grown)
     # the originals' bits and order are compared above: the probe only inserts code
     report = verify_kernel(grown_code, original=original.instructions, reordered=False)
