@@ -38,6 +38,15 @@ def _width(fields: Layout) -> int:
     return sum(width for _, width in fields)
 
 
+def immediate_mask(arch: int, base: str = "BRA") -> int:
+    """The word's bits that hold a PC-relative op's immediate: a word less them names the op
+    and its operands wherever it jumps."""
+    mask = 0
+    for lsb, width in layout(arch, base):
+        mask |= ((1 << width) - 1) << lsb
+    return mask
+
+
 def decode_immediate(word: int, arch: int, base: str = "BRA") -> int:
     """The signed immediate of a PC-relative instruction."""
     fields = layout(arch, base)

@@ -29,14 +29,15 @@ wait mask (2026-11-30). So a written word takes the record of a reference word
 A renamed word was read by nvdisasm already, alone (`nvdisasm -b`, reorder.sass.rename): such
 raw records are remembered (`remember`) and vouch for a word by the same rules (the reuse
 rule included), except the control-flow ones (their addresses were counted from elsewhere). A
-word none of these covers (a moved branch, a scoreboard where the reference sets none, a word
-never listed) sends the whole kernel to nvdisasm, as before. tests/test_readback.py checks both decodings equal over
-written candidates of the corpus, and these rules against nvdisasm on the corpus's words.
+word none of these covers (a call or return moved, a scoreboard where the reference sets none,
+a word never listed) sends the whole kernel to nvdisasm, as before. tests/test_readback.py
+checks both decodings equal over written candidates of the corpus, and these rules against
+nvdisasm on the corpus's words.
 """
 
 from __future__ import annotations
 
-from reorder.binary.branches import decode_target, layout
+from reorder.binary.branches import decode_target, immediate_mask
 from reorder.binary.cubin import Cubin
 from reorder.sass.control import CONTROL_SHIFT, ControlCode
 from reorder.sass.model import Instruction, KernelCode, decode_kernel, kernel_from_listing, make_instruction
@@ -145,13 +146,6 @@ def _address_free(record: dict) -> bool:
 RELATIVE = ("BRA", "BSSY")  # ops whose one printed address is their PC-relative target
 
 
-def _target_bits(arch: int, base: str) -> int:
-    mask = 0
-    for lsb, width in layout(arch, base):
-        mask |= ((1 << width) - 1) << lsb
-    return mask
-
-
 def _relative_references(reference: KernelCode) -> dict[int, list[tuple[Instruction, dict]]]:
     """The reference's BRA and BSSY words whose record prints exactly their own target (as its
     last operand), by word less its timing bits and its target's immediate."""
@@ -161,7 +155,7 @@ def _relative_references(reference: KernelCode) -> dict[int, list[tuple[Instruct
             continue
         target = decode_target(ins.word, reference.arch, ins.offset, ins.base)
         if str(record.get("operands", "")).split(",")[-1] == f"{target:#x}":
-            found.setdefault(ins.word & ~TIMING_BITS & ~_target_bits(reference.arch, ins.base), []).append(
+            found.setdefault(ins.word & ~TIMING_BITS & ~immediate_mask(reference.arch, ins.base), []).append(
                 (ins, record)
             )
     return found
@@ -170,7 +164,7 @@ def _relative_references(reference: KernelCode) -> dict[int, list[tuple[Instruct
 def _retargeted(word: int, offset: int, ctrl: ControlCode, arch: int, by_key) -> dict | None:
     """The record of a BRA or BSSY written at `offset`: a reference's with this word's target."""
     for base in RELATIVE:
-        for ins, record in by_key.get(word & ~TIMING_BITS & ~_target_bits(arch, base), ()):
+        for ins, record in by_key.get(word & ~TIMING_BITS & ~immediate_mask(arch, base), ()):
             if ins.base != base or _same_op(ins.offset, ctrl, [(ins, record)]) is None:
                 continue
             target = decode_target(word, arch, offset, base)
