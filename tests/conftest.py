@@ -21,7 +21,8 @@ from once import once
 
 # Compiled PTX and nvdisasm listings are cached on disk (reorder.base.diskcache): the tests keep
 # theirs apart from the user's, shared by every test (and CLI subprocess) of one session, and
-# start from the checked-in listings of the checked-in cubins (tests/corpus/listings.py).
+# start from the checked-in listings of the checked-in cubins and of the cubins a tier run makes
+# (tests/corpus/listings.py).
 def load_listings():
     """tests/corpus/listings.py, the checked-in listings' module."""
     spec = importlib.util.spec_from_file_location("corpus_listings", Path(__file__).parent / "corpus" / "listings.py")
@@ -32,7 +33,9 @@ def load_listings():
 
 if "REORDER_CACHE" not in os.environ:
     os.environ["REORDER_CACHE"] = tempfile.mkdtemp(prefix="reorder-test-cache-")
-    load_listings().seed(Path(os.environ["REORDER_CACHE"]))
+    _listings = load_listings()
+    _listings.seed(Path(os.environ["REORDER_CACHE"]))
+    _listings.seed_tier(Path(os.environ["REORDER_CACHE"]))
 
 
 def _gpu_available() -> bool:

@@ -1,6 +1,6 @@
 """The checked-in listings (tests/corpus/listings.py) cover every checked-in cubin, are what
 this nvdisasm lists (on a sample: every thirty-second cubin; all under REORDER_FULL_SWEEPS=1), and are
-served only under this nvdisasm's keys."""
+served only under this nvdisasm's keys; the tier run's recorded listings likewise."""
 
 from __future__ import annotations
 
@@ -44,3 +44,23 @@ def test_another_nvdisasm_is_served_none(tmp_path: Path, monkeypatch) -> None:
     assert listings.seed(tmp_path / "ours") > 100
     monkeypatch.setattr(listings, "read", lambda archive=None: ("another build", {}))
     assert listings.seed(tmp_path / "theirs") == 0 and not (tmp_path / "theirs").exists()
+
+
+@needs_nvdisasm
+def test_the_tier_listings_are_served_under_their_own_keys_to_their_own_nvdisasm(tmp_path: Path) -> None:
+    listings = load_listings()
+    count = listings.seed_tier(tmp_path / "ours")
+    if count == 0:
+        pytest.skip("the tier's listings were made by another nvdisasm (they are not used)")
+    files = sorted((tmp_path / "ours").glob("*/*/*.json"))
+    assert len(files) == count > 100
+    for path in sample(files, every=16):
+        kind, shelf = path.parent.parent.name, path.parent.name
+        assert kind in listings.LISTING_KINDS and path.stem.startswith(shelf) and len(path.stem) == 64
+        doc = json.loads(path.read_text())
+        records = [r for rs in doc.values() for r in rs] if kind == listings.KIND else doc
+        assert records and all(isinstance(r, dict) and "opcode" in r for r in records), path
+    other = tmp_path / "other.tar.xz"
+    manifest = {"nvdisasm": "another build", "entries": [f"nvdisasm/{'ab' * 32}"]}
+    listings._write(other, [(listings.MANIFEST, json.dumps(manifest).encode()), (f"nvdisasm/{'ab' * 32}.json", b"[]")])
+    assert listings.seed_tier(tmp_path / "theirs", other) == 0 and not (tmp_path / "theirs").exists()

@@ -165,8 +165,15 @@ def _exit_text(code: int) -> str:
 
 
 def tool_version(name: str) -> str:
-    """The tool's path and version line: what a cached answer of the tool depends on."""
+    """The tool's path and version line: which tool answered, for a message."""
     return f"{find_tool(name)} {version_line(find_tool(name))}"
+
+
+def tool_identity(name: str) -> str:
+    """The tool's name and version line: what a cached answer of the tool depends on. Not its
+    path: the same release installed elsewhere (another venv, a clean clone's) lists the same
+    bytes the same way, so its listings are one cache's entries."""
+    return f"{name} {version_line(find_tool(name))}"
 
 
 @functools.cache

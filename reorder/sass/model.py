@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from reorder.base.errors import InputError, ToolTimeout
 from reorder.binary.cubin import Cubin, Kernel
-from reorder.binary.tools import run_tool, tool_version
+from reorder.binary.tools import run_tool, tool_identity, tool_version
 from reorder.sass import opcodes as op
 from reorder.sass.control import ControlCode
 from reorder.sass.operands import Access, access, split_operands
@@ -264,7 +264,7 @@ def _target(base: str, operands: tuple[str, ...]) -> int | None:
 def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
     from reorder.base.diskcache import cached_json, key_of
 
-    return cached_json("nvdisasm-cubin", key_of(data, tool_version("nvdisasm")), lambda: _listing(data))
+    return cached_json("nvdisasm-cubin", key_of(data, tool_identity("nvdisasm")), lambda: _listing(data))
 
 
 def _listing(data: bytes) -> dict[str, list[dict]]:

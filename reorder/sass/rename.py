@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from reorder.base.errors import EncodingError, ToolError
-from reorder.binary.tools import tool_version
+from reorder.binary.tools import tool_identity
 from reorder.sass.model import Instruction, nvdisasm_json
 
 FIELDS: dict[str, int] = {"Rd": 16, "Ra": 24, "Rb": 32, "Rc": 64}
@@ -74,7 +74,7 @@ def disassemble_guarded(words: list[int], arch: int) -> list[tuple[str, str, tup
         blob = b"".join(w.to_bytes(16, "little") for w in words)
         records = cached_json(
             "nvdisasm",
-            key_of(blob, f"SM{arch}", tool_version("nvdisasm")),
+            key_of(blob, f"SM{arch}", tool_identity("nvdisasm")),
             lambda: nvdisasm_json(blob, ".bin", "-b", f"SM{arch}")[1][0]["sass-instructions"],
         )
         remember(words, records, arch)

@@ -11,6 +11,16 @@ tests/test_listings.py checks that the archive covers every checked-in cubin and
 equals this nvdisasm's own listing.
 
     python tests/corpus/listings.py     # remake it after adding or changing a cubin
+
+The CPU tier also lists cubins it makes: nvcc's builds of the probe pairs, the suite and the
+Blackwell kernels, reorder's candidates, Triton's compiles (about 220 nvdisasm processes, 120
+CPU-s, a fifth of the tier). Those bytes are the same at every run of one tree with one
+toolkit, so `tier_listings.tar.xz` holds the listings one CPU-tier run made, by the cache's
+own keys (the bytes' digest and nvdisasm's version line: never served for other bytes or
+another nvdisasm). A change that makes other bytes only misses them (nvdisasm lists afresh);
+remake it when the tier's nvdisasm time has grown back:
+
+    python tests/corpus/listings.py --tier   # runs the CPU tier once with an empty cache
 """
 
 from __future__ import annotations
@@ -26,9 +36,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 ARCHIVE = HERE / "listings.tar.xz"
+TIER_ARCHIVE = HERE / "tier_listings.tar.xz"
 FOLDERS = ("tests", "benchmarks", "reorder", "legality", "timing")
 MANIFEST = "manifest.json"
 KIND = "nvdisasm-cubin"  # reorder.sass.model's cache kind for a cubin's listing
+LISTING_KINDS = (KIND, "nvdisasm")  # and reorder.sass.rename's, for raw instruction words
 
 
 def cubins(root: Path = ROOT) -> list[Path]:
@@ -66,7 +78,7 @@ def seed(cache_root: Path, archive: Path = ARCHIVE) -> int:
     no nvdisasm or no archive)."""
     from reorder.base.diskcache import key_of
     from reorder.base.errors import ReorderError
-    from reorder.binary.tools import find_tool, tool_version, version_line
+    from reorder.binary.tools import find_tool, tool_identity, version_line
 
     try:
         version = version_line(find_tool("nvdisasm"))
@@ -75,7 +87,7 @@ def seed(cache_root: Path, archive: Path = ARCHIVE) -> int:
         return 0
     if version != made_by:
         return 0
-    tool = tool_version("nvdisasm")
+    tool = tool_identity("nvdisasm")
     count = 0
     for path in cubins():
         data = path.read_bytes()
@@ -90,6 +102,70 @@ def seed(cache_root: Path, archive: Path = ARCHIVE) -> int:
     return count
 
 
+def seed_tier(cache_root: Path, archive: Path = TIER_ARCHIVE) -> int:
+    """Put the recorded tier run's listings into the listing cache at `cache_root`, under the
+    keys they were recorded by; how many (none for another nvdisasm version line)."""
+    from reorder.base.errors import ReorderError
+    from reorder.binary.tools import find_tool, version_line
+
+    try:
+        version = version_line(find_tool("nvdisasm"))
+        with tarfile.open(archive, "r:xz") as tar:
+            manifest = json.loads(_member(tar, MANIFEST))
+            if manifest["nvdisasm"] != version:
+                return 0
+            count = 0
+            for entry in manifest["entries"]:
+                kind, key = entry.split("/")
+                target = cache_root / kind / key[:2] / f"{key}.json"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(_member(tar, f"{entry}.json"))
+                count += 1
+            return count
+    except (ReorderError, OSError, KeyError, ValueError, tarfile.TarError):
+        return 0
+
+
+def record_tier(archive: Path = TIER_ARCHIVE) -> int:
+    """Run the CPU tier once with an empty cache and archive every listing it made that the
+    checked-in cubins' archive does not already give; how many."""
+    import subprocess
+    import tempfile
+
+    from reorder.base.diskcache import key_of
+    from reorder.binary.tools import find_tool, tool_identity, version_line
+
+    with tempfile.TemporaryDirectory(prefix="reorder-tier-listings-") as cache:
+        env = dict(os.environ, REORDER_CACHE=cache)
+        command = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "-m", "not gpu", "-p", "no:cacheprovider"]
+        subprocess.run(command, cwd=ROOT, env=env, check=True)
+        tool = tool_identity("nvdisasm")
+        checked_in = {key_of(p.read_bytes(), tool) for p in cubins()}
+        entries = {}
+        for kind in LISTING_KINDS:
+            for path in sorted((Path(cache) / kind).glob("*/*.json")):
+                if path.stem not in checked_in:
+                    entries[f"{kind}/{path.stem}"] = path.read_bytes()
+        manifest = {"nvdisasm": version_line(find_tool("nvdisasm")), "entries": sorted(entries)}
+        _write(
+            archive,
+            [(MANIFEST, json.dumps(manifest, indent=1).encode())]
+            + [(f"{name}.json", entries[name]) for name in sorted(entries)],
+        )
+    return len(entries)
+
+
+def _write(archive: Path, members: list[tuple[str, bytes]]) -> None:
+    """`archive` written atomically from (name, bytes) members."""
+    scratch = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
+    with tarfile.open(scratch, "w:xz", preset=9) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(scratch, archive)
+
+
 def make(archive: Path = ARCHIVE) -> int:
     """Write the archive from this nvdisasm's listing of every checked-in cubin; how many."""
     from reorder.binary.tools import find_tool, version_line
@@ -101,18 +177,17 @@ def make(archive: Path = ARCHIVE) -> int:
         if digest(data) not in listings:
             listings[digest(data)] = json.dumps(_listing(data)).encode()
     manifest = {"nvdisasm": version_line(find_tool("nvdisasm")), "listings": sorted(listings)}
-    scratch = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
-    with tarfile.open(scratch, "w:xz", preset=9) as tar:
-        for name, data in [(MANIFEST, json.dumps(manifest, indent=1).encode())] + [
-            (f"{sha}.json", listings[sha]) for sha in sorted(listings)
-        ]:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    os.replace(scratch, archive)
+    _write(
+        archive,
+        [(MANIFEST, json.dumps(manifest, indent=1).encode())]
+        + [(f"{sha}.json", listings[sha]) for sha in sorted(listings)],
+    )
     return len(listings)
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    print(f"{ARCHIVE}: {make()} listings")
+    if sys.argv[1:] == ["--tier"]:
+        print(f"{TIER_ARCHIVE}: {record_tier()} listings")
+    else:
+        print(f"{ARCHIVE}: {make()} listings")
