@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from conftest import load_listings
+
 SHARED = Path(os.environ["REORDER_CACHE"])  # the run's cache, set by conftest before any test module loads
-LISTING_KINDS = ("nvdisasm-cubin", "nvdisasm")  # reorder.sass.model's and reorder.sass.rename's cache kinds
+LISTING_KINDS = load_listings().LISTING_KINDS  # reorder.sass.model's and reorder.sass.rename's cache kinds
 
 
 def private_cache(folder: Path) -> Path:

@@ -50,9 +50,14 @@ def key_of(*parts: bytes | str) -> str:
     return digest.hexdigest()
 
 
+def entry_path(kind: str, key: str, root: Path | None = None) -> Path:
+    """Where the answer for (kind, key) lives in the cache at `root` (default: cache_root())."""
+    return (root or cache_root()) / kind / key[:2] / f"{key}.json"
+
+
 def cached_json(kind: str, key: str, compute: Callable[[], object]) -> Any:
     """The JSON-able answer stored for (kind, key), computing and storing it when absent."""
-    path = cache_root() / kind / f"{key[:2]}" / f"{key}.json"
+    path = entry_path(kind, key)
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):

@@ -260,11 +260,21 @@ def _target(base: str, operands: tuple[str, ...]) -> int | None:
     return None
 
 
+LISTING_KIND = "nvdisasm-cubin"  # the cache kind of a cubin's listing (reorder.base.diskcache)
+
+
+def listing_key(data: bytes) -> str:
+    """The cache key of a cubin's listing: its bytes and this nvdisasm's name and version line."""
+    from reorder.base.diskcache import key_of
+
+    return key_of(data, tool_identity("nvdisasm"))
+
+
 @lru_cache(maxsize=64)
 def _disassemble_cached(digest: str, data: bytes) -> dict[str, list[dict]]:
-    from reorder.base.diskcache import cached_json, key_of
+    from reorder.base.diskcache import cached_json
 
-    return cached_json("nvdisasm-cubin", key_of(data, tool_identity("nvdisasm")), lambda: _listing(data))
+    return cached_json(LISTING_KIND, listing_key(data), lambda: _listing(data))
 
 
 def _listing(data: bytes) -> dict[str, list[dict]]:

@@ -39,7 +39,7 @@ ARCHIVE = HERE / "listings.tar.xz"
 TIER_ARCHIVE = HERE / "tier_listings.tar.xz"
 FOLDERS = ("tests", "benchmarks", "reorder", "legality", "timing")
 MANIFEST = "manifest.json"
-KIND = "nvdisasm-cubin"  # reorder.sass.model's cache kind for a cubin's listing
+KIND = "nvdisasm-cubin"  # reorder.sass.model.LISTING_KIND: the cache kind of a cubin's listing
 LISTING_KINDS = (KIND, "nvdisasm")  # and reorder.sass.rename's, for raw instruction words
 
 
@@ -76,9 +76,10 @@ def seed(cache_root: Path, archive: Path = ARCHIVE) -> int:
     """Put the archive's listings into the listing cache at `cache_root` under this machine's
     keys; how many (none when this nvdisasm's version line is not the archive's, or there is
     no nvdisasm or no archive)."""
-    from reorder.base.diskcache import key_of
+    from reorder.base.diskcache import entry_path
     from reorder.base.errors import ReorderError
-    from reorder.binary.tools import find_tool, tool_identity, version_line
+    from reorder.binary.tools import find_tool, version_line
+    from reorder.sass.model import listing_key
 
     try:
         version = version_line(find_tool("nvdisasm"))
@@ -87,15 +88,13 @@ def seed(cache_root: Path, archive: Path = ARCHIVE) -> int:
         return 0
     if version != made_by:
         return 0
-    tool = tool_identity("nvdisasm")
     count = 0
     for path in cubins():
         data = path.read_bytes()
         text = listings.get(digest(data))
         if text is None:
             continue
-        key = key_of(data, tool)
-        target = cache_root / KIND / key[:2] / f"{key}.json"
+        target = entry_path(KIND, listing_key(data), cache_root)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(text)
         count += 1
@@ -105,6 +104,7 @@ def seed(cache_root: Path, archive: Path = ARCHIVE) -> int:
 def seed_tier(cache_root: Path, archive: Path = TIER_ARCHIVE) -> int:
     """Put the recorded tier run's listings into the listing cache at `cache_root`, under the
     keys they were recorded by; how many (none for another nvdisasm version line)."""
+    from reorder.base.diskcache import entry_path
     from reorder.base.errors import ReorderError
     from reorder.binary.tools import find_tool, version_line
 
@@ -117,7 +117,7 @@ def seed_tier(cache_root: Path, archive: Path = TIER_ARCHIVE) -> int:
             count = 0
             for entry in manifest["entries"]:
                 kind, key = entry.split("/")
-                target = cache_root / kind / key[:2] / f"{key}.json"
+                target = entry_path(kind, key, cache_root)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(_member(tar, f"{entry}.json"))
                 count += 1
@@ -132,15 +132,14 @@ def record_tier(archive: Path = TIER_ARCHIVE) -> int:
     import subprocess
     import tempfile
 
-    from reorder.base.diskcache import key_of
-    from reorder.binary.tools import find_tool, tool_identity, version_line
+    from reorder.binary.tools import find_tool, version_line
+    from reorder.sass.model import listing_key
 
     with tempfile.TemporaryDirectory(prefix="reorder-tier-listings-") as cache:
         env = dict(os.environ, REORDER_CACHE=cache)
         command = [sys.executable, "-m", "pytest", "-q", "-n", "auto", "-m", "not gpu", "-p", "no:cacheprovider"]
         subprocess.run(command, cwd=ROOT, env=env, check=True)
-        tool = tool_identity("nvdisasm")
-        checked_in = {key_of(p.read_bytes(), tool) for p in cubins()}
+        checked_in = {listing_key(p.read_bytes()) for p in cubins()}
         entries = {}
         for kind in LISTING_KINDS:
             for path in sorted((Path(cache) / kind).glob("*/*.json")):
