@@ -73,6 +73,11 @@ def _dest_tokens(ins: Instruction) -> int:
     return count
 
 
+def dest_count(ins: Instruction) -> int:
+    """How many leading operands of `ins` are written (`_dest_tokens`)."""
+    return _dest_tokens(ins)
+
+
 def _width_regs(name: str, ins: Instruction, named: set[str]) -> list[str]:
     """`name` and the registers after it the op reads as one wide operand (R10 as a 64-bit addend)."""
     out = [name]
@@ -106,13 +111,28 @@ class _Values:
         return found
 
 
-def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Values, facts: dict | None = None) -> None:
+def _step(
+    ins: Instruction, regs: dict[str, int], stores: Counter, values: _Values, facts: dict | None = None
+) -> tuple | None:
+    """Run `ins` on the symbolic registers; its op (opcode, guard value, sources), or None when
+    the path's facts say it does not run."""
+
     def value(name: str) -> int:
         if name in _CONSTANT:
             return values.of(("const", name))
         found = regs.get(name)
         return values.of(("in", name)) if found is None else found
 
+    bank = _constant_load(ins)
+    if bank is not None and not ins.guard:  # the constant bank does not change while the kernel runs
+        for name in sorted(ins.access.writes):
+            base = _operands(ins)[0]
+            regs[name] = values.of(("cbank", bank, int(name.lstrip("UR")) - int(base.lstrip("UR"))))
+        return (ins.opcode, None, (("cbank", (values.of(("cbank", bank, 0)),)),))
+    copied = _copy_source(ins)
+    if copied is not None and not ins.guard:  # a copy is its source's value: names do not matter
+        regs[_operands(ins)[0]] = value(copied)
+        return ("MOV", None, (("@", (regs[_operands(ins)[0]],)),))
     dests = _dest_tokens(ins)
     operands = _operands(ins)
     named = {n for token in operands for n in _REGISTER.findall(token)}
@@ -125,14 +145,14 @@ def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Valu
     guard_value = (guard.startswith("!"), value(guard.lstrip("!"))) if guard else None
     if facts and guard_value in facts:  # a guard whose truth the path decides (moved_block_differences)
         if not facts[guard_value]:
-            return
+            return None
         guard_value = None
     if guard_value is not None:  # the op runs only under its guard: what a write under it left is what it reads
         sources = [(shape, tuple(_under(guard_value, v, values) for v in vals)) for shape, vals in sources]
     op = (ins.opcode, guard_value, tuple(sources))
     if not ins.access.writes:
         stores[op] += 1
-        return
+        return op
     dest_bases = [t for t in operands[:dests] if t not in _CONSTANT]
     for name in sorted(ins.access.writes):
         if name in _CONSTANT:
@@ -140,6 +160,44 @@ def _step(ins: Instruction, regs: dict[str, int], stores: Counter, values: _Valu
         slot = _slot(name, dest_bases)
         new = values.of(("op", op, slot))
         regs[name] = values.of(("sel", guard_value, new, value(name))) if guard_value else new
+    return op
+
+
+def new_values() -> _Values:
+    """A fresh table of symbolic values (one per comparison: equal expressions get one id)."""
+    return _Values()
+
+
+def step(ins: Instruction, regs: dict[str, int], values: _Values, facts: dict | None = None) -> tuple | None:
+    """`_step` for a caller that follows paths itself (legality.prefetch); stores are not kept."""
+    return _step(ins, regs, Counter(), values, facts)
+
+
+def _constant_load(ins: Instruction) -> str | None:
+    """The constant-bank operand an `LDC` / `ULDC` with a fixed address reads, else None."""
+    operands = _operands(ins)
+    if ins.base not in ("LDC", "ULDC") or len(operands) != 2 or not re.fullmatch(r"U?R\d+", operands[0]):
+        return None
+    return operands[1] if re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", operands[1]) else None
+
+
+def constant_value(values: _Values, bank: str, slot: int) -> int:
+    """The symbolic value of the constant-bank word `bank` (+ `slot` words)."""
+    return values.of(("cbank", bank, slot))
+
+
+def _copy_source(ins: Instruction) -> str | None:
+    """The register a plain 32-bit copy reads (`MOV Rd, Ra`, `IMAD.MOV.U32 Rd, RZ, RZ, Ra`), else None."""
+    operands = _operands(ins)
+    if ins.opcode == "MOV" and len(operands) == 2:
+        dest, source = operands
+    elif ins.opcode == "IMAD.MOV.U32" and len(operands) == 4 and operands[1:3] == ("RZ", "RZ"):
+        dest, source = operands[0], operands[3]
+    else:
+        return None
+    if re.fullmatch(r"R\d+", dest) and re.fullmatch(r"U?R\d+", source) and dest != "RZ":
+        return source
+    return None
 
 
 def _under(guard: tuple, v: int, values: _Values) -> int:
@@ -207,6 +265,14 @@ def block_differences(original: tuple[Instruction, ...], candidate: tuple[Instru
         c_code = tuple(candidate[i] for i in cb.indices())
         found += _block_difference(o_code, c_code, live.get(ob.start, frozenset()))
     return found
+
+
+def block_difference(
+    o_code: tuple[Instruction, ...], c_code: tuple[Instruction, ...], live: frozenset[str]
+) -> list[Difference]:
+    """Whether `c_code` leaves `o_code`'s values in the registers `live` after it and makes
+    its stores (one block each, the candidate's with ops inserted or reordered)."""
+    return _block_difference(o_code, c_code, live)
 
 
 def _block_difference(

@@ -30,7 +30,7 @@ def test_commands_are_listed_in_their_order() -> None:
     """`reorder --help` lists the commands of one kernel first, then the GPU ones, the search,
     the suite, the probes and the PTX commands: the order reorder.cli.commands imports them."""
     assert list(COMMANDS) == [
-        "disasm", "verify", "diff", "latency-probe", "stalls", "batch-loads", "check", "time",
+        "disasm", "verify", "diff", "latency-probe", "stalls", "batch-loads", "prefetch", "check", "time",
         "optimize", "bench", "probe", "timeline", "host-timeline", "ptx-hoist", "ptx-loops",
     ]  # fmt: skip
 

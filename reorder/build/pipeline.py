@@ -296,3 +296,23 @@ def _merged(code: KernelCode, steps: list[Outcome]) -> Outcome:
         sum(s.moved for s in steps),
         sum((s.inapplicable for s in steps), ()),
     )
+
+
+def prefetched(code: KernelCode, noalias: bool | tuple[int, ...]) -> tuple[KernelCode, str]:
+    """`code` with prefetch copies inserted above its barriers (reorder.moves.prefetch), the
+    blocks that received them scheduled by the stall cut, and the result judged: by
+    legality.prefetch against `code` and by the verifier as an insertion build."""
+    from legality.prefetch import prefetch_match
+    from legality.verify import verify_kernel
+    from reorder.moves.prefetch import note, plan_prefetches, with_prefetches
+
+    plans = plan_prefetches(code, noalias)
+    grown = with_prefetches(code, plans)
+    after = cut_stalls(grown).after
+    found = prefetch_match(code, after, noalias)
+    if isinstance(found, str):
+        raise LegalityError(f"{code.kernel.name}: the prefetch copies did not check: {found}")
+    report = verify_kernel(after, original=code.instructions, noalias=noalias, reordered=False)
+    if not report.ok:
+        raise LegalityError(f"{code.kernel.name}: the prefetch build is not legal: {report.violations[0].line()}")
+    return after, f"{len(found.inserted)} instructions: {note(code, plans)}"

@@ -161,13 +161,24 @@ def _by_instructions(args: argparse.Namespace, cubin, names: list[str], record: 
         code = decode_kernel(cubin, name)
         if against:
             original = decode_kernel(against, name)
+            inserted: bool | None = False
             if len(code.instructions) > len(original.instructions):
                 found = _peel_verdict(code, original)
                 if found is None:
                     continue
-                original = _peeled_original(code, original, found)  # a peel, then moves: judged against the peel
-            report = verify_kernel(code, original=original.instructions, noalias=getattr(args, "assume_noalias", False))
-            if record is None and _other_build(code.instructions, original.instructions):
+                inserted = _prefetch_verdict(code, original, getattr(args, "assume_noalias", False))
+                if inserted is None:  # code inserted that is not proven harmless: refused
+                    bad += 1
+                    continue
+                if not inserted:
+                    original = _peeled_original(code, original, found)  # a peel, then moves: judged against the peel
+            report = verify_kernel(
+                code,
+                original=original.instructions,
+                noalias=getattr(args, "assume_noalias", False),
+                reordered=not inserted,
+            )
+            if record is None and not inserted and _other_build(code.instructions, original.instructions):
                 hints.append(name)
         else:
             report = verify_as_compiled(code, tables_only=args.tables_only)
@@ -212,6 +223,27 @@ def _peel_verdict(code, original) -> str | None:
         "record the original's with offsets mapped)"
     )
     return None
+
+
+def _prefetch_verdict(code, original, noalias) -> bool | None:
+    """Whether a candidate longer than its original is the original with prefetch copies inserted
+    (legality.prefetch: every original word kept in order, the copies' values never read, their
+    loads reading only what the kernel reads); its schedule is then judged as an insertion build.
+    None: the original with code inserted that is not proven so (refused, the reason printed)."""
+    from legality.prefetch import inserted_only, prefetch_match
+
+    found = prefetch_match(original, code, noalias)
+    if isinstance(found, str):
+        if inserted_only(original, code):
+            print(f"{code.kernel.name}: sm_{code.arch}: REFUSED: instructions inserted, not proven harmless: {found}")
+            return None
+        return False
+    print(
+        f"{code.kernel.name}: sm_{code.arch}: {len(found.inserted)} instructions inserted as prefetch copies "
+        "(every original word kept, in order; each copied load reads an address the kernel reads on every "
+        "path, or runs on no thread that leaves the kernel first; its buffer written nowhere)"
+    )
+    return True
 
 
 def _peeled_original(code, original, why: str):

@@ -10,6 +10,7 @@ from reorder.cli.commands import diff  # noqa: F401
 from reorder.cli.commands import latency_probe  # noqa: F401
 from reorder.cli.commands import stalls  # noqa: F401
 from reorder.cli.commands import batch_loads  # noqa: F401
+from reorder.cli.commands import prefetch  # noqa: F401
 from reorder.cli.commands import check  # noqa: F401
 from reorder.cli.commands import time  # noqa: F401
 from reorder.cli.commands import optimize  # noqa: F401

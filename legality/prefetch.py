@@ -1,0 +1,473 @@
+"""Prefetch copies judged against the kernel they were added to (reorder.moves.prefetch).
+
+A prefetch copy is a global load the kernel makes anyway, issued earlier (above a barrier, a
+reduction, a branch) into registers nothing reads, so that the lines are in L1 when the
+kernel's own load runs. Its value is never used: what the kernel computes cannot change, so no
+store or barrier between the two matters for the values. What can go wrong is only this: the
+copy faults where the kernel would not (it reads an address the kernel never reads), it clobbers
+a register something still reads, or its late write lands on a register after that register
+was given a new value. The candidate is legal when:
+
+- it is the original with instructions inserted and nothing else changed: every original word
+  kept (control codes aside; a PC-relative one re-encoded to reach the same instruction), in
+  order, every .nv.info record naming the same instructions;
+- each inserted instruction is a plain integer op, a predicate compare, a constant load or a
+  plain global load (no store, branch, barrier, uniform register, stack pointer);
+- every block leaves the original's values in what is live after it and makes its stores
+  (legality.equivalence, run on the block with its inserted ops);
+- each inserted load reads a buffer the kernel never writes (pointer provenance,
+  reorder.analysis.buffers; distinct parameters only under `noalias`);
+- on every path from it, either a load of the kernel runs with the same address whenever the
+  copy runs (the symbolic values of legality.equivalence, run along the path with each branch's
+  outcome known), or the path leaves the kernel where the copy's guard is false: known from the
+  branches taken, or decided by the value ranges of `decide_compare` (a thread index is never
+  negative, so `col < n` with `n < 1` cannot hold);
+- the whole schedule passes the verifier (legality.verify, as an insertion build): a late write
+  is a pending write the next writer of its register must wait for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from legality import equivalence as eq
+from legality.blockmoves import absolute_addresses
+from legality.crossings import is_global_load, may_alias, writes_global
+from reorder.analysis.buffers import address_parameters
+from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
+from reorder.analysis.ranges import INT_MAX, INT_MIN, SPECIAL_RANGES, Range, combine, entry_constants, entry_ranges
+from reorder.analysis.webs import guarded_live_out
+from reorder.binary import branches
+from reorder.binary.nvinfo import ATTR_REGCOUNT, remap_record
+from reorder.sass.control import CONTROL_MASK, CONTROL_SHIFT
+from reorder.sass.grow import pc_target
+from reorder.sass.model import Instruction, KernelCode
+
+INSERTABLE = frozenset({"IADD3", "IMAD", "LEA", "SHF", "LOP3", "MOV", "ISETP", "LDC", "S2R", "SEL", "PRMT", "LDG"})
+MAX_PATHS = 64
+MAX_BLOCKS_PER_PATH = 64
+_CODE = ~(CONTROL_MASK << CONTROL_SHIFT)
+
+
+@dataclass(frozen=True)
+class PrefetchMatch:
+    """Where the original's instructions sit in the candidate, and which are inserted."""
+
+    original_at: tuple[int, ...]  # candidate index of each original instruction
+    inserted: tuple[int, ...]  # candidate indices of the inserted ones
+
+
+def prefetch_match(original: KernelCode, candidate: KernelCode, noalias: bool | tuple[int, ...] = False):
+    """The inserted prefetch copies of `candidate`, or why it is not a legal prefetch build of
+    `original` (module docstring; the schedule's timing is the verifier's, asked separately)."""
+    o, c = _core(original.instructions), _core(candidate.instructions)
+    if candidate.arch != original.arch or candidate.kernel.name != original.kernel.name:
+        return "another kernel or arch"
+    if len(c) <= len(o):
+        return "the candidate does not hold more instructions than the original"
+    if absolute_addresses(original.instructions):
+        return "the original holds code addresses (a call, return or jump table) that inserted code would shift"
+    aligned = _align(o, c, original.arch)
+    if isinstance(aligned, str):
+        return aligned
+    if any(x.opcode != "NOP" for x in candidate.instructions[len(c) :]):
+        return "the candidate's text holds more than the inserted code and padding"
+    new_offset_of = {x.offset: c[j].offset for x, j in zip(o, aligned.original_at)}
+    for x in original.instructions[len(o) :]:
+        new_offset_of.setdefault(x.offset, x.offset + 16 * len(aligned.inserted))
+    o_attrs = [(a.attr, a.fmt, a.payload) for a in (remap_record(r, new_offset_of) for r in original.kernel.attrs)]
+    c_attrs = [(a.attr, a.fmt, a.payload) for a in candidate.kernel.attrs]
+    if _without_regcount(o_attrs) != _without_regcount(c_attrs):
+        return ".nv.info records differ from the original's with offsets mapped"
+    for j in aligned.inserted:
+        why = insertable(c[j])
+        if why:
+            return f"inserted {c[j].offset:#06x} {c[j].opcode}: {why}"
+    why = _values(o, c, aligned, original.arch) or _buffers(candidate, aligned, noalias)
+    if why:
+        return why
+    for j in aligned.inserted:
+        if c[j].base == "LDG":
+            why = load_paths(c, j, set(aligned.inserted))
+            if why:
+                return f"prefetch {c[j].offset:#06x} {c[j].opcode}: {why}"
+    return aligned
+
+
+def inserted_only(original: KernelCode, candidate: KernelCode) -> bool:
+    """Whether `candidate` holds the original's instructions in order with others between."""
+    o, c = _core(original.instructions), _core(candidate.instructions)
+    return len(c) > len(o) and isinstance(_align(o, c, original.arch), PrefetchMatch)
+
+
+def insertable(ins: Instruction) -> str:
+    """Why `ins` may not be inserted, or ''."""
+    if not ins.known or ins.base not in INSERTABLE:
+        return "not an op a prefetch copy may add"
+    if ins.base == "LDG" and not is_global_load(ins):
+        return "not a plain global load"
+    if ins.base != "LDG" and (ins.access.mem_reads not in (None, "", "constant") or ins.access.mem_writes):
+        return "touches memory"
+    if any(w.startswith("U") or w == "R1" for w in ins.access.writes):
+        return "writes a uniform register or the stack pointer"
+    if ins.guard and not ins.guard.lstrip("@!").startswith("P"):
+        return "guarded by a uniform predicate"
+    return ""
+
+
+def _core(ins: tuple[Instruction, ...]) -> tuple[Instruction, ...]:
+    end = len(ins)
+    while end and ins[end - 1].opcode == "NOP" and not ins[end - 1].guard:
+        end -= 1
+    return ins[:end]
+
+
+def _without_regcount(attrs: list) -> list:
+    return [a for a in attrs if a[0] != ATTR_REGCOUNT]
+
+
+def _align(o: tuple[Instruction, ...], c: tuple[Instruction, ...], arch: int) -> PrefetchMatch | str:
+    """Originals matched in order (word without control bits; a PC-relative one by opcode and
+    guard, its target checked after); the rest inserted."""
+    at: list[int] = []
+    inserted: list[int] = []
+    i = 0
+    for j, ins in enumerate(c):
+        if i < len(o) and _same(o[i], ins, arch):
+            at.append(j)
+            i += 1
+        else:
+            inserted.append(j)
+    if i < len(o):
+        return f"{o[i].offset:#06x} {o[i].opcode}: not found in the candidate in order"
+    offset_of = {x.offset: c[j].offset for x, j in zip(o, at)}
+    for x, j in zip(o, at):
+        target = pc_target(x, arch)
+        if target is None:
+            continue
+        if target not in offset_of:
+            return f"{x.offset:#06x} {x.opcode}: its target is no instruction of the kernel"
+        want = branches.encode_target(x.word, arch, c[j].offset, offset_of[target], x.base)
+        if (want & _CODE) != (c[j].word & _CODE):
+            return f"{x.offset:#06x} {x.opcode}: does not reach the same instruction"
+    return PrefetchMatch(tuple(at), tuple(inserted))
+
+
+def _same(x: Instruction, y: Instruction, arch: int) -> bool:
+    if pc_target(x, arch) is not None:
+        return x.opcode == y.opcode and x.guard == y.guard and pc_target(y, arch) is not None
+    return (x.word & _CODE) == (y.word & _CODE)
+
+
+def _values(o: tuple[Instruction, ...], c: tuple[Instruction, ...], m: PrefetchMatch, arch: int) -> str:
+    """Each original block, run with the ops inserted into it, leaves the original's values."""
+    index_of = {j: k for k, j in enumerate(m.original_at)}
+    live = guarded_live_out(o)
+    o_blocks = {b.start: b for b in basic_blocks(o)}
+    seen: set[int] = set()
+    for cb in basic_blocks(c):
+        mine = [index_of[j] for j in cb.indices() if j in index_of]
+        if not mine:
+            return f"inserted code at {c[cb.start].offset:#06x} forms a block of its own"
+        ob = o_blocks.get(mine[0])
+        if ob is None or mine != list(ob.indices()):
+            return f"the block at {c[cb.start].offset:#06x} is not one block of the original with code inserted"
+        seen.add(ob.start)
+        o_code = tuple(o[k] for k in ob.indices())
+        c_code = tuple(c[j] for j in cb.indices())
+        names = live.get(ob.start, frozenset())
+        if pc_target(o_code[-1], arch) is not None:  # its target is _align's; its guard is a value
+            names |= {o_code[-1].guard.lstrip("@!")} - {""}
+            o_code, c_code = o_code[:-1], c_code[:-1]
+        found = eq.block_difference(o_code, c_code, names)
+        if found:
+            return found[0].line()
+    return "" if seen == set(o_blocks) else "some block of the original is missing"
+
+
+def _buffers(candidate: KernelCode, m: PrefetchMatch, noalias: bool | tuple[int, ...]) -> str:
+    """Each inserted load reads a buffer no instruction of the kernel may write."""
+    c = candidate.instructions
+    params = address_parameters(candidate)
+    declared = None if noalias is True or not noalias else frozenset(noalias)
+    writers = [ins for ins in c if writes_global(ins)]
+    for j in m.inserted:
+        if c[j].base != "LDG":
+            continue
+        mine = params.get(c[j].offset, frozenset())
+        for w in writers:
+            if not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared):
+                assumed = "" if noalias else " (distinct parameters may alias: --assume-noalias)"
+                return (
+                    f"prefetch {c[j].offset:#06x}: the kernel may write its buffer "
+                    f"({w.opcode} at {w.offset:#06x}){assumed}"
+                )
+    return ""
+
+
+# ---------------------------------------------------------------- the copy never faults
+
+
+def load_paths(c: tuple[Instruction, ...], p: int, inserted: set[int]) -> str:
+    """Why the load at index `p` might read an address the kernel does not, or '': on every
+    path from it, a load of the kernel (not an inserted one) runs at the same address whenever
+    it ran, or the path ends where its guard is false."""
+    blocks = basic_blocks(c)
+    block_at = {i: b for b in blocks for i in b.indices()}
+    start = block_at[p]
+    cfg = control_flow_graph(c)
+    by_start = {b.start: b for b in blocks}
+    values = eq.new_values()
+    inputs = entry_ranges(c).get(start.start, {})
+    paths = 0
+    known = {
+        r: eq.constant_value(values, bank, slot) for r, (bank, slot) in entry_constants(c).get(start.start, {}).items()
+    }
+    stack: list[tuple[Block, dict, dict, tuple | None, tuple[int, ...]]] = [(start, known, {}, None, ())]
+    while stack:
+        block, regs, facts, mine, visited = stack.pop()
+        if block.start in visited:
+            return "a path from it comes back to its own block before the kernel's load"
+        if len(visited) >= MAX_BLOCKS_PER_PATH:
+            return "a path from it is too long to follow"
+        regs = dict(regs)
+        for i in block.indices():
+            ins = c[i]
+            if not ins.known or ins.base in ("CALL", "RET", "BRX", "JMX", "JMP"):
+                return f"a path meets {ins.opcode} at {ins.offset:#06x}"
+            if block is start and i < p:
+                eq.step(ins, regs, values, facts)
+                continue
+            if ins.base == "EXIT" and i == block.end - 1:
+                break
+            done = eq.step(ins, regs, values, facts)
+            if i == p:
+                mine = done
+            elif mine and i not in inserted and ins.base == "LDG" and done is not None and _covers(done, mine):
+                mine = ()  # this path is proven
+                break
+        if mine == ():
+            paths += 1
+            continue
+        assert mine is not None
+        last = c[block.end - 1]
+        outcomes = _outcomes(last, block, regs, facts, values, by_start, cfg)
+        if outcomes is None:
+            return f"a path leaves its block at {last.offset:#06x} in a way this check does not follow"
+        for nxt, more in outcomes:
+            merged = {**facts, **more}
+            if nxt is None:  # the path leaves the kernel
+                if not _never(mine[1], merged, values, inputs):
+                    return f"a path leaves the kernel at {last.offset:#06x} where it may have run"
+                paths += 1
+                continue
+            stack.append((nxt, regs, merged, mine, visited + (block.start,)))
+        if paths + len(stack) > MAX_PATHS:
+            return "too many paths from it to follow"
+    return ""
+
+
+def _covers(theirs: tuple, mine: tuple) -> bool:
+    """The kernel's load (run: its guard held or was not known) reads the copy's address whenever
+    the copy ran."""
+    opcode, guard, sources = theirs
+    return opcode == mine[0] and sources == mine[2] and guard in (None, mine[1])
+
+
+def _outcomes(last: Instruction, block: Block, regs: dict, facts: dict, values, by_start, cfg):
+    """[(next block or None for leaving the kernel, facts that hold on that edge)], or None."""
+    successors = sorted(cfg.successors(block.start)) if block.start in cfg else []
+    if last.base == "EXIT":
+        if not last.guard:
+            return [(None, {})]
+        g = _guard_value(last.guard, regs, values)
+        taken, fallthrough = _split(g, facts)
+        out = []
+        if taken is not None:
+            out.append((None, taken))
+        if fallthrough is not None and block.end in by_start:
+            out.append((by_start[block.end], fallthrough))
+        return out
+    if last.base == "BRA" and last.target is not None:
+        dest = by_start.get(last.target // 16)
+        if dest is None:
+            return None
+        if not last.guard:
+            return [(dest, {})]
+        g = _guard_value(last.guard, regs, values)
+        taken, fallthrough = _split(g, facts)
+        out = []
+        if taken is not None:
+            out.append((dest, taken))
+        if fallthrough is not None and block.end in by_start:
+            out.append((by_start[block.end], fallthrough))
+        return out
+    if last.base in ("BRA", "BRX", "JMX", "JMP", "CALL", "RET"):
+        return None
+    return [(by_start[s], {}) for s in successors]
+
+
+def _guard_value(guard: str, regs: dict, values) -> tuple[bool, int]:
+    name = guard.lstrip("@").lstrip("!")
+    found = regs.get(name)
+    return guard.startswith("@!"), values.of(("in", name)) if found is None else found
+
+
+def _split(g: tuple[bool, int], facts: dict) -> tuple[dict | None, dict | None]:
+    """The facts of the branch taken and not taken; None for an outcome the facts exclude."""
+    neg, v = g
+    holds = facts.get(g)
+    taken = None if holds is False else {(neg, v): True, (not neg, v): False}
+    other = None if holds is True else {(neg, v): False, (not neg, v): True}
+    return taken, other
+
+
+def _never(guard: tuple[bool, int] | None, facts: dict, values, inputs: dict[str, Range]) -> bool:
+    """Whether an op under `guard` cannot have run, given the path's facts."""
+    if guard is None:
+        return False
+    if facts.get(guard) is False:
+        return True
+    neg, v = guard
+    decided = decide_compare(v, facts, values, inputs)
+    return decided is not None and decided == neg  # the op runs iff its predicate differs from `neg`
+
+
+# ---------------------------------------------------------------- value ranges
+
+
+def decide_compare(v: int, facts: dict, values, inputs: dict[str, Range]) -> bool | None:
+    """The truth of the predicate value `v` when it is an integer compare the value ranges
+    decide (from what the expressions can hold, what the registers held where the run began,
+    `inputs`, and what the path's facts bound), else None."""
+    cmp = _compare(values.nodes[v])
+    if cmp is None:
+        return None
+    op, a, b = cmp
+    bounds = _fact_bounds(facts, values)
+    ra, rb = _range(a, values, bounds, inputs), _range(b, values, bounds, inputs)
+    if ra is None or rb is None:
+        return None
+    return _relation(op, ra, rb)
+
+
+def _compare(node: tuple):
+    """(relation, left, right) of a signed ISETP with no combine predicate; operands as
+    ('v', value id) or ('k', constant)."""
+    if node[0] != "op" or node[2] != (0, 0):
+        return None
+    opcode, guard, sources = node[1]
+    if len(sources) == 4 and sources[0] == ("PT", ()):  # the discarded second result
+        sources = sources[1:]
+    parts = opcode.split(".")
+    if parts[0] != "ISETP" or guard is not None or len(sources) != 3 or parts[-1] != "AND":
+        return None
+    if sources[2] != ("PT", ()) or "U32" in parts or len(parts) != 3:
+        return None
+    a, b = _operand(sources[0]), _operand(sources[1])
+    if a is None or b is None:
+        return None
+    return parts[1], a, b
+
+
+def _operand(source: tuple):
+    shape, vals = source
+    if shape == "@" and len(vals) == 1:
+        return ("v", vals[0])
+    if shape == "RZ":
+        return ("k", 0)
+    try:
+        return ("k", int(shape, 0))
+    except ValueError:
+        return None
+
+
+def _relation(op: str, a: tuple[int, int], b: tuple[int, int]) -> bool | None:
+    if op == "GE":
+        return True if a[0] >= b[1] else False if a[1] < b[0] else None
+    if op == "GT":
+        return True if a[0] > b[1] else False if a[1] <= b[0] else None
+    if op == "LT":
+        return True if a[1] < b[0] else False if a[0] >= b[1] else None
+    if op == "LE":
+        return True if a[1] <= b[0] else False if a[0] > b[1] else None
+    return None
+
+
+def _fact_bounds(facts: dict, values) -> dict[int, tuple[int, int]]:
+    """value id -> (low, high) that the path's facts put on it (a compare against a constant)."""
+    out: dict[int, tuple[int, int]] = {}
+    for (neg, v), holds in facts.items():
+        cmp = _compare(values.nodes[v])
+        if cmp is None:
+            continue
+        truth = holds != neg
+        op, a, b = cmp
+        if a[0] == "v" and b[0] == "k":
+            bound = _bound(op if truth else _NOT[op], b[1])
+            target = a[1]
+        elif a[0] == "k" and b[0] == "v":
+            bound = _bound(_SWAP[op if truth else _NOT[op]], a[1])
+            target = b[1]
+        else:
+            continue
+        if bound is not None:
+            lo, hi = out.get(target, (INT_MIN, INT_MAX))
+            out[target] = (max(lo, bound[0]), min(hi, bound[1]))
+    return out
+
+
+_NOT = {"GE": "LT", "LT": "GE", "GT": "LE", "LE": "GT", "EQ": "NE", "NE": "EQ"}
+_SWAP = {"GE": "LE", "LE": "GE", "GT": "LT", "LT": "GT", "EQ": "EQ", "NE": "NE"}
+
+
+def _bound(op: str, k: int) -> tuple[int, int] | None:
+    """The range of x where `x op k` holds."""
+    return {
+        "GE": (k, INT_MAX),
+        "GT": (k + 1, INT_MAX),
+        "LE": (INT_MIN, k),
+        "LT": (INT_MIN, k - 1),
+        "EQ": (k, k),
+    }.get(op)
+
+
+def _range(operand: tuple, values, bounds: dict, inputs: dict, depth: int = 0) -> Range | None:
+    if operand[0] == "k":
+        return operand[1], operand[1]
+    v = operand[1]
+    found = _structural(v, values, bounds, inputs, depth)
+    fact = bounds.get(v)
+    if fact is None:
+        return found
+    if found is None:
+        return fact
+    lo, hi = max(found[0], fact[0]), min(found[1], fact[1])
+    return (lo, hi) if lo <= hi else None
+
+
+def _structural(v: int, values, bounds: dict, inputs: dict, depth: int) -> Range | None:
+    """What the expression `v` can hold, for the few forms a thread index is built with."""
+    if depth > 12:
+        return None
+    node = values.nodes[v]
+    if node[0] == "in":
+        return inputs.get(node[1])
+    if node[0] == "const":
+        return (0, 0) if node[1] == "RZ" else None
+    if node[0] == "sel":
+        a = _range(("v", node[2]), values, bounds, inputs, depth + 1)
+        b = _range(("v", node[3]), values, bounds, inputs, depth + 1)
+        return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+    if node[0] != "op" or node[2] != (0, 0):
+        return None
+    opcode, guard, sources = node[1]
+    if guard is not None:
+        return None
+    if opcode == "S2R" and len(sources) == 1:
+        return SPECIAL_RANGES.get(sources[0][0])
+    ops = [_operand(s) for s in sources]
+    if any(x is None for x in ops):
+        return None
+    ranges = [r for r in (_range(x, values, bounds, inputs, depth + 1) for x in ops) if r is not None]
+    return combine(opcode, ranges) if len(ranges) == len(ops) else None

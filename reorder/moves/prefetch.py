@@ -1,0 +1,348 @@
+"""Prefetch copies: a global load issued again, early, above the barrier before it, into registers
+nothing reads, so that its lines are in L1 when the kernel's own load runs.
+
+A row kernel's second pass (normalise, scale) loads a buffer it has not read yet (the weights)
+right after the reduction's barrier, and waits a full L2 round trip there. Moving the load itself
+above the barrier needs its block, its loop and its registers to move too; a copy needs none of
+that: the kernel's instructions keep their words and order, the copy (the load with its address
+and guard work, copied word for word from the kernel with fresh registers) runs in the
+dominating block before the barrier, and the kernel's load later hits L1. Its value is never
+read, so no store or barrier between matters for the values; what matters is that it reads no
+address the kernel does not (legality.prefetch proves it on every path) and that the buffer is
+one the kernel never writes.
+
+Which loads: global loads of a buffer the kernel never writes and has not read before the copy's
+block (a buffer already read is likely in L1 or L2 already), whose block is reached from a
+dominating block through a barrier, with no loop on the way. The copy goes into the highest such
+dominator, after the last instruction there that its slice reads; its slice is every op on the
+dominator chain that computes the load's address or guard. Registers: fresh ones above the
+kernel's (REGCOUNT grows), predicates that are dead there; the copies' loads and constant loads
+share one scoreboard, which every EXIT after them waits for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from legality.blockmoves import absolute_addresses
+from legality.crossings import is_global_load, may_alias, writes_global
+from legality.prefetch import insertable
+from reorder.analysis.buffers import address_parameters
+from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
+from reorder.analysis.webs import guarded_live_out
+from reorder.base.errors import NotApplicable
+from reorder.binary.cubin import RESERVED_REGISTERS
+from reorder.sass.control import ControlCode
+from reorder.sass.grow import Insertion, regcount_for
+from reorder.sass.model import Instruction, KernelCode, highest_register
+from reorder.sass.rename import OperandRename, rename_words
+
+SCOREBOARD = 5
+_REG = r"(?<![A-Za-z0-9_])R{n}(?![0-9])"
+
+
+@dataclass(frozen=True)
+class PrefetchPlan:
+    """The words to insert before instruction `before`, and what they copy."""
+
+    before: int
+    words: tuple[int, ...]
+    loads: tuple[int, ...]  # offsets of the kernel's loads copied
+    regcount: int
+
+
+def plan_prefetches(code: KernelCode, noalias: bool | tuple[int, ...]) -> list[PrefetchPlan]:
+    """One plan per dominating block that receives copies (module docstring)."""
+    ins = code.instructions
+    blocks = basic_blocks(ins)
+    cfg = control_flow_graph(ins)
+    if 0 not in cfg or absolute_addresses(ins):
+        return []
+    idom = nx.immediate_dominators(cfg, 0)
+    looped = _in_cycles(cfg)
+    block_of = {i: b for b in blocks for i in b.indices()}
+    by_start = {b.start: b for b in blocks}
+    params = address_parameters(code)
+    declared = None if noalias is True or not noalias else frozenset(noalias)
+    writers = [x for x in ins if writes_global(x)]
+    chosen: dict[int, list[int]] = {}  # dominator start -> load indices
+    for i, x in enumerate(ins):
+        if not is_global_load(x):
+            continue
+        mine = params.get(x.offset, frozenset())
+        if not mine or any(
+            not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared) for w in writers
+        ):
+            continue
+        dom = _dominator(cfg, idom, looped, block_of[i].start, by_start, ins)
+        if dom is None or _read_before(ins, cfg, dom, mine, params):
+            continue
+        chosen.setdefault(dom, []).append(i)
+    next_reg = max(highest_register(ins) + 1, code.kernel.regcount)
+    plans: list[PrefetchPlan] = []
+    for dom, loads in sorted(chosen.items()):
+        plan = _plan(code, by_start[dom], loads, idom, block_of, next_reg)
+        if plan is not None:
+            plans.append(plan)
+            next_reg = plan.regcount - RESERVED_REGISTERS
+    return plans
+
+
+def _in_cycles(cfg: nx.DiGraph) -> frozenset[int]:
+    out: set[int] = set()
+    for comp in nx.strongly_connected_components(cfg):
+        if len(comp) > 1 or any(cfg.has_edge(n, n) for n in comp):
+            out |= comp
+    return frozenset(out)
+
+
+def _dominator(cfg, idom, looped, start: int, by_start, ins) -> int | None:
+    """The highest dominator of the block at `start` outside every loop, with no loop on the paths
+    to it and a barrier on one of them; None if there is none."""
+    best = None
+    d = idom.get(start)
+    while d is not None and d != start:
+        if d in looped:
+            break
+        between = _between(cfg, d, start)
+        if between & looped:
+            break
+        if any(ins[i].base == "BAR" for b in between | {d} for i in by_start[b].indices()):
+            best = d
+        nxt = idom.get(d)
+        if nxt == d:
+            break
+        d = nxt
+    return best
+
+
+def _between(cfg: nx.DiGraph, top: int, bottom: int) -> set[int]:
+    """Blocks on some path from `top` to `bottom`, both excluded."""
+    down = nx.descendants(cfg, top)
+    up = nx.ancestors(cfg, bottom)
+    return (down & up) - {top, bottom}
+
+
+def _read_before(ins, cfg, dom: int, mine: frozenset[int], params) -> bool:
+    """Whether a global load of one of these buffers can run before the block at `dom`."""
+    above = nx.ancestors(cfg, dom)
+    blocks = {b.start: b for b in basic_blocks(ins)}
+    return any(
+        is_global_load(ins[i]) and params.get(ins[i].offset, frozenset()) & mine
+        for s in above
+        for i in blocks[s].indices()
+    )
+
+
+def _chain(idom, dom: int, start: int) -> list[int]:
+    """Block starts from `dom` down the dominator tree to `start`, both included."""
+    out = [start]
+    while out[-1] != dom:
+        out.append(idom[out[-1]])
+    return out[::-1]
+
+
+def _plan(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_reg: int) -> PrefetchPlan | None:
+    ins = code.instructions
+    live = guarded_live_out(ins)
+    copies: list[tuple[int, dict[str, str], dict[str, str]]] = []  # (index, its writes renamed, its reads renamed)
+    fresh = [next_reg]
+    slices: dict[int, list[int]] = {}
+    for i in loads:
+        found = _slice(ins, _chain(idom, dom.start, block_of[i].start), dom, i, block_of)
+        if found is not None:
+            slices[i] = found
+    if not slices:
+        return None
+    in_dom = [k for sl in slices.values() for k in sl if block_of[k].start == dom.start]
+    before = max(max(in_dom, default=dom.start) + 1, dom.start + 1)
+    if before >= dom.end:
+        return None
+    free_predicates = _dead_predicates(ins, dom, before, live)
+    order = sorted(
+        {k for sl in slices.values() for k in sl if block_of[k].start != dom.start}, key=_position(ins, idom, block_of)
+    )
+    current: dict[str, str] = {}
+    for k in order:
+        x = ins[k]
+        source = _copy_of(x)
+        if source is not None:  # a plain copy is not repeated: its readers read its source
+            current[_dest_name(x)] = current.get(source, source)
+            continue
+        reads = {r: current[r] for r in x.access.reads if r in current}
+        mapping = {}
+        for w in sorted(x.access.writes):
+            if w.startswith("P") and w != "PT":
+                if not free_predicates:
+                    return None
+                mapping[w] = f"P{free_predicates.pop(0)}"
+        width = _dest_width(x)
+        if width:
+            base = _aligned(fresh[0], width)
+            dest = _dest_register(x)
+            for r in range(width):
+                mapping[f"R{dest + r}"] = f"R{base + r}"
+            fresh[0] = base + width
+        copies.append((k, mapping, reads))
+        current.update(mapping)
+    words = []
+    # the loads last (nothing among the copies reads them): their guards and addresses are ready
+    copies = [c for c in copies if ins[c[0]].base != "LDG"] + [c for c in copies if ins[c[0]].base == "LDG"]
+    for k, mapping, reads in copies:
+        x = ins[k]
+        word = _renamed(code, x, mapping, reads)
+        if word is None:
+            return None
+        variable = x.base in ("LDG", "LDC", "S2R")
+        ctrl = ControlCode(
+            stall=2 if x.base == "LDG" else 1 if variable else 15,
+            yield_bit=0,
+            wbar=SCOREBOARD if variable else 7,
+            rbar=7,
+            wait=0,
+            reuse=0,
+        )
+        words.append(ctrl.apply(word))
+    regcount = max(code.kernel.regcount, regcount_for(fresh[0] - 1))
+    return PrefetchPlan(before, tuple(words), tuple(ins[i].offset for i in slices), regcount)
+
+
+def _slice(ins, chain: list[int], dom: Block, load: int, block_of) -> list[int] | None:
+    """Indices of the ops on the dominator chain before `load` that compute its address and guard
+    (those in `dom` included: they stay where they are), and the load itself; None when one is not
+    an op a copy may be."""
+    blocks = {b.start: b for b in basic_blocks(ins)}
+    seq = []
+    for s in chain:
+        for k in blocks[s].indices():
+            if s == block_of[load].start and k >= load:
+                break
+            seq.append(k)
+    needed = set(ins[load].access.reads) - {"PT", "RZ"}
+    out = [load]
+    for k in reversed(seq):
+        x = ins[k]
+        if not (x.access.writes & needed):
+            continue
+        if block_of[k].start == dom.start:
+            out.append(k)  # computed in the block the copies go to: read where it is
+            needed -= x.access.writes
+            continue
+        if x.guard or insertable(x) or x.base == "LDG":
+            return None
+        out.append(k)
+        needed -= x.access.writes
+        needed |= set(x.access.reads) - {"PT", "RZ"}
+    return sorted(out)
+
+
+def _dead_predicates(ins, dom: Block, before: int, live) -> list[int]:
+    """Predicates no instruction from `before` on can read before writing them."""
+    alive = set(live.get(dom.start, frozenset()))
+    for k in range(dom.end - 1, before - 1, -1):
+        x = ins[k]
+        if not x.guard:
+            alive -= x.access.writes
+        alive |= x.access.reads
+        if x.guard:
+            alive.add(x.guard.lstrip("@!"))
+    return [p for p in range(7) if f"P{p}" not in alive]
+
+
+def _position(ins, idom, block_of):
+    """Sort key: program order along the chain (a block's instructions in order; blocks by depth
+    in the dominator tree)."""
+
+    def depth(start: int) -> int:
+        n = 0
+        while idom.get(start, start) != start:
+            start = idom[start]
+            n += 1
+        return n
+
+    return lambda k: (depth(block_of[k].start), k)
+
+
+def _copy_of(x: Instruction) -> str | None:
+    """The register a plain unguarded 32-bit copy reads, else None."""
+    import re
+
+    ops = [t.replace(".reuse", "") for t in x.operands]
+    if x.guard or x.opcode != "MOV" or len(ops) != 2:
+        return None
+    return ops[1] if re.fullmatch(r"R\d+", ops[0]) and re.fullmatch(r"R\d+", ops[1]) else None
+
+
+def _dest_name(x: Instruction) -> str:
+    return x.operands[0].replace(".reuse", "")
+
+
+def _dest_width(x: Instruction) -> int:
+    regs = sorted(int(w[1:]) for w in x.access.writes if w.startswith("R") and w[1:].isdigit())
+    return len(regs)
+
+
+def _dest_register(x: Instruction) -> int:
+    return min(int(w[1:]) for w in x.access.writes if w.startswith("R") and w[1:].isdigit())
+
+
+def _aligned(n: int, width: int) -> int:
+    step = 4 if width > 2 else width
+    return (n + step - 1) // step * step
+
+
+def _renamed(code: KernelCode, x: Instruction, dests: dict[str, str], reads: dict[str, str]) -> int | None:
+    """`x`'s word with its written registers and its reads of earlier copies renamed."""
+    import re
+
+    from legality.equivalence import dest_count
+
+    renames = []
+    tokens = [t.replace(".reuse", "") for t in x.operands]
+    written = dest_count(x)
+    for k, token in enumerate(tokens):
+        table = dests if k < written else reads
+        for m in re.finditer(r"(?<![A-Za-z0-9_])(R|P)(\d+)(?![0-9])", token):
+            name = m.group(0)
+            if name in table and table[name] != name:
+                renames.append(OperandRename(x.offset, k, int(m.group(2)), int(table[name][1:]), m.group(1)))
+    wide = reads
+    guard = x.guard.lstrip("@!")
+    if guard in wide and wide[guard] != guard:
+        renames.append(OperandRename(x.offset, -1, int(guard[1:]), int(wide[guard][1:]), "P"))
+    if not renames:
+        return x.word
+    try:
+        return rename_words({x.offset: x}, renames, code.arch)[x.offset]
+    except Exception:  # noqa: BLE001 - a word the renamer cannot rewrite: no copy
+        return None
+
+
+def with_prefetches(code: KernelCode, plans: list[PrefetchPlan]):
+    """The grown cubin's bytes: the copies inserted, REGCOUNT raised, and every EXIT waiting for
+    the copies' scoreboard."""
+    from reorder.binary.cubin import parse_cubin
+    from reorder.sass.grow import grow_kernel
+    from reorder.sass.model import decode_kernel
+    from reorder.sass.writer import patch_kernel
+
+    if not plans:
+        raise NotApplicable(f"{code.kernel.name}: no load to prefetch above a barrier")
+    regcount = max(p.regcount for p in plans)
+    grown = grow_kernel(code, [Insertion(p.before, p.words) for p in plans], regcount=regcount)
+    after = decode_kernel(parse_cubin(grown.data, f"prefetched {code.kernel.name}"), code.kernel.name)
+    waited = tuple(
+        x.with_ctrl(x.ctrl.with_(wait=x.ctrl.wait | (1 << SCOREBOARD))) if x.base == "EXIT" else x
+        for x in after.instructions
+    )
+    data = patch_kernel(after.cubin, after.kernel, waited)
+    return decode_kernel(parse_cubin(data, f"prefetched {code.kernel.name}"), code.kernel.name)
+
+
+def note(code: KernelCode, plans: list[PrefetchPlan]) -> str:
+    loads = ", ".join(f"{o:#06x}" for p in plans for o in p.loads)
+    at = ", ".join(f"{code.instructions[p.before].offset:#06x}" for p in plans)
+    regs = max(p.regcount for p in plans)
+    return f"prefetch copies of the loads at {loads}, inserted before {at} (registers up to {regs})"
