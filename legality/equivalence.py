@@ -78,12 +78,15 @@ def dest_count(ins: Instruction) -> int:
     return _dest_tokens(ins)
 
 
-def _width_regs(name: str, ins: Instruction, named: set[str]) -> list[str]:
-    """`name` and the registers after it the op reads as one wide operand (R10 as a 64-bit addend)."""
+def _width_regs(name: str, ins: Instruction, named: set[str], token: str = "") -> list[str]:
+    """`name` and the registers after it the op reads as one wide operand (R10 as a 64-bit addend;
+    an address `[R8.64]` is R8 and R9 even where R9 is also named, as the load's destination)."""
     out = [name]
     if not name.startswith("R"):
         return out
     n = int(name[1:])
+    if f"{name}.64" in token and name != "RZ":
+        return [name, f"R{n + 1}"]
     for k in (1, 2, 3):
         nxt = f"R{n + k}"
         if nxt in ins.access.reads and nxt not in named:
@@ -140,7 +143,7 @@ def _step(
     for token in operands[dests:]:
         names = _REGISTER.findall(token)
         shape = _REGISTER.sub("@", token)
-        sources.append((shape, tuple(value(r) for n in names for r in _width_regs(n, ins, named))))
+        sources.append((shape, tuple(value(r) for n in names for r in _width_regs(n, ins, named, token))))
     guard = ins.guard.lstrip("@")
     guard_value = (guard.startswith("!"), value(guard.lstrip("!"))) if guard else None
     if facts and guard_value in facts:  # a guard whose truth the path decides (moved_block_differences)
@@ -178,7 +181,8 @@ def _constant_load(ins: Instruction) -> str | None:
     operands = _operands(ins)
     if ins.base not in ("LDC", "ULDC") or len(operands) != 2 or not re.fullmatch(r"U?R\d+", operands[0]):
         return None
-    return operands[1] if re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", operands[1]) else None
+    bank = operands[1].replace("][RZ]", "][0x0]")  # a zero register index is address 0
+    return bank if re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", bank) else None
 
 
 def constant_value(values: _Values, bank: str, slot: int) -> int:

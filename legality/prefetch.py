@@ -28,25 +28,40 @@ was given a new value. The candidate is legal when:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from legality import equivalence as eq
-from legality.blockmoves import absolute_addresses
 from legality.crossings import is_global_load, may_alias, writes_global
 from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
-from reorder.analysis.ranges import INT_MAX, INT_MIN, SPECIAL_RANGES, Range, combine, entry_constants, entry_ranges
+from reorder.analysis.codeaddress import code_address_refusal
+from reorder.analysis.ranges import (
+    INT_MAX,
+    INT_MIN,
+    SPECIAL_RANGES,
+    Range,
+    call_clobbers,
+    combine,
+    entry_constants,
+    entry_ranges,
+)
 from reorder.analysis.webs import guarded_live_out
 from reorder.binary import branches
 from reorder.binary.nvinfo import ATTR_REGCOUNT, remap_record
 from reorder.sass.control import CONTROL_MASK, CONTROL_SHIFT
-from reorder.sass.grow import pc_target
+from reorder.sass.grow import pc_target, return_moves, with_return_address
 from reorder.sass.model import Instruction, KernelCode
 
-INSERTABLE = frozenset({"IADD3", "IMAD", "LEA", "SHF", "LOP3", "MOV", "ISETP", "LDC", "S2R", "SEL", "PRMT", "LDG"})
+INSERTABLE = frozenset(
+    {"IADD3", "IMAD", "VIADD", "LEA", "SHF", "LOP3", "MOV", "ISETP", "LDC", "S2R", "SEL", "PRMT", "LDG"}
+)
 MAX_PATHS = 64
 MAX_BLOCKS_PER_PATH = 64
+MAX_VISITS = 8  # times a path may enter one block (a loop's iterations followed)
 _CODE = ~(CONTROL_MASK << CONTROL_SHIFT)
+# Constant-bank words whose range CUDA fixes: the block's size (ntid.x, .y, .z) at c[0x0][0x0..0x8].
+CONSTANT_RANGES = {("c[0x0][0x0]", 0): (1, 1024), ("c[0x0][0x4]", 0): (1, 1024), ("c[0x0][0x8]", 0): (1, 64)}
 
 
 @dataclass(frozen=True)
@@ -65,13 +80,15 @@ def prefetch_match(original: KernelCode, candidate: KernelCode, noalias: bool | 
         return "another kernel or arch"
     if len(c) <= len(o):
         return "the candidate does not hold more instructions than the original"
-    if absolute_addresses(original.instructions):
-        return "the original holds code addresses (a call, return or jump table) that inserted code would shift"
     aligned = _align(o, c, original.arch)
     if isinstance(aligned, str):
         return aligned
     if any(x.opcode != "NOP" for x in candidate.instructions[len(c) :]):
         return "the candidate's text holds more than the inserted code and padding"
+    for j in aligned.inserted:
+        why = code_address_refusal(o, sum(1 for k in aligned.original_at if k < j), movable_returns=True)
+        if why:
+            return why
     new_offset_of = {x.offset: c[j].offset for x, j in zip(o, aligned.original_at)}
     for x in original.instructions[len(o) :]:
         new_offset_of.setdefault(x.offset, x.offset + 16 * len(aligned.inserted))
@@ -112,6 +129,25 @@ def insertable(ins: Instruction) -> str:
         return "writes a uniform register or the stack pointer"
     if ins.guard and not ins.guard.lstrip("@!").startswith("P"):
         return "guarded by a uniform predicate"
+    return misaligned(ins)
+
+
+def misaligned(ins: Instruction) -> str:
+    """Why a register group `ins` names is not aligned to its size, or '': a 64-bit operand
+    (`[R20.64]`, a wide result, an addend read with the register after it) needs an even first
+    register, a 128-bit one a multiple of 4 (the symbolic values cannot see it: a pair renamed
+    to R31:R32 computes the same expressions and is no pair on the hardware)."""
+    touched = ins.access.reads | ins.access.writes
+    tokens = [t.replace(".reuse", "") for t in ins.operands]
+    named = {m for t in tokens for m in re.findall(r"(?<![A-Za-z0-9_])R(\d+)", t)}
+    for t in tokens:
+        for m in re.finditer(r"(?<![A-Za-z0-9_])R(\d+)(\.64)?", t):
+            n = int(m.group(1))
+            size = 2 if m.group(2) else 1
+            while size < 4 and f"R{n + size}" in touched and str(n + size) not in named:
+                size += 1
+            if size > 1 and n % (2 if size == 2 else 4):
+                return f"R{n} starts a {32 * size}-bit group at a register not aligned to it"
     return ""
 
 
@@ -131,9 +167,10 @@ def _align(o: tuple[Instruction, ...], c: tuple[Instruction, ...], arch: int) ->
     guard, its target checked after); the rest inserted."""
     at: list[int] = []
     inserted: list[int] = []
+    returns = return_moves(o)
     i = 0
     for j, ins in enumerate(c):
-        if i < len(o) and _same(o[i], ins, arch):
+        if i < len(o) and (_same(o[i], ins, arch) or (i in returns and _same_but_immediate(o[i], ins))):
             at.append(j)
             i += 1
         else:
@@ -141,6 +178,9 @@ def _align(o: tuple[Instruction, ...], c: tuple[Instruction, ...], arch: int) ->
     if i < len(o):
         return f"{o[i].offset:#06x} {o[i].opcode}: not found in the candidate in order"
     offset_of = {x.offset: c[j].offset for x, j in zip(o, at)}
+    for k, back in returns.items():
+        if back not in offset_of or with_return_address(o[k], offset_of[back]) & _CODE != c[at[k]].word & _CODE:
+            return f"{o[k].offset:#06x} {o[k].opcode}: the return address it holds does not follow its call"
     for x, j in zip(o, at):
         target = pc_target(x, arch)
         if target is None:
@@ -151,6 +191,10 @@ def _align(o: tuple[Instruction, ...], c: tuple[Instruction, ...], arch: int) ->
         if (want & _CODE) != (c[j].word & _CODE):
             return f"{x.offset:#06x} {x.opcode}: does not reach the same instruction"
     return PrefetchMatch(tuple(at), tuple(inserted))
+
+
+def _same_but_immediate(x: Instruction, y: Instruction) -> bool:
+    return x.opcode == y.opcode and x.guard == y.guard and x.operands[0] == y.operands[0]
 
 
 def _same(x: Instruction, y: Instruction, arch: int) -> bool:
@@ -219,6 +263,7 @@ def load_paths(c: tuple[Instruction, ...], p: int, inserted: set[int]) -> str:
     by_start = {b.start: b for b in blocks}
     values = eq.new_values()
     inputs = entry_ranges(c).get(start.start, {})
+    clobbers = call_clobbers(c)
     paths = 0
     known = {
         r: eq.constant_value(values, bank, slot) for r, (bank, slot) in entry_constants(c).get(start.start, {}).items()
@@ -226,13 +271,19 @@ def load_paths(c: tuple[Instruction, ...], p: int, inserted: set[int]) -> str:
     stack: list[tuple[Block, dict, dict, tuple | None, tuple[int, ...]]] = [(start, known, {}, None, ())]
     while stack:
         block, regs, facts, mine, visited = stack.pop()
-        if block.start in visited:
+        if block.start == start.start and visited:
             return "a path from it comes back to its own block before the kernel's load"
+        if visited.count(block.start) >= MAX_VISITS:
+            return "a path from it goes round a loop more often than this check follows"
         if len(visited) >= MAX_BLOCKS_PER_PATH:
             return "a path from it is too long to follow"
         regs = dict(regs)
         for i in block.indices():
             ins = c[i]
+            if ins.opcode.startswith("CALL.REL") and i == block.end - 1:  # what the callee may write is unknown after
+                for name in clobbers:
+                    regs[name] = values.of(("call", ins.offset, name, len(visited)))
+                continue
             if not ins.known or ins.base in ("CALL", "RET", "BRX", "JMX", "JMP"):
                 return f"a path meets {ins.opcode} at {ins.offset:#06x}"
             if block is start and i < p:
@@ -256,6 +307,9 @@ def load_paths(c: tuple[Instruction, ...], p: int, inserted: set[int]) -> str:
             return f"a path leaves its block at {last.offset:#06x} in a way this check does not follow"
         for nxt, more in outcomes:
             merged = {**facts, **more}
+            if more and _never(mine[1], merged, values, inputs):  # this edge is taken only where it did not run
+                paths += 1
+                continue
             if nxt is None:  # the path leaves the kernel
                 if not _never(mine[1], merged, values, inputs):
                     return f"a path leaves the kernel at {last.offset:#06x} where it may have run"
@@ -302,6 +356,8 @@ def _outcomes(last: Instruction, block: Block, regs: dict, facts: dict, values, 
         if fallthrough is not None and block.end in by_start:
             out.append((by_start[block.end], fallthrough))
         return out
+    if last.opcode.startswith("CALL.REL"):
+        return [(by_start[block.end], {})] if block.end in by_start else None
     if last.base in ("BRA", "BRX", "JMX", "JMP", "CALL", "RET"):
         return None
     return [(by_start[s], {}) for s in successors]
@@ -330,7 +386,135 @@ def _never(guard: tuple[bool, int] | None, facts: dict, values, inputs: dict[str
         return True
     neg, v = guard
     decided = decide_compare(v, facts, values, inputs)
-    return decided is not None and decided == neg  # the op runs iff its predicate differs from `neg`
+    if decided is not None:
+        return decided == neg  # the op runs iff its predicate differs from `neg`
+    return _excluded(v, not neg, facts, values, inputs)
+
+
+# ---------------------------------------------------------------- linear forms
+
+
+_TRUE_RANGE = {"GE": (0, None), "GT": (1, None), "LE": (None, 0), "LT": (None, -1), "EQ": (0, 0)}
+
+
+def _difference_range(op: str, truth: bool) -> tuple[int | None, int | None] | None:
+    """The range of left - right where `left op right` has truth `truth` (None: unbounded side)."""
+    return _TRUE_RANGE.get(op if truth else _NOT[op])
+
+
+def _excluded(v: int, truth: bool, facts: dict, values, inputs: dict) -> bool:
+    """Whether the compare `v` cannot have truth `truth` on a path with these facts: for one fact
+    `p ? q`, (a - b) - (p - q) is a sum of bounded terms (the same unknown bound `n` on both
+    sides cancels), so a - b lies in the fact's range shifted by that sum's range."""
+    cmp = _compare(values.nodes[v])
+    want = None if cmp is None else _difference_range(cmp[0], truth)
+    if cmp is None or want is None:
+        return False
+    if not all(_unwrapped(x, values, facts, inputs) for x in cmp[1:]):
+        return False
+    goal = _minus(_linear_operand(cmp[1], values), _linear_operand(cmp[2], values))
+    if goal is None:
+        return False
+    for (neg, f), holds in facts.items():
+        fact = _compare(values.nodes[f])
+        if fact is None or f == v:
+            continue
+        if not all(_unwrapped(x, values, facts, inputs) for x in fact[1:]):
+            continue
+        known = _difference_range(fact[0], holds != neg)
+        base = _minus(_linear_operand(fact[1], values), _linear_operand(fact[2], values))
+        if known is None or base is None:
+            continue
+        rest = _minus(goal, base)
+        shift = None if rest is None else _linear_range(rest, values, facts, inputs)
+        if shift is None:
+            continue
+        lo = None if known[0] is None else known[0] + shift[0]
+        hi = None if known[1] is None else known[1] + shift[1]
+        if (want[1] is not None and lo is not None and lo > want[1]) or (
+            want[0] is not None and hi is not None and hi < want[0]
+        ):
+            return True
+    return False
+
+
+Linear = tuple[tuple[tuple[int, int], ...], int]  # ((atom value id, coefficient), ...), constant
+
+
+def _linear_operand(operand: tuple | None, values) -> Linear | None:
+    if operand is None:
+        return None
+    if operand[0] == "k":
+        return (), operand[1]
+    return _linear(operand[1], values, 0)
+
+
+def _linear(v: int, values, depth: int) -> Linear:
+    """`v` as a sum of coefficients times atoms plus a constant, through the integer ops an
+    index is built with (IADD3, IMAD.IADD, VIADD, shifts and scales by constants); anything else
+    is an atom."""
+    node = values.nodes[v]
+    atom: Linear = (((v, 1),), 0)
+    if depth > 16 or node[0] != "op" or node[2] != (0, 0) or node[1][1] is not None:
+        return atom
+    opcode, _, sources = node[1]
+    ops = [_operand(x) for x in sources]
+    if any(x is None for x in ops):
+        return atom
+    parts = [_linear_operand(x, values) if x[0] == "k" else _linear(x[1], values, depth + 1) for x in ops]
+    if opcode == "IADD3" and len(parts) == 3 and all(x is not None for x in parts):
+        return _sum(parts)  # type: ignore[arg-type]
+    if opcode == "IMAD.IADD" and len(ops) == 3 and ops[1] == ("k", 1):
+        return _sum([parts[0], parts[2]])  # type: ignore[list-item]
+    if opcode == "VIADD" and len(ops) == 2:
+        return _sum([parts[0], parts[1]])  # type: ignore[list-item]
+    if opcode in ("IMAD.SHL.U32", "SHF.L.U32") and len(ops) == 3 and ops[1][0] == "k" and ops[2] == ("k", 0):
+        factor = ops[1][1] if opcode == "IMAD.SHL.U32" else 1 << ops[1][1]
+        return _scaled(parts[0], factor)  # type: ignore[arg-type]
+    return atom
+
+
+def _unwrapped(operand: tuple, values, facts: dict, inputs: dict) -> bool:
+    """Whether the 32-bit value equals its linear form: a constant, a single atom, or a form
+    whose range stays in 32-bit signed range."""
+    form = _linear_operand(operand, values)
+    if form is None:
+        return False
+    if not form[0] or (len(form[0]) == 1 and form[0][0][1] == 1 and form[1] == 0):
+        return True
+    return _linear_range(form, values, facts, inputs) is not None
+
+
+def _sum(parts: list[Linear]) -> Linear:
+    terms: dict[int, int] = {}
+    const = 0
+    for t, k in parts:
+        const += k
+        for a, c in t:
+            terms[a] = terms.get(a, 0) + c
+    return tuple(sorted((a, c) for a, c in terms.items() if c)), const
+
+
+def _scaled(x: Linear, factor: int) -> Linear:
+    return tuple((a, c * factor) for a, c in x[0]), x[1] * factor
+
+
+def _minus(a: Linear | None, b: Linear | None) -> Linear | None:
+    return None if a is None or b is None else _sum([a, _scaled(b, -1)])
+
+
+def _linear_range(x: Linear, values, facts: dict, inputs: dict) -> tuple[int, int] | None:
+    """The range of a linear form from its atoms' ranges (None if one is unbounded, or a term
+    could leave 32-bit signed range: the sums above hold without wrapping only then)."""
+    bounds = _fact_bounds(facts, values)
+    lo = hi = x[1]
+    for a, c in x[0]:
+        r = _range(("v", a), values, bounds, inputs)
+        if r is None or r[0] == INT_MIN or r[1] == INT_MAX:
+            return None
+        lo += min(c * r[0], c * r[1])
+        hi += max(c * r[0], c * r[1])
+    return lo, hi
 
 
 # ---------------------------------------------------------------- value ranges
@@ -453,6 +637,8 @@ def _structural(v: int, values, bounds: dict, inputs: dict, depth: int) -> Range
     node = values.nodes[v]
     if node[0] == "in":
         return inputs.get(node[1])
+    if node[0] == "cbank":
+        return CONSTANT_RANGES.get((node[1], node[2]))
     if node[0] == "const":
         return (0, 0) if node[1] == "RZ" else None
     if node[0] == "sel":

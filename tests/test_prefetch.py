@@ -94,13 +94,35 @@ def test_thread_index_ranges_and_constants_reach_the_block_before_the_barrier() 
     d = next(b.start for b in basic_blocks(ins) if ins[b.start].offset == 0x0840)
     assert entry_ranges(ins)[d]["R23"] == (0, 4092)  # tid.x * 4
     assert entry_constants(ins)[d]["R0"] == ("c[0x0][0x228]", 0)  # n_cols
+    two_pass = decode_kernel(read_cubin(str(CUBIN)), "rms_norm_f32").instructions
+    after_call = next(b.start for b in basic_blocks(two_pass) if two_pass[b.start].offset == 0x0540)
+    assert entry_ranges(two_pass)[after_call]["R2"] == (0, 1023)  # the callee never writes R2
+    assert entry_constants(two_pass)[after_call]["R5"] == ("c[0x0][0x0]", 0)  # blockDim.x
 
 
-def test_a_kernel_with_a_call_gets_no_copies() -> None:
-    from reorder.moves.prefetch import plan_prefetches
+def test_copies_before_a_call_move_its_return_address() -> None:
+    original, after = _loop_built()
+    found = prefetch_match(original, after, True)
+    assert not isinstance(found, str), found
+    move = next(i for i in after.instructions if i.opcode == "MOV" and i.operands[0] == "R4")
+    call = next(i for i in after.instructions if i.base == "CALL")
+    assert int(move.operands[1], 16) == call.offset + 16 != 0x530  # pass 1's copies precede the call
+    k = after.instructions.index(move)
+    wrong = (move.word & ~(0xFFFFFFFF << 32)) | (0x530 << 32)  # the old return address
+    why = prefetch_match(original, _with_words_of(after, "rms_norm_f32", {k: wrong}), True)
+    assert isinstance(why, str), why
 
-    code = decode_kernel(read_cubin(str(CUBIN)), "rms_norm_f32")
-    assert plan_prefetches(code, True) == []  # its return address is a code address
+
+def test_a_misaligned_register_pair_is_refused() -> None:
+    from legality.prefetch import misaligned
+    from reorder.sass.rename import OperandRename, rename_instructions
+
+    _, after = _loop_built()
+    load = next(i for i in after.instructions[::-1] if i.base == "LDG" and i.guard)
+    base = int(load.operands[1].split("][R")[1].split(".")[0])
+    assert base % 2 == 0 and not misaligned(load)
+    odd = rename_instructions({load.offset: load}, [OperandRename(load.offset, 1, base, base + 1)], 90)[load.offset]
+    assert "not aligned" in misaligned(odd)
 
 
 def test_the_command_writes_what_verify_accepts_only_under_its_assumption(tmp_path, capsys) -> None:
@@ -116,3 +138,38 @@ def test_the_command_writes_what_verify_accepts_only_under_its_assumption(tmp_pa
     assert "REFUSED" in capsys.readouterr().out
     assert main(["prefetch", str(CUBIN), *args, "-o", str(tmp_path / "no.cubin")]) != 0
     assert not (tmp_path / "no.cubin").exists()
+
+
+@cache
+def _loop_built() -> tuple[KernelCode, KernelCode]:
+    from reorder.build.pipeline import prefetched
+
+    original = decode_kernel(read_cubin(str(CUBIN)), "rms_norm_f32")
+    return original, prefetched(original, True, 4)[0]
+
+
+def test_a_loops_next_iterations_are_copied_before_it() -> None:
+    original, after = _loop_built()
+    found = prefetch_match(original, after, True)
+    assert not isinstance(found, str), found
+    loads = [after.instructions[j] for j in found.inserted if after.instructions[j].base == "LDG"]
+    assert len(loads) == 6 and all(x.guard for x in loads)  # iterations 1-3 of x's load (pass 1), of w's (pass 2)
+    assert after.kernel.regcount <= 64  # still launchable with 1024 threads per block
+
+
+def test_a_loop_copy_for_an_iteration_that_may_not_run_is_refused() -> None:
+    original, after = _loop_built()
+    found = prefetch_match(original, after, True)
+    assert not isinstance(found, str)
+    k = [j for j in found.inserted if after.instructions[j].base == "LDG"][-1]
+    unguarded = (after.instructions[k].word & ~(0xF << 12)) | (7 << 12)  # @PT: every thread, every time
+    mutated = _with_words_of(after, "rms_norm_f32", {k: unguarded})
+    why = prefetch_match(original, mutated, True)
+    assert isinstance(why, str) and "where it may have run" in why, why
+
+
+def _with_words_of(code: KernelCode, kernel: str, words: dict[int, int]) -> KernelCode:
+    ins = list(code.instructions)
+    for k, word in words.items():
+        ins[k] = ins[k].with_word(word)
+    return decode_kernel(parse_cubin(patch_kernel(code.cubin, code.kernel, ins), "mutated"), kernel)

@@ -7,7 +7,8 @@ Every kernel with a launch spec (the suite kernels and the sm_90 corpus kernels)
 of every block, `batch_loads(noalias=True)` (each spec gives every buffer its own allocation,
 so the assumption holds in the check), up to MAX_SWAPS swaps of adjacent independent
 instructions spread over the kernel, applied one after another, and
-`hoist_into_dominators(noalias=True)` (`blocks`: loads moved into the block before theirs). Each output passed the
+`hoist_into_dominators(noalias=True)` (`blocks`: loads moved into the block before theirs), and
+prefetch copies (`prefetch`: `reorder prefetch --assume-noalias --iterations 4`). Each output passed the
 verifier when it was built; this checks that silicon agrees (outputs byte-identical to the
 original's on fresh inputs, no fault, no hang) at the spec's launch and at a launch of a few
 blocks (`few_blocks`: each block then has its SM to itself, the other extreme of scheduling),
@@ -41,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_SWAPS = 24
 BUILD_LIMIT_S = 90
 CHECK_RESERVE_S = 5.0  # what one check needs; a row is not begun with less left
-MOVES = ("stalls", "batch", "swaps", "blocks")
+MOVES = ("stalls", "batch", "swaps", "blocks", "prefetch")
+PREFETCH_ITERATIONS = 4
 
 
 class _Slow(Exception):
@@ -60,11 +62,35 @@ def _build(code, which: str):
         return batch_loads(code, noalias=True)
     if which == "blocks":
         return hoist_into_dominators(code, noalias=True)
+    if which == "prefetch":
+        return _prefetch(code)
     if which == "stalls":
         return cut_stalls(code)
     swaps = moves.Swap.instances(code)
     step = max(1, len(swaps) // MAX_SWAPS)
     return apply_each(code, swaps[::step][:MAX_SWAPS])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prefetched:
+    """What `_build_one` reads of a build: prefetch copies make a grown kernel, not an Outcome."""
+
+    data: bytes
+    after: object
+    applied: tuple[str, ...]
+    moved: int = 0
+
+
+def _prefetch(code):
+    """`reorder prefetch --assume-noalias --iterations 4`: the kernel itself when nothing applies."""
+    from reorder.base.errors import LegalityError, NotApplicable
+    from reorder.build.pipeline import prefetched
+
+    try:
+        after, note = prefetched(code, True, PREFETCH_ITERATIONS)
+    except (NotApplicable, LegalityError):
+        return _Prefetched(code.cubin.data, code, ())
+    return _Prefetched(after.cubin.data, after, (note,))
 
 
 def _build_one(task: tuple[dict, str, str]) -> dict:

@@ -36,7 +36,7 @@ def combine(opcode: str, r: list[Range]) -> Range | None:
     out: Range | None = None
     if opcode == "MOV" and len(r) == 1:
         out = r[0]
-    elif opcode == "IADD3" and len(r) == 3:
+    elif (opcode == "IADD3" and len(r) == 3) or (opcode == "VIADD" and len(r) == 2):
         out = (sum(x[0] for x in r), sum(x[1] for x in r))
     elif opcode in ("SHF.L.U32", "IMAD.SHL.U32") and len(r) == 3 and r[1][0] == r[1][1] and r[2] == (0, 0):
         k = r[1][0]
@@ -67,8 +67,27 @@ def _source_range(token: str, regs: dict[str, Range]) -> Range | None:
     return regs.get(token)
 
 
-def step(ins: Instruction, regs: dict[str, Range]) -> None:
-    """`regs` after `ins`: a known form writes its range; any other write makes its registers unknown."""
+def call_clobbers(instructions: tuple[Instruction, ...]) -> frozenset[str]:
+    """Registers a call may change: every register written from the first callee's entry on (the
+    kernel's subroutines sit after its own code; the graph does not follow a call into them)."""
+    from reorder.sass.grow import pc_target
+
+    entries = [
+        t // 16 for ins in instructions if ins.base == "CALL" for t in [pc_target(ins, ins.arch)] if t is not None
+    ]
+    if not entries:
+        return frozenset()
+    first = min(entries)
+    return frozenset(w for ins in instructions[first:] for w in ins.access.writes) | {"R1"}
+
+
+def step(ins: Instruction, regs: dict[str, Range], clobbers: frozenset[str] = frozenset()) -> None:
+    """`regs` after `ins`: a known form writes its range; any other write makes its registers
+    unknown; a call makes what it may change unknown."""
+    if ins.base == "CALL":
+        for r in clobbers or list(regs):
+            regs.pop(r, None)
+        return
     written = [w for w in ins.access.writes if w.startswith("R") and w[1:].isdigit()]
     if not written:
         return
@@ -104,12 +123,13 @@ def entry_ranges(instructions: tuple[Instruction, ...]) -> dict[int, dict[str, R
     entry[0] = {}
     visits = dict.fromkeys(blocks, 0)
     work = [0]
+    clobbers = call_clobbers(instructions)
     while work:
         start = work.pop(0)
         visits[start] += 1
         regs = dict(entry[start] or {})
         for i in blocks[start].indices():
-            step(instructions[i], regs)
+            step(instructions[i], regs, clobbers)
         for nxt in cfg.successors(start) if start in cfg else ():
             before = entry[nxt]
             merged = regs if before is None else _join(before, regs)
@@ -132,10 +152,15 @@ def entry_constants(instructions: tuple[Instruction, ...]) -> dict[int, dict[str
     entry: dict[int, dict[str, tuple[str, int]] | None] = dict.fromkeys(blocks)
     entry[0] = {}
     work = [0]
+    clobbers = call_clobbers(instructions)
     while work:
         start = work.pop(0)
         regs = dict(entry[start] or {})
         for i in blocks[start].indices():
+            if instructions[i].base == "CALL":
+                for r in clobbers or list(regs):
+                    regs.pop(r, None)
+                continue
             _constant_step(instructions[i], regs)
         for nxt in cfg.successors(start) if start in cfg else ():
             before = entry[nxt]
@@ -153,12 +178,13 @@ def _constant_step(ins: Instruction, regs: dict[str, tuple[str, int]]) -> None:
     tokens = [t.replace(".reuse", "") for t in ins.operands]
     known: dict[str, tuple[str, int]] = {}
     if ins.known and not ins.guard and len(tokens) == 2:
-        if ins.base in ("LDC", "ULDC") and re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", tokens[1]):
+        bank = tokens[1].replace("][RZ]", "][0x0]")  # a zero register index is address 0
+        if ins.base in ("LDC", "ULDC") and re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", bank):
             base = int(tokens[0].lstrip("UR"))
             prefix = "UR" if tokens[0].startswith("UR") else "R"
             for w in ins.access.writes:
                 if w.startswith(prefix) and w[len(prefix) :].isdigit():
-                    known[w] = (tokens[1], int(w[len(prefix) :]) - base)
+                    known[w] = (bank, int(w[len(prefix) :]) - base)
         elif ins.opcode == "MOV" and tokens[1] in regs:
             known[tokens[0]] = regs[tokens[1]]
     for w in ins.access.writes:

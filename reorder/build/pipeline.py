@@ -298,21 +298,39 @@ def _merged(code: KernelCode, steps: list[Outcome]) -> Outcome:
     )
 
 
-def prefetched(code: KernelCode, noalias: bool | tuple[int, ...]) -> tuple[KernelCode, str]:
-    """`code` with prefetch copies inserted above its barriers (reorder.moves.prefetch), the
-    blocks that received them scheduled by the stall cut, and the result judged: by
-    legality.prefetch against `code` and by the verifier as an insertion build."""
-    from legality.prefetch import prefetch_match
-    from legality.verify import verify_kernel
-    from reorder.moves.prefetch import note, plan_prefetches, with_prefetches
+def prefetched(code: KernelCode, noalias: bool | tuple[int, ...], iterations: int = 0) -> tuple[KernelCode, str]:
+    """`code` with prefetch copies inserted above its barriers and, with `iterations` > 1, of the
+    next iterations' loads before single-block loops (reorder.moves.prefetch), the grown kernel's
+    blocks scheduled by the stall cut, and the result judged: by legality.prefetch against `code`
+    and by the verifier as an insertion build. Plans are added one at a time; one the judge
+    refuses is left out (its reason in the note)."""
+    from reorder.moves.prefetch import note, plan_loop_prefetches, plan_prefetches
 
     plans = plan_prefetches(code, noalias)
-    grown = with_prefetches(code, plans)
-    after = cut_stalls(grown).after
+    plans += plan_loop_prefetches(code, noalias, iterations, plans)
+    if not plans:
+        raise NotApplicable(f"{code.kernel.name}: no load to prefetch above a barrier or ahead in a loop")
+    kept: list = []
+    best, refused = None, []
+    for plan in plans:
+        built = _prefetch_build(code, kept + [plan], noalias)
+        if isinstance(built, str):
+            refused.append(f"copies before {code.instructions[plan.before].offset:#06x} refused: {built}")
+            continue
+        kept, best = kept + [plan], built
+    if best is None:
+        raise LegalityError(f"{code.kernel.name}: no prefetch copy checked: {refused[0]}")
+    return best, "; ".join([note(code, kept), *refused])
+
+
+def _prefetch_build(code: KernelCode, plans: list, noalias: bool | tuple[int, ...]) -> KernelCode | str:
+    """The kernel with these plans' copies, scheduled, or why the judge or the verifier refused it."""
+    from legality.prefetch import prefetch_match
+    from reorder.moves.prefetch import with_prefetches
+
+    after = cut_stalls(with_prefetches(code, plans)).after
     found = prefetch_match(code, after, noalias)
     if isinstance(found, str):
-        raise LegalityError(f"{code.kernel.name}: the prefetch copies did not check: {found}")
+        return found
     report = verify_kernel(after, original=code.instructions, noalias=noalias, reordered=False)
-    if not report.ok:
-        raise LegalityError(f"{code.kernel.name}: the prefetch build is not legal: {report.violations[0].line()}")
-    return after, f"{len(found.inserted)} instructions: {note(code, plans)}"
+    return after if report.ok else f"not legal: {report.violations[0].line()}"

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
+from reorder.analysis.codeaddress import code_address_refusal
 from reorder.base.errors import EncodingError, NotApplicable
 from reorder.binary import branches
 from reorder.binary.nvinfo import OFFSET_LIST_ATTRS
@@ -71,7 +72,6 @@ _NOT_COPIED = frozenset(
         "CS2R",
     }
 )
-_ABSOLUTE = frozenset({"JMP", "JMX", "BRX", "RET.ABS"})
 
 
 @dataclass(frozen=True)
@@ -129,22 +129,6 @@ def peel_refusal(code: KernelCode, body: Block) -> str | None:
     if ins[body.end - 1].offset in named:
         return "the back edge is named by an .nv.info offset list"
     return code_address_refusal(ins, body.start)
-
-
-def code_address_refusal(ins: tuple[Instruction, ...], at: int) -> str | None:
-    """Why inserting code before index `at` would break a code address the kernel holds, or
-    None. A relative call (CALL.REL) returns to an address its block put into a register with
-    a MOV immediate, the call's next instruction: unchanged when that lies before `at`."""
-    for k, x in enumerate(ins):
-        if x.indirect_targets or x.base in ("JMP", "JMX", "BRX") or x.opcode in _ABSOLUTE:
-            return f"{x.offset:#06x} {x.opcode}: an absolute jump or a jump table"
-        if x.base == "CALL":
-            if not x.opcode.startswith("CALL.REL"):
-                return f"{x.offset:#06x} {x.opcode}: an absolute call"
-            back = x.offset + 16
-            if k + 1 > at or k + 1 >= len(ins):
-                return f"{x.offset:#06x} {x.opcode}: its return address {back:#x} lies at or after the loop"
-    return None
 
 
 def _offsets_named(code: KernelCode) -> frozenset[int]:

@@ -22,15 +22,16 @@ share one scoreboard, which every EXIT after them waits for.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import networkx as nx
 
-from legality.blockmoves import absolute_addresses
 from legality.crossings import is_global_load, may_alias, writes_global
 from legality.prefetch import insertable
 from reorder.analysis.buffers import address_parameters
-from reorder.analysis.cfg import Block, basic_blocks, control_flow_graph
+from reorder.analysis.cfg import ENDS_BLOCK, Block, basic_blocks, control_flow_graph
+from reorder.analysis.codeaddress import code_address_refusal
 from reorder.analysis.webs import guarded_live_out
 from reorder.base.errors import NotApplicable
 from reorder.binary.cubin import RESERVED_REGISTERS
@@ -58,7 +59,7 @@ def plan_prefetches(code: KernelCode, noalias: bool | tuple[int, ...]) -> list[P
     ins = code.instructions
     blocks = basic_blocks(ins)
     cfg = control_flow_graph(ins)
-    if 0 not in cfg or absolute_addresses(ins):
+    if 0 not in cfg:
         return []
     idom = nx.immediate_dominators(cfg, 0)
     looped = _in_cycles(cfg)
@@ -84,7 +85,7 @@ def plan_prefetches(code: KernelCode, noalias: bool | tuple[int, ...]) -> list[P
     plans: list[PrefetchPlan] = []
     for dom, loads in sorted(chosen.items()):
         plan = _plan(code, by_start[dom], loads, idom, block_of, next_reg)
-        if plan is not None:
+        if plan is not None and code_address_refusal(ins, plan.before, movable_returns=True) is None:
             plans.append(plan)
             next_reg = plan.regcount - RESERVED_REGISTERS
     return plans
@@ -144,11 +145,50 @@ def _chain(idom, dom: int, start: int) -> list[int]:
     return out[::-1]
 
 
+class _Registers:
+    """Fresh registers above the kernel's: the loads' (4-aligned, first) below the rest, so the
+    count grows by what the copies need and little more."""
+
+    def __init__(self, start: int, load_words: int) -> None:
+        self.wide = (start + 3) // 4 * 4
+        self.narrow = self.wide + load_words
+        self.top = self.narrow
+
+    def take(self, width: int, load: bool) -> int:
+        if load:
+            base = (self.wide + _span(width) - 1) // _span(width) * _span(width)
+            self.wide = base + width
+            return base
+        base = (self.narrow + width - 1) // width * width if width > 1 else self.narrow
+        self.narrow = base + width
+        self.top = max(self.top, self.narrow)
+        return base
+
+
+def _span(width: int) -> int:
+    """A value's register alignment: 1, 2, or 4 (a 128-bit load)."""
+    return 1 if width <= 1 else 2 if width == 2 else 4
+
+
+def register_limit(regcount: int) -> int:
+    """The most registers a build may use without lowering the largest block the kernel can be
+    launched with (64 registers: 1024 threads; 128: 512)."""
+    return 64 if regcount <= 64 else 128 if regcount <= 128 else 255
+
+
 def _plan(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_reg: int) -> PrefetchPlan | None:
+    """The copies of as many of `loads` (in order) as fit under the register limit."""
+    for n in range(len(loads), 0, -1):
+        plan = _plan_some(code, dom, loads[:n], idom, block_of, next_reg)
+        if plan is not None and plan.regcount <= register_limit(code.kernel.regcount):
+            return plan
+    return None
+
+
+def _plan_some(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_reg: int) -> PrefetchPlan | None:
     ins = code.instructions
     live = guarded_live_out(ins)
     copies: list[tuple[int, dict[str, str], dict[str, str]]] = []  # (index, its writes renamed, its reads renamed)
-    fresh = [next_reg]
     slices: dict[int, list[int]] = {}
     for i in loads:
         found = _slice(ins, _chain(idom, dom.start, block_of[i].start), dom, i, block_of)
@@ -164,6 +204,7 @@ def _plan(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_r
     order = sorted(
         {k for sl in slices.values() for k in sl if block_of[k].start != dom.start}, key=_position(ins, idom, block_of)
     )
+    regs = _Registers(next_reg, sum(_span(_dest_width(ins[k])) for k in order if ins[k].base == "LDG"))
     current: dict[str, str] = {}
     for k in order:
         x = ins[k]
@@ -172,27 +213,48 @@ def _plan(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_r
             current[_dest_name(x)] = current.get(source, source)
             continue
         reads = {r: current[r] for r in x.access.reads if r in current}
-        mapping = {}
-        for w in sorted(x.access.writes):
-            if w.startswith("P") and w != "PT":
-                if not free_predicates:
-                    return None
-                mapping[w] = f"P{free_predicates.pop(0)}"
-        width = _dest_width(x)
-        if width:
-            base = _aligned(fresh[0], width)
-            dest = _dest_register(x)
-            for r in range(width):
-                mapping[f"R{dest + r}"] = f"R{base + r}"
-            fresh[0] = base + width
+        mapping = _dests(x, regs, free_predicates)
+        if mapping is None:
+            return None
         copies.append((k, mapping, reads))
         current.update(mapping)
+    words = _words(code, copies)
+    if words is None:
+        return None
+    regcount = max(code.kernel.regcount, regcount_for(regs.top - 1))
+    return PrefetchPlan(before, words, tuple(ins[i].offset for i in slices), regcount)
+
+
+def _dests(x: Instruction, regs: _Registers, free_predicates: list[int]) -> dict[str, str] | None:
+    """New names for what the copy of `x` writes: fresh registers, dead predicates."""
+    mapping = {}
+    for w in sorted(x.access.writes):
+        if w.startswith("P") and w != "PT":
+            if not free_predicates:
+                return None
+            mapping[w] = f"P{free_predicates.pop(0)}"
+    width = _dest_width(x)
+    if width:
+        base = regs.take(width, x.base == "LDG")
+        dest = _dest_register(x)
+        for r in range(width):
+            mapping[f"R{dest + r}"] = f"R{base + r}"
+    return mapping
+
+
+def _words(code: KernelCode, copies: list, loads_last: bool = True) -> tuple[int, ...] | None:
+    """The copies' words, loads last (nothing among the copies reads them, so their guards and
+    addresses are ready when they issue), with starting control codes the stall cut then trims."""
+    ins = code.instructions
     words = []
-    # the loads last (nothing among the copies reads them): their guards and addresses are ready
-    copies = [c for c in copies if ins[c[0]].base != "LDG"] + [c for c in copies if ins[c[0]].base == "LDG"]
-    for k, mapping, reads in copies:
+    ordered = copies
+    if loads_last:
+        ordered = [c for c in copies if ins[c[0]].base != "LDG"] + [c for c in copies if ins[c[0]].base == "LDG"]
+    for k, mapping, reads, *guard in ordered:
         x = ins[k]
         word = _renamed(code, x, mapping, reads)
+        if word is not None and guard:
+            word = _guarded(code, x, word, guard[0].replace(guard[0].lstrip("@!"), reads[guard[0].lstrip("@!")]))
         if word is None:
             return None
         variable = x.base in ("LDG", "LDC", "S2R")
@@ -205,8 +267,7 @@ def _plan(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_r
             reuse=0,
         )
         words.append(ctrl.apply(word))
-    regcount = max(code.kernel.regcount, regcount_for(fresh[0] - 1))
-    return PrefetchPlan(before, tuple(words), tuple(ins[i].offset for i in slices), regcount)
+    return tuple(words)
 
 
 def _slice(ins, chain: list[int], dom: Block, load: int, block_of) -> list[int] | None:
@@ -320,6 +381,217 @@ def _renamed(code: KernelCode, x: Instruction, dests: dict[str, str], reads: dic
         return None
 
 
+def plan_loop_prefetches(
+    code: KernelCode,
+    noalias: bool | tuple[int, ...],
+    iterations: int,
+    after: list[PrefetchPlan] = (),  # type: ignore[assignment]
+) -> list[PrefetchPlan]:
+    """Copies of a single-block loop's loads for its next `iterations` - 1 iterations, at the end
+    of the block that falls into it: the iteration-k copy steps the loop's induction register k
+    times with copies of its own increment, computes the address with copies of the loop's own
+    ops, and runs under the loop's own exit compare on that value (iteration k runs)."""
+    from reorder.moves.peel import single_block_loops
+
+    ins = code.instructions
+    if iterations < 2:
+        return []
+    cfg = control_flow_graph(ins)
+    blocks = basic_blocks(ins)
+    block_of = {i: b for b in blocks for i in b.indices()}
+    params = address_parameters(code)
+    declared = None if noalias is True or not noalias else frozenset(noalias)
+    writers = [x for x in ins if writes_global(x)]
+    live = guarded_live_out(ins)
+    next_reg = max([highest_register(ins) + 1, code.kernel.regcount] + [p.regcount - RESERVED_REGISTERS for p in after])
+    plans = []
+    for loop in single_block_loops(ins):
+        if loop.start == 0 or set(cfg.predecessors(loop.start)) != {block_of[loop.start - 1].start, loop.start}:
+            continue
+        before = block_of[loop.start - 1]
+        if (
+            ins[before.end - 1].base in ENDS_BLOCK
+            or code_address_refusal(ins, loop.start, movable_returns=True) is not None
+        ):
+            continue
+        loads = [
+            i
+            for i in loop.indices()
+            if is_global_load(ins[i])
+            and (mine := params.get(ins[i].offset, frozenset()))
+            and not any(
+                not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared)
+                for w in writers
+            )
+            and not _read_before(ins, cfg, before.start, mine, params)
+        ]
+        for n in range(iterations, 1, -1):
+            plan = _loop_plan(code, loop, before, loads, n, live, next_reg)
+            if plan is not None and plan.regcount <= register_limit(code.kernel.regcount):
+                plans.append(plan)
+                next_reg = plan.regcount - RESERVED_REGISTERS
+                break
+    return plans
+
+
+_STEP = {"IMAD.IADD": (2, 0), "IADD3": None, "VIADD": (1, None)}
+
+
+def _induction(ins, loop: Block) -> tuple[int, str] | None:
+    """(index, register) of the loop's one increment of a register by a loop-invariant step."""
+    written = [w for i in loop.indices() for w in ins[i].access.writes]
+    found = None
+    for i in loop.indices():
+        x = ins[i]
+        ops = [t.replace(".reuse", "") for t in x.operands]
+        if x.guard or len(ops) < 3 or not re.fullmatch(r"R\d+", ops[0]):
+            continue
+        r = ops[0]
+        if x.opcode == "IMAD.IADD" and len(ops) == 4 and ops[3] == r and ops[2] == "0x1":
+            step = ops[1]
+        elif x.opcode == "IADD3" and len(ops) == 4 and ops[3] == "RZ" and r in ops[1:3]:
+            step = ops[2] if ops[1] == r else ops[1]
+        elif x.opcode == "VIADD" and len(ops) == 3 and ops[1] == r:
+            step = ops[2]
+        else:
+            continue
+        if written.count(r) != 1 or step in written or step == r:
+            continue
+        if found is not None:
+            return None
+        found = (i, r)
+    return found
+
+
+def _loop_plan(code, loop: Block, before: Block, loads: list[int], n: int, live, next_reg: int):
+    ins = code.instructions
+    found = _induction(ins, loop)
+    back = ins[loop.end - 1]
+    guard = back.guard.lstrip("@!")
+    if found is None or not guard.startswith("P") or not loads:
+        return None
+    inc, r = found
+    compares = [i for i in range(inc + 1, loop.end - 1) if guard in ins[i].access.writes]
+    if len(compares) != 1 or ins[compares[0]].guard or ins[compares[0]].base != "ISETP":
+        return None
+    cmp = compares[0]
+    invariant = {w for i in loop.indices() for w in ins[i].access.writes}
+    if (set(ins[cmp].access.reads) - {r, "PT", "RZ"}) & invariant:
+        return None
+    slices = {}
+    for load in loads:
+        needed = set(ins[load].access.reads) - {"PT", "RZ"}
+        out = []
+        for k in range(load - 1, loop.start - 1, -1):
+            x = ins[k]
+            if not (x.access.writes & needed):
+                continue
+            if k == inc or x.guard or insertable(x) or x.base == "LDG":
+                break
+            out.append(k)
+            needed = (needed - x.access.writes) | (set(x.access.reads) - {"PT", "RZ"})
+        else:
+            if load < inc and not ((needed - {r}) & invariant):
+                slices[load] = sorted(out)
+    if not slices:
+        return None
+    end = before.end
+    dead = _dead_predicates(ins, Block(before.start, end), end, {**live, before.start: _live_in(ins, loop, live)})
+    top = [next_reg]
+    copies = []
+    previous = r
+    for _ in range(1, n):
+        step = {r: f"R{top[0]}"}
+        top[0] += 1
+        copies.append((inc, step, {r: previous}))
+        current = {r: step[r]}
+        previous = step[r]
+        when = _shifted(ins[cmp], 0, dead)
+        if when is None:
+            return None
+        copies.append((cmp, when, dict(current)))
+        for load, ops in slices.items():
+            shift = _shift(ins, ops + [load], top)
+            local = dict(current)
+            carries: dict[str, str] = {}  # predicates this slice's ops write: free again once overwritten or done
+            for k in ops:
+                reads = {x: local[x] for x in ins[k].access.reads if x in local}
+                for name in ins[k].access.writes & set(carries):
+                    dead.insert(0, int(carries.pop(name)[1:]))
+                mapping = _shifted(ins[k], shift, dead)
+                if mapping is None:
+                    return None
+                copies.append((k, mapping, reads))
+                local.update(mapping)
+                carries.update({w: new for w, new in mapping.items() if w.startswith("P")})
+            mapping = _shifted(ins[load], shift, dead)
+            if mapping is None:
+                return None
+            reads = {x: local[x] for x in ins[load].access.reads if x in local}
+            reads[guard] = when[guard]
+            copies.append((load, mapping, reads, back.guard))  # type: ignore[arg-type]
+            dead[:0] = [int(p[1:]) for p in carries.values()]
+        dead.insert(0, int(when[guard][1:]))  # the loads under it are placed before the next iteration's copies
+    words = _words(code, copies, loads_last=False)
+    if words is None:
+        return None
+    regcount = max(code.kernel.regcount, regcount_for(top[0] - 1))
+    return PrefetchPlan(loop.start, words, tuple(ins[i].offset for i in slices), regcount)
+
+
+def _shift(ins, ops: list[int], top: list[int]) -> int:
+    """A multiple of 4 that moves every register these ops write above `top[0]` (raised past
+    them): the copies keep the original's register layout, so a 64-bit pair made by two ops or a
+    128-bit load stays aligned."""
+    written = [int(w[1:]) for k in ops for w in ins[k].access.writes if w.startswith("R") and w[1:].isdigit()]
+    if not written:
+        return 0
+    shift = ((top[0] - min(written) // 4 * 4) + 3) // 4 * 4
+    top[0] = max(written) + shift + 1
+    return shift
+
+
+def _shifted(x: Instruction, shift: int, free_predicates: list[int]) -> dict[str, str] | None:
+    """New names for what the copy of `x` writes: registers moved by `shift`, dead predicates."""
+    mapping = {}
+    for w in sorted(x.access.writes):
+        if w.startswith("P") and w != "PT":
+            if not free_predicates:
+                return None
+            mapping[w] = f"P{free_predicates.pop(0)}"
+        elif w.startswith("R") and w[1:].isdigit() and shift:
+            mapping[w] = f"R{int(w[1:]) + shift}"
+    return mapping
+
+
+def _live_in(ins, loop: Block, live) -> frozenset[str]:
+    """Names the loop may read before writing (its live-in), from its live-out and its body."""
+    alive = set(live.get(loop.start, frozenset()))
+    for k in range(loop.end - 1, loop.start - 1, -1):
+        x = ins[k]
+        if not x.guard:
+            alive -= x.access.writes
+        alive |= x.access.reads
+        if x.guard:
+            alive.add(x.guard.lstrip("@!"))
+    return frozenset(alive)
+
+
+def _guarded(code: KernelCode, x: Instruction, word: int, guard: str) -> int | None:
+    """`word` (an unguarded op) under `guard` (`@P3`, `@!P3`): the guard field [14:12] and its
+    negation bit 15, checked by disassembling the result."""
+    from reorder.sass.rename import disassemble_guarded
+
+    if x.guard:
+        return None
+    p = int(guard.lstrip("@!")[1:])
+    new = (word & ~(0xF << 12)) | (p << 12) | (int(guard.startswith("@!")) << 15)
+    listed = disassemble_guarded([new], code.arch)
+    if not listed or listed[0][0] != guard or listed[0][1].replace(".reuse", "") != x.opcode:
+        return None
+    return new
+
+
 def with_prefetches(code: KernelCode, plans: list[PrefetchPlan]):
     """The grown cubin's bytes: the copies inserted, REGCOUNT raised, and every EXIT waiting for
     the copies' scoreboard."""
@@ -329,7 +601,7 @@ def with_prefetches(code: KernelCode, plans: list[PrefetchPlan]):
     from reorder.sass.writer import patch_kernel
 
     if not plans:
-        raise NotApplicable(f"{code.kernel.name}: no load to prefetch above a barrier")
+        raise NotApplicable(f"{code.kernel.name}: no load to prefetch above a barrier or ahead in a loop")
     regcount = max(p.regcount for p in plans)
     grown = grow_kernel(code, [Insertion(p.before, p.words) for p in plans], regcount=regcount)
     after = decode_kernel(parse_cubin(grown.data, f"prefetched {code.kernel.name}"), code.kernel.name)

@@ -136,15 +136,19 @@ def grown_text(
 
 
 def _place_originals(code: KernelCode, slots: list[int | None], new_offset_of: dict[int, int]):
-    originals = iter(code.instructions)
+    originals = iter(enumerate(code.instructions))
+    returns = return_moves(code.instructions)
     words: list[int] = []
     retargeted: list[int] = []
     for slot in slots:
         if slot is not None:
             words.append(slot)
             continue
-        ins = next(originals)
+        k, ins = next(originals)
         word = ins.word
+        if k in returns and new_offset_of[returns[k]] != returns[k]:
+            word = with_return_address(ins, new_offset_of[returns[k]])
+            retargeted.append(ins.offset)
         target = pc_target(ins, code.arch)
         if target is not None:
             if target not in new_offset_of:
@@ -155,6 +159,34 @@ def _place_originals(code: KernelCode, slots: list[int | None], new_offset_of: d
                 retargeted.append(ins.offset)
         words.append(word)
     return words, retargeted
+
+
+def return_moves(ins: tuple[Instruction, ...]) -> dict[int, int]:
+    """index of a `MOV Rx, imm` -> the call's return site it names: in the block of a relative
+    call, before it, unguarded, its immediate the offset right after the call (how ptxas hands a
+    subroutine its return address). A shift of the code re-encodes these immediates."""
+    out = {}
+    for k, x in enumerate(ins):
+        if x.base != "CALL" or not x.opcode.startswith("CALL.REL"):
+            continue
+        back = x.offset + 16
+        for j in range(k - 1, max(-1, k - 8), -1):
+            y = ins[j]
+            if y.base in ("BRA", "EXIT", "CALL", "RET", "BSSY", "BSYNC") or not y.known:
+                break
+            ops = [t.replace(".reuse", "") for t in y.operands]
+            if y.opcode == "MOV" and not y.guard and len(ops) == 2 and ops[1] == f"{back:#x}":
+                out[j] = back
+                break
+    return out
+
+
+def with_return_address(ins: Instruction, new: int) -> int:
+    """A return-address `MOV Rx, imm32`'s word with the immediate (bits [63:32]) set to `new`."""
+    old = (ins.word >> 32) & 0xFFFFFFFF
+    if f"{old:#x}" != ins.operands[-1].replace(".reuse", ""):
+        raise EncodingError(f"the return address of {ins.text!r} is not at bits 32-63", ins.offset, ins.opcode)
+    return (ins.word & ~(0xFFFFFFFF << 32)) | (new << 32)
 
 
 def pc_target(ins: Instruction, arch: int) -> int | None:

@@ -23,6 +23,14 @@ def _prefetch():
         p.add_argument("-o", "--output", required=True)
         p.add_argument("--kernel", type=kernel_name)
         noalias_arg(p)
+        p.add_argument(
+            "--iterations",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also copy a single-block loop's loads of its next N-1 iterations before the loop, each "
+            "under the loop's own exit compare on that iteration's index (default 0: off)",
+        )
 
     def run(args: argparse.Namespace) -> int:
         from reorder.base.files import write_atomic
@@ -33,7 +41,7 @@ def _prefetch():
         noalias = noalias_choice(args.assume_noalias, len(code.kernel.params))
         if noalias:
             print("ASSUMPTION: pointer parameters do not alias any other buffer")
-        after, note = prefetched(code, noalias)
+        after, note = prefetched(code, noalias, args.iterations)
         write_atomic(args.output, after.cubin.data, protect=[args.cubin])
         print(f"note: {note}")
         print(f"registers: {code.kernel.regcount} -> {after.kernel.regcount} (fewer blocks per SM may fit)")
