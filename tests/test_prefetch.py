@@ -173,3 +173,21 @@ def _with_words_of(code: KernelCode, kernel: str, words: dict[int, int]) -> Kern
     for k, word in words.items():
         ins[k] = ins[k].with_word(word)
     return decode_kernel(parse_cubin(patch_kernel(code.cubin, code.kernel, ins), "mutated"), kernel)
+
+
+def test_a_triton_kernel_gets_copies_in_the_block_of_its_barrier() -> None:
+    """Triton's single-pass RMSNorm is one block: the weights' loads follow the reduction's
+    barrier in it; the copies go to the block's top, after what they read, and the kernel's
+    declared block size (REQNTID) sets the register limit."""
+    from reorder.build.pipeline import prefetched
+    from reorder.moves.prefetch import register_limit
+
+    path = ROOT / "reorder" / "suite" / "triton_kernels" / "sm_90" / "rmsnorm_row_fp16.cubin"
+    original = decode_kernel(read_cubin(str(path)))
+    assert len(basic_blocks(original.instructions)) == 4 and register_limit(original) == 255
+    after, _ = prefetched(original, True, 4)
+    found = prefetch_match(original, after, True)
+    assert not isinstance(found, str), found
+    bar = next(i.offset for i in after.instructions if i.base == "BAR")
+    copies = [after.instructions[j] for j in found.inserted if after.instructions[j].base == "LDG"]
+    assert copies and all(x.offset < bar for x in copies)

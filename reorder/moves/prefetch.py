@@ -35,6 +35,7 @@ from reorder.analysis.codeaddress import code_address_refusal
 from reorder.analysis.webs import guarded_live_out
 from reorder.base.errors import NotApplicable
 from reorder.binary.cubin import RESERVED_REGISTERS
+from reorder.binary.nvinfo import ATTR_MAX_THREADS, ATTR_REQNTID
 from reorder.sass.control import ControlCode
 from reorder.sass.grow import Insertion, regcount_for
 from reorder.sass.model import Instruction, KernelCode, highest_register
@@ -77,7 +78,7 @@ def plan_prefetches(code: KernelCode, noalias: bool | tuple[int, ...]) -> list[P
             not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared) for w in writers
         ):
             continue
-        dom = _dominator(cfg, idom, looped, block_of[i].start, by_start, ins)
+        dom = _dominator(cfg, idom, looped, i, block_of, by_start, ins)
         if dom is None or _read_before(ins, cfg, dom, mine, params):
             continue
         chosen.setdefault(dom, []).append(i)
@@ -99,10 +100,12 @@ def _in_cycles(cfg: nx.DiGraph) -> frozenset[int]:
     return frozenset(out)
 
 
-def _dominator(cfg, idom, looped, start: int, by_start, ins) -> int | None:
-    """The highest dominator of the block at `start` outside every loop, with no loop on the paths
-    to it and a barrier on one of them; None if there is none."""
-    best = None
+def _dominator(cfg, idom, looped, load: int, block_of, by_start, ins) -> int | None:
+    """The highest block dominating the load's (its own included, when a barrier stands in it
+    before the load) outside every loop, with no loop on the paths to it and a barrier between it
+    and the load; None if there is none."""
+    start = block_of[load].start
+    best = start if start not in looped and any(ins[i].base == "BAR" for i in range(start, load)) else None
     d = idom.get(start)
     while d is not None and d != start:
         if d in looped:
@@ -110,7 +113,7 @@ def _dominator(cfg, idom, looped, start: int, by_start, ins) -> int | None:
         between = _between(cfg, d, start)
         if between & looped:
             break
-        if any(ins[i].base == "BAR" for b in between | {d} for i in by_start[b].indices()):
+        if best is not None or any(ins[i].base == "BAR" for b in between | {d} for i in by_start[b].indices()):
             best = d
         nxt = idom.get(d)
         if nxt == d:
@@ -170,9 +173,17 @@ def _span(width: int) -> int:
     return 1 if width <= 1 else 2 if width == 2 else 4
 
 
-def register_limit(regcount: int) -> int:
+def register_limit(code: KernelCode) -> int:
     """The most registers a build may use without lowering the largest block the kernel can be
-    launched with (64 registers: 1024 threads; 128: 512)."""
+    launched with: the block size it declares (REQNTID, MAX_THREADS) when it declares one, else
+    the limit its register count already keeps (64 registers: 1024 threads; 128: 512)."""
+    regcount = code.kernel.regcount
+    declared = [a.words() for a in code.kernel.attrs if a.attr in (ATTR_REQNTID, ATTR_MAX_THREADS)]
+    if declared and len(declared[0]) == 3:
+        x, y, z = declared[0]
+        threads = max(1, x * y * z)
+        per_thread = 65536 // ((threads + 31) // 32 * 32)
+        return max(regcount, 255 if per_thread >= 256 else per_thread // 8 * 8)
     return 64 if regcount <= 64 else 128 if regcount <= 128 else 255
 
 
@@ -180,7 +191,7 @@ def _plan(code: KernelCode, dom: Block, loads: list[int], idom, block_of, next_r
     """The copies of as many of `loads` (in order) as fit under the register limit."""
     for n in range(len(loads), 0, -1):
         plan = _plan_some(code, dom, loads[:n], idom, block_of, next_reg)
-        if plan is not None and plan.regcount <= register_limit(code.kernel.regcount):
+        if plan is not None and plan.regcount <= register_limit(code):
             return plan
     return None
 
@@ -189,21 +200,13 @@ def _plan_some(code: KernelCode, dom: Block, loads: list[int], idom, block_of, n
     ins = code.instructions
     live = guarded_live_out(ins)
     copies: list[tuple[int, dict[str, str], dict[str, str]]] = []  # (index, its writes renamed, its reads renamed)
-    slices: dict[int, list[int]] = {}
-    for i in loads:
-        found = _slice(ins, _chain(idom, dom.start, block_of[i].start), dom, i, block_of)
-        if found is not None:
-            slices[i] = found
-    if not slices:
+    slices = {i: _slice(ins, _chain(idom, dom.start, block_of[i].start), i, block_of) for i in loads}
+    placed = _insertion(ins, dom, {k for sl in slices.values() for k in sl}, loads, block_of)
+    if placed is None:
         return None
-    in_dom = [k for sl in slices.values() for k in sl if block_of[k].start == dom.start]
-    before = max(max(in_dom, default=dom.start) + 1, dom.start + 1)
-    if before >= dom.end:
-        return None
+    before, copied = placed
     free_predicates = _dead_predicates(ins, dom, before, live)
-    order = sorted(
-        {k for sl in slices.values() for k in sl if block_of[k].start != dom.start}, key=_position(ins, idom, block_of)
-    )
+    order = sorted(copied, key=_position(ins, idom, block_of))
     regs = _Registers(next_reg, sum(_span(_dest_width(ins[k])) for k in order if ins[k].base == "LDG"))
     current: dict[str, str] = {}
     for k in order:
@@ -270,10 +273,10 @@ def _words(code: KernelCode, copies: list, loads_last: bool = True) -> tuple[int
     return tuple(words)
 
 
-def _slice(ins, chain: list[int], dom: Block, load: int, block_of) -> list[int] | None:
-    """Indices of the ops on the dominator chain before `load` that compute its address and guard
-    (those in `dom` included: they stay where they are), and the load itself; None when one is not
-    an op a copy may be."""
+def _slice(ins, chain: list[int], load: int, block_of) -> list[int]:
+    """Indices of the ops on the dominator chain before `load` that compute its address and guard,
+    and the load itself (which of them are copied and which are read where they are is the
+    insertion point's choice)."""
     blocks = {b.start: b for b in basic_blocks(ins)}
     seq = []
     for s in chain:
@@ -285,18 +288,39 @@ def _slice(ins, chain: list[int], dom: Block, load: int, block_of) -> list[int] 
     out = [load]
     for k in reversed(seq):
         x = ins[k]
-        if not (x.access.writes & needed):
-            continue
-        if block_of[k].start == dom.start:
-            out.append(k)  # computed in the block the copies go to: read where it is
-            needed -= x.access.writes
-            continue
-        if x.guard or insertable(x) or x.base == "LDG":
-            return None
-        out.append(k)
-        needed -= x.access.writes
-        needed |= set(x.access.reads) - {"PT", "RZ"}
+        if x.access.writes & needed:
+            out.append(k)
+            needed = (needed - x.access.writes) | (set(x.access.reads) - {"PT", "RZ"})
     return sorted(out)
+
+
+def _insertion(ins, dom: Block, ops: set[int], loads: list[int], block_of) -> tuple[int, set[int]] | None:
+    """Where in `dom` the copies go and which slice ops they copy: as early as possible, after every
+    slice op of `dom` a copy may not be (it stays and its result is read) and after every write
+    in `dom` of a register a copied op reads from before the copies, so that register holds there
+    what the op reads where it is; every slice op from there on is copied. None if that leaves no
+    room, or an op in a later block may not be copied."""
+    end = min([k for k in loads if block_of[k].start == dom.start] + [dom.end - 1])
+    before = dom.start + 1
+    while before < end:
+        copied = sorted(k for k in ops if block_of[k].start != dom.start or k >= before)
+        stay = [k for k in copied if ins[k].base != "LDG" and (ins[k].guard or insertable(ins[k]))]
+        if any(block_of[k].start != dom.start for k in stay):
+            return None
+        if stay:
+            before = max(stay) + 1
+            continue
+        conflicts = []
+        made: set[str] = set()
+        for k in copied:
+            leaf = set(ins[k].access.reads) - made - {"PT", "RZ"}
+            stop = k if block_of[k].start == dom.start else dom.end
+            conflicts += [i for i in range(before, stop) if ins[i].access.writes & leaf]
+            made |= ins[k].access.writes
+        if not conflicts:
+            return before, set(copied)
+        before = max(conflicts) + 1
+    return None
 
 
 def _dead_predicates(ins, dom: Block, before: int, live) -> list[int]:
@@ -427,7 +451,7 @@ def plan_loop_prefetches(
         ]
         for n in range(iterations, 1, -1):
             plan = _loop_plan(code, loop, before, loads, n, live, next_reg)
-            if plan is not None and plan.regcount <= register_limit(code.kernel.regcount):
+            if plan is not None and plan.regcount <= register_limit(code):
                 plans.append(plan)
                 next_reg = plan.regcount - RESERVED_REGISTERS
                 break
