@@ -51,7 +51,7 @@ def test_moves_builds_each_move_per_kernel_and_checks_them(tmp_path):
     assert moves_gpu.main(["--prepare", str(build), "--kernels", KERNELS]) == 0  # the folder as a bare argument
     manifest = json.loads((build / "manifest.json").read_text())["kernels"]
     assert [(e["kernel"], e["move"]) for e in manifest] == [
-        (k, m) for k in KERNELS.split(",") for m in ("stalls", "batch", "swaps", "blocks")
+        (k, m) for k in KERNELS.split(",") for m in ("stalls", "batch", "swaps", "blocks", "prefetch")
     ]
     assert not any(e["spec"].startswith("/") for e in manifest)  # relative: the GPU host's checkout differs
     assert studies(["moves", "--build", str(build), "--out", str(out), "--dry-run"]) == 0

@@ -413,11 +413,16 @@ def changed_originals(before: KernelCode, after_text: bytes, grown: Grown) -> tu
     """
     bad: list[int] = []
     retargeted = set(grown.retargeted)
-    for ins in before.instructions:
+    returns = return_moves(before.instructions)
+    for k, ins in enumerate(before.instructions):
         new = grown.new_offset_of[ins.offset]
         word = int.from_bytes(after_text[new : new + 16], "little")
         if ins.offset not in retargeted:
             if word != ins.word:
+                bad.append(ins.offset)
+            continue
+        if k in returns:  # a return address: the same MOV naming where its call now returns to
+            if word != with_return_address(ins, grown.new_offset_of[returns[k]]):
                 bad.append(ins.offset)
             continue
         old_target = pc_target(ins, before.arch)
