@@ -6,11 +6,7 @@ compiles it, it gets the K-th build of this list, made from the config's own PTX
 1. **Measured first**: every binary `rt.tune` stored for this very cubin (reorder.triton.
    rewrite.store_tuned: a GPU search, byte-checked at its launch), newest first. The cubin
    names the kernel, its specialization (ints equal to 1, 16-divisibility) and the config.
-2. **Then, when the request assumes no aliasing, the prefetch copies** (`reorder prefetch
-   --iterations 4` on the config's own cubin: loads issued again above their barrier or ahead
-   in their loop, judged by legality.prefetch; Triton's single-pass RMSNorm cubins 1.08-1.11x
-   at 1 row on the H200, 2026-12-03_sass_prefetch), when any copy applies.
-3. **Then the PTX move menus, in a fixed order** (`MENUS`): each menu is one way through the
+2. **Then the PTX move menus, in a fixed order** (`MENUS`): each menu is one way through the
    PTX move space (reorder.ptx.space.registry: every instance of a kind takes the same
    alternative), compiled by the config's own cubin stage (the same ptxas, flags and
    options). A menu that moves nothing, repeats an earlier menu's PTX, or compiles to the
@@ -186,10 +182,6 @@ def ranked(
     Without `compile_cubin` only builds compiled before are given, up to the first that was not."""
     out = [*measured_builds(cubin)]
     seen = {cubin, *(b.data for b in out)}
-    copies = prefetch_build(cubin, root) if noalias and (upto is None or len(out) < upto) else None
-    if copies is not None and copies not in seen:
-        seen.add(copies)
-        out.append(Build(PREFETCH, copies))
     for moved in moved_menus(ptx, noalias) if ptx is not None else ():
         if upto is not None and len(out) >= upto:
             break
@@ -225,42 +217,10 @@ def _compiled(
     return data
 
 
-PREFETCH = "sass:prefetch"
-PREFETCH_ITERATIONS = 4
-
-
-def prefetch_build(cubin: bytes, root: Path | None = None) -> bytes | None:
-    """`reorder prefetch --assume-noalias --iterations 4` on the config's own cubin (loads issued
-    again above their barrier or ahead in their loop, judged by legality.prefetch and the
-    verifier), kept on disk by the cubin; None when no copy applies or none checks."""
-    from reorder.build.pipeline import prefetched
-    from reorder.triton.builds import store_dir
-
-    path = store_dir("twins", root) / f"{key_of(cubin, PREFETCH, digest.code_digest())[:40]}.cubin"
-    with contextlib.suppress(OSError):
-        return path.read_bytes() or None
-    try:
-        from reorder.binary.cubin import parse_cubin
-        from reorder.sass.model import decode_kernel
-
-        data = prefetched(decode_kernel(parse_cubin(cubin, "Triton cubin")), True, PREFETCH_ITERATIONS)[0].cubin.data
-    except ReorderError:
-        data = b""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
-    return data or None
-
-
 def describe(build: Build, rank: int) -> str:
     """The note a twin's compile leaves in its metadata."""
     if build.measured:
         return f"twin {rank}: {build.name}, stored GPU result ({build.measured})"
-    if build.name == PREFETCH:
-        return (
-            f"twin {rank}: {build.name}, copies of loads issued above their barrier or ahead in their loop, "
-            "judged against the config's own cubin (not executed: rt.verify byte-checks it on a GPU)"
-        )
     return (
         f"twin {rank}: {build.name}, PTX moves compiled by the config's own ptxas "
         "(not executed: rt.verify verifies it and checks its bytes on a GPU)"
