@@ -170,6 +170,11 @@ class Planner:
         runs += [("stalls", m, "-o", out, *k)] if small and rng.random() < 0.12 else []
         runs += [("batch-loads", m, "-o", out, "--no-slices", *k)] if small and rng.random() < 0.04 * odds else []
         runs += [("batch-loads", "--assume-noalias", m, "-o", out, *k)] if small and rng.random() < 0.01 * odds else []
+        runs += (
+            [("prefetch", "--assume-noalias", m, "-o", out, "--iterations", "4", *k)]
+            if rng.random() < 0.03 * odds
+            else []
+        )
         runs += [("optimize", m, "-o", out, *OPTIMIZE, *k)] if small and rng.random() < 0.003 * odds else []
         return [Case(index, family, kind, base.name, r[0], r, corrupt) for r in runs]
 

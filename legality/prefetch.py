@@ -17,11 +17,15 @@ was given a new value. The candidate is legal when:
   (legality.equivalence, run on the block with its inserted ops);
 - each inserted load reads a buffer the kernel never writes (pointer provenance,
   reorder.analysis.buffers; distinct parameters only under `noalias`);
-- on every path from it, either a load of the kernel runs with the same address whenever the
-  copy runs (the symbolic values of legality.equivalence, run along the path with each branch's
-  outcome known), or the path leaves the kernel where the copy's guard is false: known from the
-  branches taken, or decided by the value ranges of `decide_compare` (a thread index is never
-  negative, so `col < n` with `n < 1` cannot hold);
+- each inserted op's register groups are aligned (`misaligned`), and no code address the kernel
+  holds moves (a call's return address is re-encoded and checked);
+- on every path from it (loops followed round up to MAX_VISITS times, a relative call stepped
+  over with what the callee may write made unknown), either a load of the kernel runs with the
+  same address whenever the copy runs (the symbolic values of legality.equivalence, run along
+  the path with each branch's outcome known), or the path takes an edge or leaves the kernel
+  where the copy's guard is false: known from the branches taken, or decided by the value ranges
+  of `decide_compare` (a thread index is never negative, so `col < n` with `n < 1` cannot hold)
+  or by linear forms (`col + 3 * blockDim.x < n` cannot hold once `col + blockDim.x >= n`);
 - the whole schedule passes the verifier (legality.verify, as an insertion build): a late write
   is a pending write the next writer of its register must wait for.
 """

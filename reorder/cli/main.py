@@ -135,13 +135,13 @@ def _pipe_safe_stdout() -> Iterator[None]:
 
 
 def _batch_loads_cubin(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """`batch-loads --assume-noalias k.cubin -o x`: argparse hands the cubin to the option's
+    """`batch-loads --assume-noalias k.cubin -o x` (and `prefetch`): argparse hands the cubin to the option's
     optional PARAMS value. A value that is not a parameter list is the cubin."""
-    if args.command != "batch-loads" or args.cubin is not None:
+    if args.command not in ("batch-loads", "prefetch") or args.cubin is not None:
         return
     value = args.assume_noalias
     if value is None or value == "all" or all(v.strip().isdigit() for v in value.split(",")):
-        parser.error("batch-loads: the following arguments are required: cubin")
+        parser.error(f"{args.command}: the following arguments are required: cubin")
     args.cubin, args.assume_noalias = value, "all"
 
 

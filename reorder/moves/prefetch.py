@@ -12,12 +12,21 @@ address the kernel does not (legality.prefetch proves it on every path) and that
 one the kernel never writes.
 
 Which loads: global loads of a buffer the kernel never writes and has not read before the copy's
-block (a buffer already read is likely in L1 or L2 already), whose block is reached from a
-dominating block through a barrier, with no loop on the way. The copy goes into the highest such
-dominator, after the last instruction there that its slice reads; its slice is every op on the
-dominator chain that computes the load's address or guard. Registers: fresh ones above the
-kernel's (REGCOUNT grows), predicates that are dead there; the copies' loads and constant loads
-share one scoreboard, which every EXIT after them waits for.
+block (a buffer already read is likely in L1 or L2 already). Two placements:
+
+- above a barrier: the highest block dominating the load's (its own, when the barrier stands in
+  it) with no loop on the way and a barrier between; the copies go as early there as the values
+  they read allow (`_insertion`), and copy every op of the dominator chain from there on that
+  computes the load's address or guard;
+- ahead in a loop (`plan_loop_prefetches`): a single-block loop's loads for its next iterations,
+  at the end of the block that falls into it, the index stepped by copies of the loop's own
+  increment and each copy under a copy of its own exit compare.
+
+Registers: fresh ones above the kernel's (the copies of one iteration keep the original's layout,
+so pairs stay aligned), never past what the kernel's largest launchable block allows
+(`register_limit`); predicates that are dead there. The copies' loads and constant loads share
+one scoreboard, which every EXIT waits for. A call's return address is re-encoded when copies
+precede it (reorder.sass.grow); any other code address refuses the insertion.
 """
 
 from __future__ import annotations
@@ -42,7 +51,6 @@ from reorder.sass.model import Instruction, KernelCode, highest_register
 from reorder.sass.rename import OperandRename, rename_words
 
 SCOREBOARD = 5
-_REG = r"(?<![A-Za-z0-9_])R{n}(?![0-9])"
 
 
 @dataclass(frozen=True)
