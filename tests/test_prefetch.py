@@ -130,7 +130,7 @@ def test_the_command_writes_what_verify_accepts_only_under_its_assumption(tmp_pa
 
     out = tmp_path / "prefetched.cubin"
     args = ["--kernel", KERNEL]
-    assert main(["prefetch", str(CUBIN), *args, "--assume-noalias", "-o", str(out)]) == 0
+    assert main(["prefetch", "--assume-noalias", str(CUBIN), *args, "-o", str(out)]) == 0  # the cubin after it
     assert "prefetch copies of the loads" in capsys.readouterr().out
     assert main(["verify", str(out), *args, "--against", str(CUBIN), "--assume-noalias"]) == 0
     assert "inserted as prefetch copies" in capsys.readouterr().out
