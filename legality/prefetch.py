@@ -335,28 +335,14 @@ def _covers(theirs: tuple, mine: tuple) -> bool:
 def _outcomes(last: Instruction, block: Block, regs: dict, facts: dict, values, by_start, cfg):
     """[(next block or None for leaving the kernel, facts that hold on that edge)], or None."""
     successors = sorted(cfg.successors(block.start)) if block.start in cfg else []
-    if last.base == "EXIT":
-        if not last.guard:
-            return [(None, {})]
-        g = _guard_value(last.guard, regs, values)
-        taken, fallthrough = _split(g, facts)
-        out = []
-        if taken is not None:
-            out.append((None, taken))
-        if fallthrough is not None and block.end in by_start:
-            out.append((by_start[block.end], fallthrough))
-        return out
-    if last.base == "BRA" and last.target is not None:
-        dest = by_start.get(last.target // 16)
-        if dest is None:
+    if last.base == "EXIT" or (last.base == "BRA" and last.target is not None):
+        dest = None if last.base == "EXIT" else by_start.get(last.target // 16)  # type: ignore[operator]
+        if last.base == "BRA" and dest is None:
             return None
         if not last.guard:
             return [(dest, {})]
-        g = _guard_value(last.guard, regs, values)
-        taken, fallthrough = _split(g, facts)
-        out = []
-        if taken is not None:
-            out.append((dest, taken))
+        taken, fallthrough = _split(_guard_value(last.guard, regs, values), facts)
+        out = [(dest, taken)] if taken is not None else []
         if fallthrough is not None and block.end in by_start:
             out.append((by_start[block.end], fallthrough))
         return out

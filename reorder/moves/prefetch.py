@@ -236,14 +236,22 @@ def _plan_some(code: KernelCode, dom: Block, loads: list[int], idom, block_of, n
     return PrefetchPlan(before, words, tuple(ins[i].offset for i in slices), regcount)
 
 
-def _dests(x: Instruction, regs: _Registers, free_predicates: list[int]) -> dict[str, str] | None:
-    """New names for what the copy of `x` writes: fresh registers, dead predicates."""
+def _predicates(x: Instruction, free_predicates: list[int]) -> dict[str, str] | None:
+    """New names for the predicates the copy of `x` writes: dead ones, taken from the list."""
     mapping = {}
     for w in sorted(x.access.writes):
         if w.startswith("P") and w != "PT":
             if not free_predicates:
                 return None
             mapping[w] = f"P{free_predicates.pop(0)}"
+    return mapping
+
+
+def _dests(x: Instruction, regs: _Registers, free_predicates: list[int]) -> dict[str, str] | None:
+    """New names for what the copy of `x` writes: fresh registers, dead predicates."""
+    mapping = _predicates(x, free_predicates)
+    if mapping is None:
+        return None
     width = _dest_width(x)
     if width:
         base = regs.take(width, x.base == "LDG")
@@ -585,14 +593,11 @@ def _shift(ins, ops: list[int], top: list[int]) -> int:
 
 def _shifted(x: Instruction, shift: int, free_predicates: list[int]) -> dict[str, str] | None:
     """New names for what the copy of `x` writes: registers moved by `shift`, dead predicates."""
-    mapping = {}
-    for w in sorted(x.access.writes):
-        if w.startswith("P") and w != "PT":
-            if not free_predicates:
-                return None
-            mapping[w] = f"P{free_predicates.pop(0)}"
-        elif w.startswith("R") and w[1:].isdigit() and shift:
-            mapping[w] = f"R{int(w[1:]) + shift}"
+    mapping = _predicates(x, free_predicates)
+    if mapping is None:
+        return None
+    if shift:
+        mapping |= {w: f"R{int(w[1:]) + shift}" for w in x.access.writes if w.startswith("R") and w[1:].isdigit()}
     return mapping
 
 
