@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from legality.blockmoves import MovedLoad, moved_loads, path_guard
 from reorder.analysis.cfg import basic_blocks
+from reorder.analysis.ranges import constant_operand
 from reorder.analysis.webs import guarded_live_out
 from reorder.sass.model import Instruction
 
@@ -126,7 +127,7 @@ def _step(
         found = regs.get(name)
         return values.of(("in", name)) if found is None else found
 
-    bank = _constant_load(ins)
+    bank = constant_operand(ins)
     if bank is not None and not ins.guard:  # the constant bank does not change while the kernel runs
         for name in sorted(ins.access.writes):
             base = _operands(ins)[0]
@@ -174,15 +175,6 @@ def new_values() -> _Values:
 def step(ins: Instruction, regs: dict[str, int], values: _Values, facts: dict | None = None) -> tuple | None:
     """`_step` for a caller that follows paths itself (legality.prefetch); stores are not kept."""
     return _step(ins, regs, Counter(), values, facts)
-
-
-def _constant_load(ins: Instruction) -> str | None:
-    """The constant-bank operand an `LDC` / `ULDC` with a fixed address reads, else None."""
-    operands = _operands(ins)
-    if ins.base not in ("LDC", "ULDC") or len(operands) != 2 or not re.fullmatch(r"U?R\d+", operands[0]):
-        return None
-    bank = operands[1].replace("][RZ]", "][0x0]")  # a zero register index is address 0
-    return bank if re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", bank) else None
 
 
 def constant_value(values: _Values, bank: str, slot: int) -> int:

@@ -236,21 +236,31 @@ def _values(o: tuple[Instruction, ...], c: tuple[Instruction, ...], m: PrefetchM
 def _buffers(candidate: KernelCode, m: PrefetchMatch, noalias: bool | tuple[int, ...]) -> str:
     """Each inserted load reads a buffer no instruction of the kernel may write."""
     c = candidate.instructions
-    params = address_parameters(candidate)
-    declared = None if noalias is True or not noalias else frozenset(noalias)
-    writers = [ins for ins in c if writes_global(ins)]
     for j in m.inserted:
-        if c[j].base != "LDG":
-            continue
-        mine = params.get(c[j].offset, frozenset())
-        for w in writers:
-            if not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared):
-                assumed = "" if noalias else " (distinct parameters may alias: --assume-noalias)"
-                return (
-                    f"prefetch {c[j].offset:#06x}: the kernel may write its buffer "
-                    f"({w.opcode} at {w.offset:#06x}){assumed}"
-                )
+        w = kernel_writer(candidate, c[j].offset, noalias) if c[j].base == "LDG" else None
+        if w is not None:
+            assumed = "" if noalias else " (distinct parameters may alias: --assume-noalias)"
+            return (
+                f"prefetch {c[j].offset:#06x}: the kernel may write its buffer ({w.opcode} at {w.offset:#06x}){assumed}"
+            )
     return ""
+
+
+def kernel_writer(code: KernelCode, offset: int, noalias: bool | tuple[int, ...]) -> Instruction | None:
+    """The first instruction of the kernel that may write the buffer the access at `offset` reads
+    (pointer provenance, reorder.analysis.buffers; distinct parameters only under `noalias`), or None."""
+    params = address_parameters(code)
+    declared = None if noalias is True or not noalias else frozenset(noalias)
+    mine = params.get(offset, frozenset())
+    return next(
+        (
+            w
+            for w in code.instructions
+            if writes_global(w)
+            and (not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared))
+        ),
+        None,
+    )
 
 
 # ---------------------------------------------------------------- the copy never faults

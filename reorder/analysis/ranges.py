@@ -10,6 +10,7 @@ value (after `ROUNDS` visits of a block, a register whose range still changes th
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from reorder.analysis.cfg import basic_blocks, control_flow_graph
@@ -81,13 +82,8 @@ def call_clobbers(instructions: tuple[Instruction, ...]) -> frozenset[str]:
     return frozenset(w for ins in instructions[first:] for w in ins.access.writes) | {"R1"}
 
 
-def step(ins: Instruction, regs: dict[str, Range], clobbers: frozenset[str] = frozenset()) -> None:
-    """`regs` after `ins`: a known form writes its range; any other write makes its registers
-    unknown; a call makes what it may change unknown."""
-    if ins.base == "CALL":
-        for r in clobbers or list(regs):
-            regs.pop(r, None)
-        return
+def step(ins: Instruction, regs: dict[str, Range]) -> None:
+    """`regs` after `ins`: a known form writes its range; any other write makes its registers unknown."""
     written = [w for w in ins.access.writes if w.startswith("R") and w[1:].isdigit()]
     if not written:
         return
@@ -114,12 +110,14 @@ def _join(a: dict[str, Range], b: dict[str, Range]) -> dict[str, Range]:
     return {k: (min(a[k][0], b[k][0]), max(a[k][1], b[k][1])) for k in a.keys() & b.keys()}
 
 
-@lru_cache(maxsize=16)
-def entry_ranges(instructions: tuple[Instruction, ...]) -> dict[int, dict[str, Range]]:
-    """block start index -> {register: (low, high)} known at the block's entry (absent: unknown)."""
+def _forward(instructions: tuple[Instruction, ...], step_into, join, widen: bool) -> dict[int, dict]:
+    """block start index -> what `step_into` (one instruction's effect on a register -> fact dict)
+    knows at the block's entry, merged over predecessors by `join`, a call forgetting what its
+    callee may write. With `widen`, after ROUNDS visits of a block a fact that still changes there
+    is dropped (an interval growing round a loop)."""
     blocks = {b.start: b for b in basic_blocks(instructions)}
     cfg = control_flow_graph(instructions)
-    entry: dict[int, dict[str, Range] | None] = dict.fromkeys(blocks)
+    entry: dict[int, dict | None] = dict.fromkeys(blocks)
     entry[0] = {}
     visits = dict.fromkeys(blocks, 0)
     work = [0]
@@ -129,11 +127,15 @@ def entry_ranges(instructions: tuple[Instruction, ...]) -> dict[int, dict[str, R
         visits[start] += 1
         regs = dict(entry[start] or {})
         for i in blocks[start].indices():
-            step(instructions[i], regs, clobbers)
+            if instructions[i].base == "CALL":
+                for r in clobbers or list(regs):
+                    regs.pop(r, None)
+            else:
+                step_into(instructions[i], regs)
         for nxt in cfg.successors(start) if start in cfg else ():
             before = entry[nxt]
-            merged = regs if before is None else _join(before, regs)
-            if visits[nxt] >= ROUNDS and before is not None:  # widen: what still moves is unknown
+            merged = regs if before is None else join(before, regs)
+            if widen and visits[nxt] >= ROUNDS and before is not None:
                 merged = {k: v for k, v in merged.items() if before.get(k) == v}
             if merged != before:
                 entry[nxt] = merged
@@ -143,50 +145,39 @@ def entry_ranges(instructions: tuple[Instruction, ...]) -> dict[int, dict[str, R
 
 
 @lru_cache(maxsize=16)
+def entry_ranges(instructions: tuple[Instruction, ...]) -> dict[int, dict[str, Range]]:
+    """block start index -> {register: (low, high)} known at the block's entry (absent: unknown)."""
+    return _forward(instructions, step, _join, widen=True)
+
+
+@lru_cache(maxsize=16)
 def entry_constants(instructions: tuple[Instruction, ...]) -> dict[int, dict[str, tuple[str, int]]]:
     """block start index -> {register: (constant-bank operand, word)} that the register surely
     holds at the block's entry: loaded by an LDC / ULDC of a fixed address, or copied from one
     that was, on every path (a must-analysis: paths that disagree know nothing)."""
-    blocks = {b.start: b for b in basic_blocks(instructions)}
-    cfg = control_flow_graph(instructions)
-    entry: dict[int, dict[str, tuple[str, int]] | None] = dict.fromkeys(blocks)
-    entry[0] = {}
-    work = [0]
-    clobbers = call_clobbers(instructions)
-    while work:
-        start = work.pop(0)
-        regs = dict(entry[start] or {})
-        for i in blocks[start].indices():
-            if instructions[i].base == "CALL":
-                for r in clobbers or list(regs):
-                    regs.pop(r, None)
-                continue
-            _constant_step(instructions[i], regs)
-        for nxt in cfg.successors(start) if start in cfg else ():
-            before = entry[nxt]
-            merged = regs if before is None else {k: v for k, v in before.items() if regs.get(k) == v}
-            if merged != before:
-                entry[nxt] = merged
-                if nxt not in work:
-                    work.append(nxt)
-    return {s: dict(v or {}) for s, v in entry.items()}
+    return _forward(instructions, _constant_step, lambda a, b: {k: v for k, v in a.items() if b.get(k) == v}, False)
+
+
+def constant_operand(ins: Instruction) -> str | None:
+    """The constant-bank word an `LDC` / `ULDC` of a fixed address reads (`c[0x0][0x228]`; a
+    zero register index read as address 0), else None."""
+    tokens = [t.replace(".reuse", "") for t in ins.operands]
+    if ins.base not in ("LDC", "ULDC") or len(tokens) != 2 or not re.fullmatch(r"U?R\d+", tokens[0]):
+        return None
+    bank = tokens[1].replace("][RZ]", "][0x0]")
+    return bank if re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", bank) else None
 
 
 def _constant_step(ins: Instruction, regs: dict[str, tuple[str, int]]) -> None:
-    import re
-
     tokens = [t.replace(".reuse", "") for t in ins.operands]
     known: dict[str, tuple[str, int]] = {}
-    if ins.known and not ins.guard and len(tokens) == 2:
-        bank = tokens[1].replace("][RZ]", "][0x0]")  # a zero register index is address 0
-        if ins.base in ("LDC", "ULDC") and re.fullmatch(r"c\[0x[0-9a-f]+\]\[0x[0-9a-f]+\]", bank):
-            base = int(tokens[0].lstrip("UR"))
-            prefix = "UR" if tokens[0].startswith("UR") else "R"
-            for w in ins.access.writes:
-                if w.startswith(prefix) and w[len(prefix) :].isdigit():
-                    known[w] = (bank, int(w[len(prefix) :]) - base)
-        elif ins.opcode == "MOV" and tokens[1] in regs:
-            known[tokens[0]] = regs[tokens[1]]
+    bank = constant_operand(ins) if ins.known and not ins.guard else None
+    if bank is not None:
+        prefix = "UR" if tokens[0].startswith("UR") else "R"
+        base = int(tokens[0][len(prefix) :])
+        known = {w: (bank, int(w[len(prefix) :]) - base) for w in ins.access.writes if w.startswith(prefix)}
+    elif ins.known and not ins.guard and ins.opcode == "MOV" and len(tokens) == 2 and tokens[1] in regs:
+        known[tokens[0]] = regs[tokens[1]]
     for w in ins.access.writes:
         regs.pop(w, None)
     regs.update(known)

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from legality.crossings import is_global_load, may_alias, writes_global
-from legality.prefetch import insertable
+from legality.crossings import is_global_load
+from legality.prefetch import insertable, kernel_writer
 from reorder.analysis.buffers import address_parameters
 from reorder.analysis.cfg import ENDS_BLOCK, Block, basic_blocks, control_flow_graph
 from reorder.analysis.codeaddress import code_address_refusal
@@ -75,19 +75,12 @@ def plan_prefetches(code: KernelCode, noalias: bool | tuple[int, ...]) -> list[P
     block_of = {i: b for b in blocks for i in b.indices()}
     by_start = {b.start: b for b in blocks}
     params = address_parameters(code)
-    declared = None if noalias is True or not noalias else frozenset(noalias)
-    writers = [x for x in ins if writes_global(x)]
     chosen: dict[int, list[int]] = {}  # dominator start -> load indices
     for i, x in enumerate(ins):
-        if not is_global_load(x):
-            continue
-        mine = params.get(x.offset, frozenset())
-        if not mine or any(
-            not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared) for w in writers
-        ):
+        if not _unwritten(code, i, noalias):
             continue
         dom = _dominator(cfg, idom, looped, i, block_of, by_start, ins)
-        if dom is None or _read_before(ins, cfg, dom, mine, params):
+        if dom is None or _read_before(ins, cfg, dom, params[x.offset], params):
             continue
         chosen.setdefault(dom, []).append(i)
     next_reg = max(highest_register(ins) + 1, code.kernel.regcount)
@@ -98,6 +91,16 @@ def plan_prefetches(code: KernelCode, noalias: bool | tuple[int, ...]) -> list[P
             plans.append(plan)
             next_reg = plan.regcount - RESERVED_REGISTERS
     return plans
+
+
+def _unwritten(code: KernelCode, i: int, noalias: bool | tuple[int, ...]) -> bool:
+    """Whether instruction `i` is a plain global load of a known buffer the kernel never writes."""
+    x = code.instructions[i]
+    return (
+        is_global_load(x)
+        and bool(address_parameters(code).get(x.offset))
+        and kernel_writer(code, x.offset, noalias) is None
+    )
 
 
 def _in_cycles(cfg: nx.DiGraph) -> frozenset[int]:
@@ -339,17 +342,24 @@ def _insertion(ins, dom: Block, ops: set[int], loads: list[int], block_of) -> tu
     return None
 
 
-def _dead_predicates(ins, dom: Block, before: int, live) -> list[int]:
-    """Predicates no instruction from `before` on can read before writing them."""
-    alive = set(live.get(dom.start, frozenset()))
-    for k in range(dom.end - 1, before - 1, -1):
+def _dead_predicates(ins, block: Block, at: int, live) -> list[int]:
+    """Predicates no instruction from index `at` of `block` on can read before writing them."""
+    alive = _alive_at(ins, block, at, live)
+    return [p for p in range(7) if f"P{p}" not in alive]
+
+
+def _alive_at(ins, block: Block, at: int, live) -> frozenset[str]:
+    """Names some instruction from index `at` of `block` on may read before writing them: a
+    backward scan from the block's live-out (a guarded write kills nothing; its guard is read)."""
+    alive = set(live.get(block.start, frozenset()))
+    for k in range(block.end - 1, at - 1, -1):
         x = ins[k]
         if not x.guard:
             alive -= x.access.writes
         alive |= x.access.reads
         if x.guard:
             alive.add(x.guard.lstrip("@!"))
-    return [p for p in range(7) if f"P{p}" not in alive]
+    return frozenset(alive)
 
 
 def _position(ins, idom, block_of):
@@ -368,8 +378,6 @@ def _position(ins, idom, block_of):
 
 def _copy_of(x: Instruction) -> str | None:
     """The register a plain unguarded 32-bit copy reads, else None."""
-    import re
-
     ops = [t.replace(".reuse", "") for t in x.operands]
     if x.guard or x.opcode != "MOV" or len(ops) != 2:
         return None
@@ -396,8 +404,6 @@ def _aligned(n: int, width: int) -> int:
 
 def _renamed(code: KernelCode, x: Instruction, dests: dict[str, str], reads: dict[str, str]) -> int | None:
     """`x`'s word with its written registers and its reads of earlier copies renamed."""
-    import re
-
     from legality.equivalence import dest_count
 
     renames = []
@@ -440,8 +446,6 @@ def plan_loop_prefetches(
     blocks = basic_blocks(ins)
     block_of = {i: b for b in blocks for i in b.indices()}
     params = address_parameters(code)
-    declared = None if noalias is True or not noalias else frozenset(noalias)
-    writers = [x for x in ins if writes_global(x)]
     live = guarded_live_out(ins)
     next_reg = max([highest_register(ins) + 1, code.kernel.regcount] + [p.regcount - RESERVED_REGISTERS for p in after])
     plans = []
@@ -457,13 +461,7 @@ def plan_loop_prefetches(
         loads = [
             i
             for i in loop.indices()
-            if is_global_load(ins[i])
-            and (mine := params.get(ins[i].offset, frozenset()))
-            and not any(
-                not w.known or may_alias(mine, params.get(w.offset, frozenset()), bool(noalias), declared)
-                for w in writers
-            )
-            and not _read_before(ins, cfg, before.start, mine, params)
+            if _unwritten(code, i, noalias) and not _read_before(ins, cfg, before.start, params[ins[i].offset], params)
         ]
         for n in range(iterations, 1, -1):
             plan = _loop_plan(code, loop, before, loads, n, live, next_reg)
@@ -535,8 +533,7 @@ def _loop_plan(code, loop: Block, before: Block, loads: list[int], n: int, live,
                 slices[load] = sorted(out)
     if not slices:
         return None
-    end = before.end
-    dead = _dead_predicates(ins, Block(before.start, end), end, {**live, before.start: _live_in(ins, loop, live)})
+    dead = _dead_predicates(ins, loop, loop.start, live)  # what the loop may read first is live
     top = [next_reg]
     copies = []
     previous = r
@@ -599,19 +596,6 @@ def _shifted(x: Instruction, shift: int, free_predicates: list[int]) -> dict[str
     if shift:
         mapping |= {w: f"R{int(w[1:]) + shift}" for w in x.access.writes if w.startswith("R") and w[1:].isdigit()}
     return mapping
-
-
-def _live_in(ins, loop: Block, live) -> frozenset[str]:
-    """Names the loop may read before writing (its live-in), from its live-out and its body."""
-    alive = set(live.get(loop.start, frozenset()))
-    for k in range(loop.end - 1, loop.start - 1, -1):
-        x = ins[k]
-        if not x.guard:
-            alive -= x.access.writes
-        alive |= x.access.reads
-        if x.guard:
-            alive.add(x.guard.lstrip("@!"))
-    return frozenset(alive)
 
 
 def _guarded(code: KernelCode, x: Instruction, word: int, guard: str) -> int | None:
