@@ -163,8 +163,12 @@ def test_a_global_load_crosses_bar_sync_only_when_no_thread_can_have_written_its
     codes = _order(moved)
     assert next(i for i, c in enumerate(codes) if "[%rd6+4]" in c) < codes.index("bar.sync \t0;")
     _compiles(moved.text, tmp_path)
-    # the kernel writes x too: another thread may have stored what this one loads
+    # x written only after the barrier: no thread can have stored it before arriving there
     _, _, found, _ = _destinations(BARRIER.format(offset=4, store=6), "%rd6+4", True)
+    assert any("barrier" in t.plan.crosses for t in found)
+    # x written before the barrier: another thread may have stored what this one loads
+    early = BARRIER.format(offset=4, store=7).replace("\tbar.sync", "\tst.global.f32 \t[%rd6], %f1;\n\tbar.sync", 1)
+    _, _, found, _ = _destinations(early, "%rd6+4", True)
     assert found and not any("barrier" in t.plan.crosses for t in found)
 
 

@@ -209,8 +209,8 @@ def test_barriers_shared_loads_and_unknown_trip_counts():
     shared = _loop(inside="\tbar.sync \t0;\n\tld.shared.f32 \t%f3, [smem];\n\tadd.f32 \t%f1, %f1, %f3;")
     reasons = _movable(shared, True)
     assert any("shared load" in r for r in reasons)
-    written = _loop(inside="\tbar.sync \t0;", after="\tst.global.f32 \t[%rd6], %f1;")  # x is written: no crossing
-    assert any("barrier dependence" in r for r in _movable(written, True))
+    unaligned = _loop(inside="\tbarrier.sync \t0;", after="\tst.global.f32 \t[%rd6], %f1;")  # x written somewhere
+    assert any("barrier dependence" in r for r in _movable(unaligned, True))
     plain = _loop()
     for move in (Prefetch("k", "$L__BB0_2", 3), UnrollBatch("k", "$L__BB0_2", 4)):
         moved = move.apply(plain)  # n is a parameter: the trip count is not known, every prefetched load guarded
@@ -221,6 +221,27 @@ def test_barriers_shared_loads_and_unknown_trip_counts():
         ]
         assert loads and all(ins.guard for ins in loads[1:])  # the first (iteration 0 at the top) runs when entered
         _same_work(plain, moved, _run_small, [(n, t) for n in (1, 127, 128, 129, 256, 700) for t in (0, 100)])
+
+
+def test_a_buffer_written_only_after_the_loop_is_read_early_across_its_barrier():
+    """A read of a buffer rises above an aligned barrier when no write to it can run before
+    the barrier (reorder.ptx.analyses.phases): written after the loop, x's reads run early;
+    written before the loop, in the loop, or across an unaligned barrier, they stay."""
+    after = _loop(inside="\tbar.sync \t0;", after="\tst.global.f32 \t[%rd6], %f1;")
+    assert not _movable(after, True)
+    assert any("barrier dependence" in r for r in _movable(after, False))  # noalias still needed
+    moved = Prefetch("k", "$L__BB0_2", 2, True).apply(after)
+    _same_work(after, moved, _run_small, [(n, t) for n in (1, 128, 129, 600) for t in (0, 5)])
+    before = parse_module(
+        ptx_sources.kernel(
+            "\tst.global.f32 \t[%rd6+4096], 0f3F800000;\n" + LOOP.format(inside="\tbar.sync \t0;", after="")
+        )
+    )
+    assert any("barrier dependence" in r for r in _movable(before, True))
+    inside = _loop(inside="\tbar.sync \t0;\n\tst.global.f32 \t[%rd6+4096], %f1;")
+    assert _movable(inside, True)
+    arrive = _loop(inside="\tbar.arrive \t0, 128;", after="\tst.global.f32 \t[%rd6], %f1;")
+    assert any("barrier dependence" in r for r in _movable(arrive, True))
 
 
 # ---- early exit: find_index ---------------------------------------------------------------

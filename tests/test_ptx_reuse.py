@@ -65,16 +65,18 @@ def test_a_store_through_another_parameter_needs_noalias():
     assert _reusable(body, noalias=True) == ["ld.global.f32 \t%f2, [%rd6+4];"]
 
 
-def test_a_barrier_keeps_the_load_when_the_kernel_writes_its_buffer():
+def test_a_barrier_keeps_the_load_when_the_kernel_may_write_its_buffer_before_it():
     body = """
 	ld.global.f32 	%f1, [%rd6+4];
+	st.global.f32 	[%rd6], %f1;
 	bar.sync 	0;
 	ld.global.f32 	%f2, [%rd6+4];
-	st.global.f32 	[%rd6], %f2;
 """
     assert _reusable(body, noalias=True) == []  # another thread may have stored x[tid+1] before the barrier
-    only_y = body.replace("st.global.f32 \t[%rd6], %f2;", "")
-    assert _reusable(only_y, noalias=True) == ["ld.global.f32 \t%f2, [%rd6+4];"]
+    later = body.replace("\tst.global.f32 \t[%rd6], %f1;\n", "") + "\tst.global.f32 \t[%rd6], %f2;\n"
+    assert _reusable(later, noalias=True) == ["ld.global.f32 \t%f2, [%rd6+4];"]  # written only after it
+    unaligned = later.replace("bar.sync", "barrier.sync")
+    assert _reusable(unaligned, noalias=True) == []
 
 
 def test_an_earlier_load_not_on_every_path_is_not_reused():

@@ -153,7 +153,12 @@ def test_the_live_run_sends_real_jobs_and_without_a_gpu_each_fails_for_that_alon
     build, _ = built
     argv = ["--build", str(build), "--out", str(tmp_path), "--deadline", "75", "--no-readme"]
     assert triton_gpu.main(argv) == 0
-    gpu_missing = ("cupy is not installed", "No module named 'cupy'", "No module named 'torch'")
+    gpu_missing = (
+        "cupy is not installed",
+        "No module named 'cupy'",
+        "No module named 'torch'",
+        "Torch not compiled with CUDA",
+    )
     checks, cells = _rows(tmp_path / "triton_checks.csv"), _rows(tmp_path / "triton_cells.csv")
     steps = _rows(tmp_path / "triton_steps.csv")
     assert checks and cells and steps

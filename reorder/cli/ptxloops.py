@@ -20,6 +20,7 @@ from reorder.ptx.analyses.analysis import analysis_of
 from reorder.ptx.analyses.counted import loop_labels
 from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Module
+from reorder.ptx.moves.layout import from_header
 from reorder.ptx.moves.loopfind import find_loop
 from reorder.ptx.moves.loopload import loop_loads
 from reorder.ptx.moves.prefetch import DISTANCES, Prefetch
@@ -110,6 +111,7 @@ def listing(module: Module, kernel: str, noalias: Noalias, speculate: bool) -> l
     labels = loop_labels(analysis)
     lines = [f"{kernel}: {len(labels)} loops"]
     for label in labels:
+        analysis = analysis_of(from_header(module.function(kernel), label), noalias)
         try:
             loop = find_loop(analysis, label)
         except NotApplicable as exc:

@@ -11,6 +11,7 @@ from reorder.ptx.analyses.cfg import Cfg
 from reorder.ptx.analyses.dataflow import DefUse
 from reorder.ptx.analyses.graph import dependency_graph, memory_edge, memory_graph, reachable_blocks
 from reorder.ptx.analyses.memory import MemoryFacts, Noalias, kernel_facts
+from reorder.ptx.analyses.phases import barrier_sides
 from reorder.ptx.analyses.provenance import Origins, address_origins
 from reorder.ptx.model.effects import function_effects
 from reorder.ptx.model.model import Function
@@ -34,7 +35,8 @@ class Analysis:
 
     @cached_property
     def facts(self) -> MemoryFacts:
-        return kernel_facts(self.effects, self.origins, self.noalias)
+        sides = barrier_sides(self.function, self.cfg, self.effects, self.origins, self.later)
+        return kernel_facts(self.effects, self.origins, self.noalias, sides)
 
     @cached_property
     def memory_graph(self) -> nx.DiGraph:

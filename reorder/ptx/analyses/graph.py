@@ -100,7 +100,7 @@ def memory_edge(
         return None
     if not ((ba == bb and a < b) or bb in later[ba]):
         return None
-    kind = conflict(ea, origins.get(a, frozenset({UNKNOWN})), eb, origins.get(b, frozenset({UNKNOWN})), facts)
+    kind = conflict(ea, origins.get(a, frozenset({UNKNOWN})), eb, origins.get(b, frozenset({UNKNOWN})), facts, (a, b))
     return kind or None
 
 

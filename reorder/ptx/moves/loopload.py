@@ -64,9 +64,9 @@ def _memory_refusal(analysis: Analysis, inside: list[int], load: int) -> str | N
         if x == load or effects[x].kind not in MEMORY_KINDS:
             continue
         theirs = origins.get(x, frozenset({UNKNOWN}))
-        kind = conflict(effects[x], theirs, effects[load], mine, facts) or conflict(
-            effects[load], mine, effects[x], theirs, facts
-        )
+        kind = conflict(effects[x], theirs, effects[load], mine, facts, (x, load))
+        if not kind and effects[x].kind != "barrier":  # a load run early only rises above a barrier
+            kind = conflict(effects[load], mine, effects[x], theirs, facts, (load, x))
         if kind:
             s = analysis.function.body[x]
             return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop"

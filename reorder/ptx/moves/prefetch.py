@@ -36,6 +36,7 @@ from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Function, Module, Statement, new_instruction
 from reorder.ptx.moves.expand import Layout, expand
 from reorder.ptx.moves.fresh import Fresh
+from reorder.ptx.moves.layout import from_header
 from reorder.ptx.moves.loopfind import find_loop
 from reorder.ptx.moves.loopload import destinations, loop_loads
 from reorder.ptx.moves.shift import Site, renamed_code
@@ -95,15 +96,19 @@ class Prefetch(LoopMove):
 
 def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list[str]:
     """Header labels of the loops a loop move can be made on (some load can run early)."""
-    analysis = analysis_of(function, noalias)
-    out = []
-    for label in loop_labels(analysis):
-        loop = next(lp for lp in analysis.cfg.loops if label in analysis.cfg.blocks[lp.header].labels)
-        if shape_refusal(analysis, loop) is None:
-            counted = find_loop(analysis, label)
-            if (speculate or not counted.early_exit) and loop_loads(analysis, counted).movable:
-                out.append(label)
-    return out
+    return [
+        label for label in loop_labels(analysis_of(function, noalias)) if _movable(function, label, noalias, speculate)
+    ]
+
+
+def _movable(function: Function, label: str, noalias: Noalias, speculate: bool) -> bool:
+    """Whether a loop move can be made on the loop headed by `label`, laid out from its header."""
+    analysis = analysis_of(from_header(function, label), noalias)
+    loop = next(lp for lp in analysis.cfg.loops if label in analysis.cfg.blocks[lp.header].labels)
+    if shape_refusal(analysis, loop) is not None:
+        return False
+    counted = find_loop(analysis, label)
+    return (speculate or not counted.early_exit) and bool(loop_loads(analysis, counted).movable)
 
 
 def checked_loop(function: Function, header: str, noalias: Noalias, speculate: bool):
@@ -134,6 +139,7 @@ def prefetch(
     """The function with the loop headed by `header` prefetching `distance` iterations ahead."""
     if distance not in DISTANCES:
         raise NotApplicable(f"prefetch distance {distance}: expected one of {', '.join(map(str, DISTANCES))}")
+    function = from_header(function, header)
     analysis, loop, loads = checked_loop(function, header, noalias, speculate)
     fresh = Fresh(function)
     buffers = [{load: buffers_for(analysis, fresh, load) for load in loads} for _ in range(distance)]

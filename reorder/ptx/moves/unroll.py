@@ -25,6 +25,7 @@ from reorder.ptx.analyses.memory import Noalias
 from reorder.ptx.model.model import Function, Statement
 from reorder.ptx.moves.expand import Layout, expand
 from reorder.ptx.moves.fresh import Fresh
+from reorder.ptx.moves.layout import from_header
 from reorder.ptx.moves.prefetch import (
     LoopMove,
     buffers_for,
@@ -56,6 +57,7 @@ def unroll_batch(
     """The function with the loop headed by `header` unrolled `factor` times, loads batched."""
     if not 2 <= factor <= 8:
         raise NotApplicable(f"unroll factor {factor}: expected 2 to 8")
+    function = from_header(function, header)
     analysis, loop, loads = checked_loop(function, header, noalias, speculate)
     fresh = Fresh(function)
     buffers = [{load: buffers_for(analysis, fresh, load) for load in loads} for _ in range(factor)]
