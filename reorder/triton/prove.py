@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reorder.base.errors import InputError, ReorderError
+from reorder.triton.aliasing import user_hook
 from reorder.triton.compile import Call, compile_call, config_kwargs, cubin_stage
 from reorder.triton.launch import Grid, launch_spec
 from reorder.triton.request import Request, split_options
@@ -119,7 +120,7 @@ def _unreplayable(kernel: Any, config: Mapping[str, Any], best: Any) -> str:
     if getattr(kernel, "user_defined_pre_hook", False) or getattr(kernel, "user_defined_post_hook", False):
         return "the autotuner has a pre_hook or post_hook (Python around each launch, which the check cannot replay)"
     for c in getattr(kernel, "configs", ()) or ():
-        if getattr(c, "pre_hook", None) is not None and config_kwargs(c) == dict(config):
+        if user_hook(getattr(c, "pre_hook", None)) is not None and config_kwargs(c) == dict(config):
             return "the config has a pre_hook (Python before each launch, which the check cannot replay)"
     return ""
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from reorder.base.errors import InputError
 from reorder.triton import keys
+from reorder.triton.aliasing import guarded, user_hook
 from reorder.triton.compile import Call, compile_call, config_kwargs
 from reorder.triton.launch import Grid, launch_spec, spec_toml
 from reorder.triton.request import Request, split_options, with_marker
@@ -130,6 +131,8 @@ def marked_config(config: Any, request: Request) -> Any:
         return {**config, "ptx_options": with_marker(config.get("ptx_options"), request)}
     twin = copy.copy(config)
     twin.kwargs = {**config.kwargs, "ptx_options": with_marker(config.kwargs.get("ptx_options"), request)}
+    if request.noalias:  # the promise is checked at every launch of the twin (reorder.triton.aliasing)
+        twin.pre_hook = guarded(user_hook(getattr(config, "pre_hook", None)))
     return twin
 
 
@@ -176,7 +179,7 @@ def twin_of(config: Any) -> bool:
 def _original_key(config: Any) -> tuple:
     """What a twin shares with its original: every keyword but the marker, and its pre_hook."""
     kwargs = _unmarked(config_kwargs(config))
-    return (tuple(sorted((k, repr(v)) for k, v in kwargs.items())), id(getattr(config, "pre_hook", None)))
+    return (tuple(sorted((k, repr(v)) for k, v in kwargs.items())), id(user_hook(getattr(config, "pre_hook", None))))
 
 
 def pruned(prune_configs_by: Mapping[str, Any]) -> dict[str, Any]:

@@ -129,3 +129,29 @@ def test_the_one_line_under_heuristics_verifies_every_twin_on_the_gpu(tmp_path, 
     checked = rt.verify(kernel, x, y, 4096, grid=(64,), outputs=["y_ptr"])
     assert len(checked) == 6 and checked.ok, checked.table()
     assert any(v.check == "identical" and "fresh input set" in v.detail for v in checked)
+
+
+def test_a_noalias_twin_refuses_an_in_place_launch(tmp_path, monkeypatch):
+    """The one line with noalias on a launch whose output is a view of its input: the twins'
+    guard stops it in one line (reorder.triton.aliasing) before any twin runs on the aliased
+    buffers; the same autotuner on separate buffers runs."""
+    import torch
+    import triton
+
+    import reorder.triton as rt
+    from reorder.base.errors import InputError
+    from tests.triton_twin_kernels import row_sums
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    runtime = triton.knobs.runtime
+    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
+    rt.install(say=None)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(row_sums)
+    x = torch.randn(64, 4096, device="cuda")
+    with pytest.raises(InputError, match="x_ptr and y_ptr share memory"):
+        kernel[(64,)](x, x[:, 0], 4096)  # y is the first column of x
+    y = torch.empty(64, device="cuda")
+    kernel[(64,)](x, y, 4096)
+    torch.testing.assert_close(y, x.sum(dim=1), rtol=1e-4, atol=1e-3)
