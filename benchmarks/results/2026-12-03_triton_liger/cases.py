@@ -127,8 +127,8 @@ def cross_entropy(dev: str = "cuda", rows: int = 1024, vocab: int = 128256) -> C
     y = torch.randint(0, vocab, (rows,), device=dev)
     loss, z = torch.zeros(rows, device=dev), torch.zeros(rows, device=dev)
     acc, pred = torch.zeros(rows, device=dev), torch.zeros(rows, device=dev, dtype=torch.int64)
-    args = (x, x.stride(-2), y, y.stride(-1), x, loss, z, loss.stride(-1), acc, 0, pred, 0, vocab, float(rows), float(rows),
-            0.0, -100)
+    args = (x, x.stride(-2), y, y.stride(-1), None, loss, z, loss.stride(-1), acc, 0, pred, 0, vocab, float(rows),
+            float(rows), 0.0, -100)  # no class weights: None, as Liger passes them
     const = dict(lse_square_scale=0.0, label_smoothing=0.0, reduction="mean", softcap=None, RETURN_Z_LOSS=False,
                  RETURN_TOKEN_ACCURACY=False, RETURN_PREDICTED_TOKENS=False, BLOCK_SIZE=32768, HAS_WEIGHT=False,
                  HAS_SOFTCAPPING=False, HAS_GRADIENTS=True)

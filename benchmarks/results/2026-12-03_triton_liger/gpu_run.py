@@ -15,6 +15,7 @@
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
@@ -70,6 +71,7 @@ def main() -> None:
     from timing.worker import Job, WorkerPool
 
     rt.install(say=None)
+    scratch = tempfile.mkdtemp(prefix="liger-pairs-")  # the picks' cubins (not kept: the device returns few files)
     pool = WorkerPool(devices=[worker_device()])
     pool.__enter__()
 
@@ -85,7 +87,7 @@ def main() -> None:
         specs = [launch_spec(call.kernel, call.values, g, outputs=c.outputs) for call, g in zip(calls, grids)]
         paths = []
         for k, call in enumerate(calls):
-            path = os.path.join(out_dir, f"{c.name.replace(' ', '_')}-{'ab'[k]}.cubin")
+            path = os.path.join(scratch, f"{c.name.replace(' ', '_')}-{'ab'[k]}.cubin")
             with open(path, "wb") as fh:
                 fh.write(call.cubin)
             paths.append(path)
