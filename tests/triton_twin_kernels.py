@@ -30,3 +30,15 @@ def broken_heuristic(args):
 @triton.jit
 def row_sums_broken(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN_N: tl.constexpr):
     tl.store(y_ptr + tl.program_id(0), tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+
+
+@triton.jit
+def add_rows(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = x + y, a row per program (two inputs a caller may give the same tensor)."""
+    row = tl.program_id(0).to(tl.int64)
+    lanes = tl.arange(0, BLOCK)
+    for start in tl.range(0, n, BLOCK, num_stages=1):
+        cols = start + lanes
+        x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+        y = tl.load(y_ptr + row * n + cols, mask=cols < n, other=0.0)
+        tl.store(out_ptr + row * n + cols, x + y, mask=cols < n)

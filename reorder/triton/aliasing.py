@@ -6,8 +6,10 @@ break without noticing: an in-place call (Liger's RMSNorm backward passes dY as 
 of the input as the output. A twin built on it would then read what the original read
 after the store, before it: a silent wrong answer. So each noalias twin carries a pre_hook
 that looks at the tensors of the launch first and refuses it, in one line naming the two
-arguments, when two of them overlap in memory (views of one buffer that do not overlap, such
-as the column slices of one allocation, are fine). The user's own pre_hook runs after it.
+arguments, when two of them overlap in memory and the kernel may write one of them (views
+of one buffer that do not overlap, such as the column slices of one allocation, are fine;
+so are read-only arguments given the same tensor: reorder.triton.written reads the
+kernel's source for its stores). The user's own pre_hook runs after it.
 The check costs about 1.5 us of Python per tensor argument on each launch of a noalias twin
 (12 us for eight tensors on the 2-core developer host); a request without noalias has no
 guard and no cost.
@@ -15,7 +17,9 @@ guard and no cost.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
+from types import FrameType
 from typing import Any
 
 from reorder.base.errors import InputError
@@ -41,23 +45,60 @@ def span(value: Any) -> tuple[int, int] | None:
     return start, start + size * (reach + 1)
 
 
-def overlapping(nargs: Mapping[str, Any]) -> tuple[str, str] | None:
-    """Two arguments whose tensors share a byte (in the kernel's parameter order), or None."""
+def overlapping(nargs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every two arguments whose tensors share a byte (each pair in the kernel's parameter order)."""
     tensors = []
     for name, value in nargs.items():
         found = span(value)
         if found is not None:
             tensors.append((found, name, value))
     if len(tensors) < 2:
-        return None
+        return []
     tensors.sort(key=lambda t: t[0])
+    order = list(nargs)
+    pairs = []
     for k, (a_span, a_name, a) in enumerate(tensors):
         for b_span, b_name, b in tensors[k + 1 :]:
             if b_span[0] >= a_span[1]:
                 break
             if _share(a, b):
-                order = list(nargs)
-                return (a_name, b_name) if order.index(a_name) < order.index(b_name) else (b_name, a_name)
+                pairs.append((a_name, b_name) if order.index(a_name) < order.index(b_name) else (b_name, a_name))
+    return sorted(pairs, key=lambda p: (order.index(p[0]), order.index(p[1])))
+
+
+def broken(nargs: Mapping[str, Any], kernel: Any = None) -> tuple[str, str] | None:
+    """Two overlapping arguments at least one of which the kernel may write (every overlapping
+    pair when that cannot be told: no kernel, or reorder.triton.written cannot read it)."""
+    pairs = overlapping(nargs)
+    if not pairs:
+        return None
+    written = _written(kernel, [n for n, v in nargs.items() if span(v) is not None])
+    return next((p for p in pairs if written is None or written & set(p)), None)
+
+
+def _written(kernel: Any, tensors: list[str]) -> frozenset[str] | None:
+    from reorder.triton.compile import jit_function
+    from reorder.triton.written import written_args
+
+    try:
+        fn = jit_function(kernel) if kernel is not None else None
+        src = fn.src if fn is not None else None
+    except Exception:  # noqa: BLE001 - not a kernel reorder can read: every argument counts as written
+        return None
+    return written_args(src, tuple(tensors)) if isinstance(src, str) else None
+
+
+def _autotuned_kernel() -> Any:
+    """The kernel of the autotuner launching this config: Triton calls a config's pre_hook from
+    its Autotuner's own methods, with no kernel among the arguments."""
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        if owner is not None and hasattr(owner, "configs") and hasattr(owner, "fn"):
+            return owner.fn
+        frame = frame.f_back
     return None
 
 
@@ -97,7 +138,7 @@ def guarded(user_hook: Hook | None) -> Hook:
     """A noalias twin's pre_hook: refuse overlapping arguments, then run the user's hook."""
 
     def hook(nargs: dict[str, Any]) -> Any:
-        found = overlapping(nargs)
+        found = broken(nargs, _autotuned_kernel()) if overlapping(nargs) else None
         if found:
             raise InputError(
                 f"arguments {found[0]} and {found[1]} share memory, but rt.Request(noalias=True) promised "

@@ -155,3 +155,28 @@ def test_a_noalias_twin_refuses_an_in_place_launch(tmp_path, monkeypatch):
     y = torch.empty(64, device="cuda")
     kernel[(64,)](x, y, 4096)
     torch.testing.assert_close(y, x.sum(dim=1), rtol=1e-4, atol=1e-3)
+
+
+def test_read_only_arguments_may_share_a_tensor_under_noalias(tmp_path, monkeypatch):
+    """Two inputs given the same tensor break no promise a move relies on (the kernel writes
+    neither: reorder.triton.written reads its source through the autotuner calling the
+    guard); the output given an input's tensor does, and is refused."""
+    import torch
+    import triton
+
+    import reorder.triton as rt
+    from reorder.base.errors import InputError
+    from tests.triton_twin_kernels import add_rows
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    runtime = triton.knobs.runtime
+    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
+    rt.install(say=None)
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(add_rows)
+    x, out = torch.randn(64, 4096, device="cuda"), torch.empty(64, 4096, device="cuda")
+    kernel[(64,)](x, x, out, 4096)
+    torch.testing.assert_close(out, 2 * x)
+    with pytest.raises(InputError, match="y_ptr and out_ptr share memory"):
+        kernel[(64,)](torch.randn_like(x), x, x, 4096)
