@@ -174,9 +174,12 @@ def test_read_only_arguments_may_share_a_tensor_under_noalias(tmp_path, monkeypa
     monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
     rt.install(say=None)
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
-    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(add_rows)
+
+    def tuned():  # a fresh autotuner: its first launch times (and so guards) every twin
+        return triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(add_rows)
+
     x, out = torch.randn(64, 4096, device="cuda"), torch.empty(64, 4096, device="cuda")
-    kernel[(64,)](x, x, out, 4096)
+    tuned()[(64,)](x, x, out, 4096)
     torch.testing.assert_close(out, 2 * x)
     with pytest.raises(InputError, match="y_ptr and out_ptr share memory"):
-        kernel[(64,)](torch.randn_like(x), x, x, 4096)
+        tuned()[(64,)](torch.randn_like(x), x, x, 4096)
