@@ -18,6 +18,20 @@ from timing.spec import load_spec  # noqa: E402
 BUILT = Path(__file__).resolve().parents[2] / "reorder" / "suite" / "triton_kernels" / "sm_90"
 
 
+def _hooked(tmp_path, monkeypatch) -> None:
+    """Private Triton and reorder caches, and reorder's stages hook installed (the hook slot
+    restored after the test)."""
+    import triton
+
+    import reorder.triton as rt
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    runtime = triton.knobs.runtime
+    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
+    rt.install(say=None)
+
+
 def test_tritons_jit_and_reorders_launch_from_metadata_give_the_same_bytes():
     """Every checked-in build that needs more than 48 KiB of dynamic shared memory (the opt-in
     attribute path), at the family's tune shape and the config it was built with."""
@@ -75,12 +89,8 @@ def test_the_hooks_feed_forward_twin_is_byte_identical(shape, tmp_path, monkeypa
     import reorder.triton as rt
     from reorder.suite.triton_kernels.ffn import ffn_swiglu
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    _hooked(tmp_path, monkeypatch)
     m, n, k = shape
-    runtime = triton.knobs.runtime
-    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)  # restored after
-    rt.install(say=None)
     config = triton.Config({"BM": 64, "BN": 64, "BK": 64}, num_warps=4, num_stages=3)
     marked = rt.with_reorder([config], rt.Request(noalias=True))[1]  # the config's twin
     half = {"device": "cuda", "dtype": torch.float16}
@@ -115,11 +125,7 @@ def test_the_one_line_under_heuristics_verifies_every_twin_on_the_gpu(tmp_path, 
     import reorder.triton as rt
     from tests.triton_twin_kernels import row_sums
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
-    runtime = triton.knobs.runtime
-    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
-    rt.install(say=None)
+    _hooked(tmp_path, monkeypatch)
     configs = [triton.Config({"BLOCK": 256}, num_warps=w) for w in (1, 4)]
     kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(row_sums)
     x = torch.randn(64, 4096, device="cuda")
@@ -142,11 +148,7 @@ def test_a_noalias_twin_refuses_an_in_place_launch(tmp_path, monkeypatch):
     from reorder.base.errors import InputError
     from tests.triton_twin_kernels import row_sums
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
-    runtime = triton.knobs.runtime
-    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
-    rt.install(say=None)
+    _hooked(tmp_path, monkeypatch)
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
     kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(row_sums)
     x = torch.randn(64, 4096, device="cuda")
@@ -168,11 +170,7 @@ def test_read_only_arguments_may_share_a_tensor_under_noalias(tmp_path, monkeypa
     from reorder.base.errors import InputError
     from tests.triton_twin_kernels import add_rows
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
-    runtime = triton.knobs.runtime
-    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
-    rt.install(say=None)
+    _hooked(tmp_path, monkeypatch)
     configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
 
     def tuned():  # a fresh autotuner: its first launch times (and so guards) every twin
