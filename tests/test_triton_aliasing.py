@@ -95,6 +95,15 @@ def test_the_written_arguments_are_read_from_the_source():
     helper = KERNEL.replace("tl.store(base", "_my_store(base")  # a helper given a pointer: unknown
     assert written_args(helper, TENSORS) is None
     assert written_args("def k(:", TENSORS) is None
+    # a loaded value is data: an index into the written buffer, or the operand of a pure call
+    gather = KERNEL.replace("tl.atomic_add(hist_ptr + pid, 1)", "tl.atomic_add(hist_ptr + tl.load(q_ptr), 1)")
+    assert written_args(gather, TENSORS) == frozenset({"out_ptr", "hist_ptr", "desc_o"})
+    chased = KERNEL.replace("tl.atomic_add(hist_ptr + pid, 1)", "tl.store(tl.load(q_ptr), acc)")
+    assert written_args(chased, TENSORS) is None  # a pointer read from memory
+    called = KERNEL.replace("acc = q * kk", "acc = silu(q) * rsqrt(kk)")
+    assert written_args(called, TENSORS, frozenset({"rsqrt"})) == written_args(KERNEL, TENSORS)
+    given = KERNEL.replace("acc = q * kk", "acc = softplus(q_ptr) * kk")
+    assert written_args(given, TENSORS) is None  # a helper given an argument's pointer
 
 
 class Kernel:

@@ -9,7 +9,8 @@ that looks at the tensors of the launch first and refuses it, in one line naming
 arguments, when two of them overlap in memory and the kernel may write one of them (views
 of one buffer that do not overlap, such as the column slices of one allocation, are fine;
 so are read-only arguments given the same tensor: reorder.triton.written reads the
-kernel's source for its stores). The user's own pre_hook runs after it.
+kernel's source for its stores). The user's own pre_hook runs after it. Only tensors are
+checked: a TMA descriptor's memory is not (its base is not among the launch's arguments).
 The check costs about 1.5 us of Python per tensor argument on each launch of a noalias twin
 (12 us for eight tensors on the 2-core developer host); a request without noalias has no
 guard and no cost.
@@ -83,9 +84,11 @@ def _written(kernel: Any, tensors: list[str]) -> frozenset[str] | None:
     try:
         fn = jit_function(kernel) if kernel is not None else None
         src = fn.src if fn is not None else None
+        bound = getattr(getattr(fn, "fn", None), "__globals__", {})
     except Exception:  # noqa: BLE001 - not a kernel reorder can read: every argument counts as written
         return None
-    return written_args(src, tuple(tensors)) if isinstance(src, str) else None
+    pure = frozenset(n for n, v in bound.items() if str(getattr(v, "__module__", "")).startswith("triton.language"))
+    return written_args(src, tuple(tensors), pure) if isinstance(src, str) else None
 
 
 def _autotuned_kernel() -> Any:

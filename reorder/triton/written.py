@@ -7,12 +7,16 @@ store. So when tensors overlap, the guard asks this module whether one of them i
 
 From the kernel's own source (a JITFunction's `src`): every name is tainted by the
 arguments it is computed from (assignments, augmented assignments, loop targets, to a fixed
-point); `tl.store` and the `tl.atomic_*` calls write through their pointer operand's taint,
-a method `.store(...)` (a tensor descriptor, a block pointer) through its receiver's. Any
-call the module does not know that receives a tainted value (a helper `@triton.jit`
-function, inline assembly) makes the answer unknown (None), and the guard then treats every
-argument as written. The taint over-approximates (a value loaded through a pointer carries
-that pointer's taint), which only makes the guard refuse more.
+point); a value loaded from memory (`tl.load`, a descriptor's `.load`) is data, tainted by
+no argument but marked as loaded. `tl.store` and the `tl.atomic_*` calls write through the
+arguments their pointer operand is computed from (a loaded value in it is an offset: a
+gather's index), a method `.store(...)` (a tensor descriptor, a block pointer) through its
+receiver's; a store whose pointer comes from loaded values alone (a pointer read from
+memory) makes the answer unknown (None), as does inline assembly, or a call the module
+cannot name (a helper `@triton.jit` function) given an argument-derived value (a helper
+given loaded data alone, `silu(x)`, has no argument to store through). Names bound to
+Triton's own functions (`tl`, libdevice's `rsqrt`, `tanh`: `pure`) are calls on data.
+Unknown makes the guard treat every argument as written: it only refuses more.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import ast
 import textwrap
 from functools import lru_cache
 
+LOADED = "<loaded>"  # the taint of a value read from memory
 STORES = frozenset(
     {
         "store",
@@ -38,9 +43,10 @@ HARMLESS = frozenset({"range", "static_range", "min", "max", "len", "int", "floa
 
 
 @lru_cache(maxsize=256)
-def written_args(src: str, arg_names: tuple[str, ...]) -> frozenset[str] | None:
+def written_args(src: str, arg_names: tuple[str, ...], pure: frozenset[str] = frozenset()) -> frozenset[str] | None:
     """Which of `arg_names` (the launch's tensor arguments: the taint's sources) the kernel
-    may store through; None when that cannot be told."""
+    may store through; None when that cannot be told. `pure`: the names the kernel's module
+    binds to Triton's own functions."""
     try:
         tree = ast.parse(textwrap.dedent(src))
     except SyntaxError:
@@ -61,7 +67,7 @@ def written_args(src: str, arg_names: tuple[str, ...]) -> frozenset[str] | None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        found = _call_writes(node, taint)
+        found = _call_writes(node, taint, pure)
         if found is None:
             return None
         written |= found
@@ -90,32 +96,37 @@ def _names(target: ast.AST | None) -> list[str]:
 
 
 def _taint_of(expr: ast.AST, taint: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The arguments `expr` is computed from; LOADED for a value read from memory."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "load":
+        return frozenset({LOADED})
+    if isinstance(expr, ast.Name):
+        return taint.get(expr.id, frozenset())
     out: frozenset[str] = frozenset()
-    for n in ast.walk(expr):
-        if isinstance(n, ast.Name):
-            out |= taint.get(n.id, frozenset())
+    for child in ast.iter_child_nodes(expr):
+        out |= _taint_of(child, taint)
     return out
 
 
-def _call_writes(call: ast.Call, taint: dict[str, frozenset[str]]) -> frozenset[str] | None:
-    """What one call may write: a store's pointer taint, nothing for a known pure call, None
-    for an unknown call given a tainted value."""
+def _call_writes(call: ast.Call, taint: dict[str, frozenset[str]], pure: frozenset[str]) -> frozenset[str] | None:
+    """What one call may write: a store's pointer arguments, nothing for a call on data, None
+    for a store through a pointer read from memory or an unknown call given tainted values."""
     func = call.func
     operands = [*call.args, *(k.value for k in call.keywords)]
     if isinstance(func, ast.Attribute):
-        receiver = _taint_of(func.value, taint)
         if func.attr in STORES:
             pointer = (
                 call.args[0]
                 if call.args
                 else next((k.value for k in call.keywords if k.arg in ("pointer", "ptr")), None)
             )
-            return receiver | (_taint_of(pointer, taint) if pointer is not None else frozenset())
+            through = _taint_of(func.value, taint) | (_taint_of(pointer, taint) if pointer is not None else frozenset())
+            args = through - {LOADED}
+            return None if through == {LOADED} else args  # through a pointer read from memory: unknown
         if "inline_asm" in func.attr:
             return None
-        return frozenset()  # tl.load, tl.where, x.to(...), tl.math.*: no memory written
-    if isinstance(func, ast.Name) and func.id in HARMLESS:
+        return frozenset()  # tl.load, tl.where, x.to(...), libdevice.tanh: no memory written
+    if isinstance(func, ast.Name) and (func.id in HARMLESS or func.id in pure):
         return frozenset()
-    if any(_taint_of(x, taint) for x in operands):
-        return None  # a helper function given a pointer (or a value derived from one)
-    return frozenset()
+    if any(_taint_of(x, taint) - {LOADED} for x in operands):
+        return None  # a helper function given a pointer: it may store through it
+    return frozenset()  # a helper given data only (silu(x)) has no argument to store through
