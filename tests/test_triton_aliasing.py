@@ -92,8 +92,8 @@ TENSORS = ("q_ptr", "k_ptr", "v_ptr", "out_ptr", "hist_ptr", "desc_o")
 
 def test_the_written_arguments_are_read_from_the_source():
     assert written_args(KERNEL, TENSORS) == frozenset({"out_ptr", "hist_ptr", "desc_o"})
-    helper = KERNEL.replace("tl.store(base", "_my_store(base")  # a helper given a pointer: unknown
-    assert written_args(helper, TENSORS) is None
+    calls_out = KERNEL.replace("tl.store(base", "_my_store(base")  # a called function given a pointer: unknown
+    assert written_args(calls_out, TENSORS) is None
     assert written_args("def k(:", TENSORS) is None
     # a loaded value is data: an index into the written buffer, or the operand of a pure call
     gather = KERNEL.replace("tl.atomic_add(hist_ptr + pid, 1)", "tl.atomic_add(hist_ptr + tl.load(q_ptr), 1)")
@@ -103,7 +103,7 @@ def test_the_written_arguments_are_read_from_the_source():
     called = KERNEL.replace("acc = q * kk", "acc = silu(q) * rsqrt(kk)")
     assert written_args(called, TENSORS, frozenset({"rsqrt"})) == written_args(KERNEL, TENSORS)
     given = KERNEL.replace("acc = q * kk", "acc = softplus(q_ptr) * kk")
-    assert written_args(given, TENSORS) is None  # a helper given an argument's pointer
+    assert written_args(given, TENSORS) is None  # a called function given an argument's pointer
 
 
 class Kernel:

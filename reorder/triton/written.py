@@ -13,8 +13,8 @@ arguments their pointer operand is computed from (a loaded value in it is an off
 gather's index), a method `.store(...)` (a tensor descriptor, a block pointer) through its
 receiver's; a store whose pointer comes from loaded values alone (a pointer read from
 memory) makes the answer unknown (None), as does inline assembly, or a call the module
-cannot name (a helper `@triton.jit` function) given an argument-derived value (a helper
-given loaded data alone, `silu(x)`, has no argument to store through). Names bound to
+cannot name (another `@triton.jit` function) given an argument-derived value (one given
+loaded data alone, `silu(x)`, has no argument to store through). Names bound to
 Triton's own functions (`tl`, libdevice's `rsqrt`, `tanh`: `pure`) are calls on data.
 Unknown makes the guard treat every argument as written: it only refuses more.
 """
@@ -128,5 +128,5 @@ def _call_writes(call: ast.Call, taint: dict[str, frozenset[str]], pure: frozens
     if isinstance(func, ast.Name) and (func.id in HARMLESS or func.id in pure):
         return frozenset()
     if any(_taint_of(x, taint) - {LOADED} for x in operands):
-        return None  # a helper function given a pointer: it may store through it
-    return frozenset()  # a helper given data only (silu(x)) has no argument to store through
+        return None  # a called function given a pointer: it may store through it
+    return frozenset()  # a function given data only (silu(x)) has no argument to store through
