@@ -61,6 +61,15 @@ def ptx_move_args(p: argparse.ArgumentParser) -> None:
     noalias_arg(p)
 
 
+def cubin_move_args(p: argparse.ArgumentParser) -> None:
+    """Arguments shared by the SASS move commands that write a cubin (`batch-loads`,
+    `prefetch`): the cubin in, the cubin out, the kernel and --assume-noalias."""
+    p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli.main)
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--kernel", type=kernel_name)
+    noalias_arg(p)
+
+
 def noalias_choice(value: str | None, count: int) -> bool | tuple[int, ...]:
     """--assume-noalias: absent -> False, alone -> True (all), or a comma list of parameter indices."""
     from reorder.base.errors import InputError

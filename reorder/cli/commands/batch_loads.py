@@ -7,7 +7,7 @@ import argparse
 from reorder.base.files import check_output
 from reorder.binary.cubin import read_cubin
 from reorder.cli.kernelpick import pick_kernel
-from reorder.cli.options import kernel_name, noalias_arg, noalias_choice, write_outcome
+from reorder.cli.options import cubin_move_args, noalias_choice, write_outcome
 from reorder.cli.registry import command
 from reorder.sass.model import decode_kernel
 
@@ -19,10 +19,7 @@ from reorder.sass.model import decode_kernel
 )
 def _batch_loads():
     def add(p: argparse.ArgumentParser) -> None:
-        p.add_argument("cubin", nargs="?")  # may come as --assume-noalias' value (reorder.cli.main)
-        p.add_argument("-o", "--output", required=True)
-        p.add_argument("--kernel", type=kernel_name)
-        noalias_arg(p)
+        cubin_move_args(p)
         p.add_argument(
             "--no-slices",
             action="store_true",
