@@ -150,10 +150,10 @@ def guarded(user_hook: Hook | None) -> Hook:
         return user_hook(nargs) if user_hook is not None else None
 
     hook.reorder_guard = True  # type: ignore[attr-defined]
-    hook.__wrapped__ = user_hook  # type: ignore[attr-defined]
+    hook.reorder_user_hook = user_hook  # type: ignore[attr-defined]
     return hook
 
 
 def user_hook(hook: Hook | None) -> Hook | None:
     """The user's pre_hook behind a guard (the hook itself when it is not one)."""
-    return hook.__wrapped__ if getattr(hook, "reorder_guard", False) else hook  # type: ignore[union-attr]
+    return hook.reorder_user_hook if getattr(hook, "reorder_guard", False) else hook  # type: ignore[union-attr]
