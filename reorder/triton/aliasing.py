@@ -67,10 +67,13 @@ def overlapping(nargs: Mapping[str, Any]) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda p: (order.index(p[0]), order.index(p[1])))
 
 
-def broken(nargs: Mapping[str, Any], kernel: Any = None) -> tuple[str, str] | None:
+def broken(
+    nargs: Mapping[str, Any], kernel: Any = None, pairs: list[tuple[str, str]] | None = None
+) -> tuple[str, str] | None:
     """Two overlapping arguments at least one of which the kernel may write (every overlapping
-    pair when that cannot be told: no kernel, or reorder.triton.written cannot read it)."""
-    pairs = overlapping(nargs)
+    pair when that cannot be told: no kernel, or reorder.triton.written cannot read it);
+    `pairs`: overlapping(nargs) when the caller has it already."""
+    pairs = overlapping(nargs) if pairs is None else pairs
     if not pairs:
         return None
     written = _written(kernel, [n for n, v in nargs.items() if span(v) is not None])
@@ -141,7 +144,8 @@ def guarded(user_hook: Hook | None) -> Hook:
     """A noalias twin's pre_hook: refuse overlapping arguments, then run the user's hook."""
 
     def hook(nargs: dict[str, Any]) -> Any:
-        found = broken(nargs, _autotuned_kernel()) if overlapping(nargs) else None
+        pairs = overlapping(nargs)  # every launch: empty unless tensors overlap
+        found = broken(nargs, _autotuned_kernel(), pairs) if pairs else None
         if found:
             raise InputError(
                 f"arguments {found[0]} and {found[1]} share memory, but rt.Request(noalias=True) promised "
