@@ -136,6 +136,22 @@ def test_the_hook_serves_each_twin_its_build_and_rt_verify_says_what_it_checked(
     assert not checked.ok and "NOT ok" in checked.table()
 
 
+def test_an_in_place_loop_gets_a_loop_twin(triton_env, one_menu):
+    """A kernel that overwrites its rows chunk by chunk: the loop's loads and stores share
+    the pointer, and the affine proof still lets the unrolled build batch its loads."""
+    import reorder.triton as rt
+    from reorder.suite.triton_kernels import StandInTensor, TensorArg
+    from reorder.triton.compile import compile_call
+    from tests.triton_twin_kernels import scale_in_place
+
+    rt.install(say=None)
+    configs = [triton.Config({"BLOCK": 512}, num_warps=4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True), twins=1), key=["n"])(scale_in_place)
+    args = (StandInTensor(TensorArg((64, 4096), "float32"), 0x10000), 4096)
+    plain, twin = (compile_call(kernel, *args, arch=90, **c.all_kwargs()) for c in kernel.configs)
+    assert twin.cubin != plain.cubin and twin.kernel.metadata.reorder.startswith("twin 1: loop:unroll2")
+
+
 def test_a_failing_heuristic_is_one_line(triton_env):
     from reorder.base.errors import InputError
     from reorder.triton.compile import compile_call

@@ -1,4 +1,4 @@
-"""Small Triton kernels for tests/test_triton_twins.py (Triton reads a kernel's source from
+"""Small Triton kernels for the Triton tests (Triton reads a kernel's source from
 its module file): a `tl.range` row sum under `@triton.heuristics`, small enough that its twin
 list builds in seconds."""
 
@@ -42,3 +42,15 @@ def add_rows(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
         x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
         y = tl.load(y_ptr + row * n + cols, mask=cols < n, other=0.0)
         tl.store(out_ptr + row * n + cols, x + y, mask=cols < n)
+
+
+@triton.jit
+def scale_in_place(x_ptr, n, BLOCK: tl.constexpr):
+    """Each row overwritten chunk by chunk with 2x + 1: one pointer read and written in the
+    loop, so its loads run early only by the affine address proof."""
+    row = x_ptr + tl.program_id(0).to(tl.int64) * n
+    lanes = tl.arange(0, BLOCK)
+    for start in tl.range(0, n, BLOCK, num_stages=1):
+        mask = start + lanes < n
+        x = tl.load(row + start + lanes, mask=mask)
+        tl.store(row + start + lanes, x * 2.0 + 1.0, mask=mask)

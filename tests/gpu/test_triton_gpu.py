@@ -181,3 +181,31 @@ def test_read_only_arguments_may_share_a_tensor_under_noalias(tmp_path, monkeypa
     torch.testing.assert_close(out, 2 * x)
     with pytest.raises(InputError, match="y_ptr and out_ptr share memory"):
         tuned()[(64,)](torch.randn_like(x), x, x, 4096)
+
+
+def test_an_in_place_loops_twins_are_byte_identical(tmp_path, monkeypatch):
+    """A kernel that overwrites its rows chunk by chunk: its loop twins (loads run rounds
+    early past stores to the same pointer, by the affine address proof) give the plain
+    build's bytes on fresh inputs, and the one line's output is 2x + 1."""
+    import torch
+    import triton
+
+    import reorder.triton as rt
+    from reorder.triton.compile import compile_call
+    from tests.triton_twin_kernels import scale_in_place
+
+    _hooked(tmp_path, monkeypatch)
+    configs = [triton.Config({"BLOCK": 512}, num_warps=4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(scale_in_place)
+    x = torch.randn(64, 5000, device="cuda")
+    want = x * 2.0 + 1.0
+    kernel[(64,)](x, 5000)  # the autotuner runs every build on x, then the pick once more
+    checked = rt.verify(kernel, x, 5000, grid=(64,), outputs=["x_ptr"])
+    assert checked.ok, checked.table()
+    calls = [compile_call(kernel, x, 5000, **c.all_kwargs()) for c in kernel.configs]
+    names = [getattr(call.kernel.metadata, "reorder", "") for call in calls]
+    looped = [v for v, name in zip(checked, names[1:]) if "loop:" in name and not v.same_binary]
+    assert looped and all(v.check == "identical" for v in looped), (names, checked.table())
+    y = want.clone()
+    kernel[(64,)](y, 5000)
+    torch.testing.assert_close(y, want * 2.0 + 1.0)

@@ -9,6 +9,11 @@ and a global load only when the kernel may have written its buffer). And the loa
 one the loop runs on every iteration, a global or constant load (reorder.ptx.analyses.legality's
 `hoistable_load`), whose address, guard and other operands can be computed for a later
 iteration (reorder.ptx.moves.shift).
+
+A store to the load's own buffer does not keep it when their addresses are affine in the
+loop's inductions and provably apart for every iteration distance a loop move may put
+between them, up to `AHEAD` (reorder.ptx.analyses.affine): an in-place loop's load of
+iteration n + j never meets the bytes iteration n stores.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reorder.base.errors import NotApplicable
+from reorder.ptx.analyses.affine import LoopForms, disjoint_ahead
 from reorder.ptx.analyses.analysis import Analysis
 from reorder.ptx.analyses.counted import CountedLoop
 from reorder.ptx.analyses.legality import Planner
@@ -23,6 +29,8 @@ from reorder.ptx.analyses.memory import MEMORY_KINDS, conflict
 from reorder.ptx.analyses.provenance import UNKNOWN
 from reorder.ptx.moves.fresh import Fresh
 from reorder.ptx.moves.shift import TOKEN, Site
+
+AHEAD = 8  # iterations a loop move may run a load early, at most: Prefetch 4, UnrollBatch 8 (7 ahead)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +57,7 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
         elif not cfg.dominates(cfg.block_of[i], latch):
             reason = "it does not run on every iteration"
         else:
-            reason = _memory_refusal(analysis, inside, i) or _unshiftable(analysis, loop, i)
+            reason = _memory_refusal(analysis, loop, inside, i) or _unshiftable(analysis, loop, i)
         if reason:
             refused.append((body[i].ident, reason))
         else:
@@ -57,9 +65,10 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
     return LoopLoads(tuple(movable), tuple(refused))
 
 
-def _memory_refusal(analysis: Analysis, inside: list[int], load: int) -> str | None:
+def _memory_refusal(analysis: Analysis, loop: CountedLoop, inside: list[int], load: int) -> str | None:
     effects, origins, facts = analysis.effects, analysis.origins, analysis.facts
     mine = origins.get(load, frozenset({UNKNOWN}))
+    forms = None
     for x in inside:
         if x == load or effects[x].kind not in MEMORY_KINDS:
             continue
@@ -67,6 +76,10 @@ def _memory_refusal(analysis: Analysis, inside: list[int], load: int) -> str | N
         kind = conflict(effects[x], theirs, effects[load], mine, facts, (x, load))
         if not kind and effects[x].kind != "barrier":  # a load run early only rises above a barrier
             kind = conflict(effects[load], mine, effects[x], theirs, facts, (load, x))
+        if kind == "memory" and effects[x].kind == "store":
+            forms = forms or LoopForms(analysis, loop)
+            if disjoint_ahead(forms, load, x, AHEAD):
+                continue
         if kind:
             s = analysis.function.body[x]
             return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop"
