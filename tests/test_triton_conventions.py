@@ -119,3 +119,28 @@ def test_each_specialization_of_a_config_gets_the_twin_made_from_its_own_cubin(t
     one = compile_call(row_sums, *_args(1), arch=90, **plain_cfg.all_kwargs())
     assert "n" not in [p.name for p in launch_spec(one.kernel, one.values, (64,)).params]
     assert "n" in [p.name for p in launch_spec(calls[4104][0].kernel, calls[4104][0].values, (64,)).params]
+
+
+def test_rt_verify_runs_each_configs_pre_hook_before_compiling_it(triton_env):
+    """Host TMA descriptors take their block shape from a config's pre_hook; rt.verify runs
+    the hook before compiling each config, as the autotuner does before its launches, so each
+    build is compiled with its own shapes (before, every config was compiled with the last
+    hook's descriptors: a shape mismatch in Triton's front end)."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    import reorder.triton as rt
+    from tests.triton_twin_kernels import copy_tiles
+
+    def shape_tiles(nargs):
+        for name in ("src_desc", "dst_desc"):
+            nargs[name].block_shape = [nargs["BLOCK"], 64]
+
+    rt.install(say=None)
+    configs = [triton.Config({"BLOCK": b}, num_warps=4, pre_hook=shape_tiles) for b in (32, 64)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True), twins=1), key=[])(copy_tiles)
+    src, dst = torch.zeros(256, 64), torch.zeros(256, 64)
+    descs = [TensorDescriptor(t, list(t.shape), list(t.stride()), [64, 64]) for t in (src, dst)]
+    checked = rt.verify(kernel, *descs, grid=(4,), arch=90)
+    assert len(checked) == 2 and all(v.legal for v in checked), checked.table()
+    assert descs[0].block_shape == [64, 64]  # the last config's hook ran last

@@ -54,3 +54,12 @@ def scale_in_place(x_ptr, n, BLOCK: tl.constexpr):
         mask = start + lanes < n
         x = tl.load(row + start + lanes, mask=mask)
         tl.store(row + start + lanes, x * 2.0 + 1.0, mask=mask)
+
+
+@triton.jit
+def copy_tiles(src_desc, dst_desc, BLOCK: tl.constexpr):
+    """Rows copied a tile at a time through host TMA descriptors, whose block shape the
+    config's pre_hook sets (as Triton's persistent matmul and attention tutorials do)."""
+    start = tl.program_id(0) * BLOCK
+    tile = src_desc.load([start, 0]) + tl.zeros([BLOCK, 64], tl.float32)  # the shapes must agree
+    dst_desc.store([start, 0], tile)

@@ -10,7 +10,9 @@ arguments, when two of them overlap in memory and the kernel may write one of th
 of one buffer that do not overlap, such as the column slices of one allocation, are fine;
 so are read-only arguments given the same tensor: reorder.triton.written reads the
 kernel's source for its stores). The user's own pre_hook runs after it. Only tensors are
-checked: a TMA descriptor's memory is not (its base is not among the launch's arguments).
+checked: a TMA descriptor's memory is not (its base is not among the launch's arguments);
+no move relies on it, as the PTX analyses keep every TMA copy (`cp.async.bulk`) in place as
+a full memory barrier.
 The check costs about 1.5 us of Python per tensor argument on each launch of a noalias twin
 (12 us for eight tensors on the 2-core developer host); a request without noalias has no
 guard and no cost.

@@ -85,8 +85,9 @@ def _request_of(config: Mapping[str, Any]) -> Request | None:
     return split_options(config.get("ptx_options"))[0]
 
 
-def _autotuner_builds(kernel: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[list[dict], str]:
-    """(the marked configs the autotuner's pruning keeps at these arguments, its pick)."""
+def _autotuner_builds(kernel: Any, args: tuple, kwargs: Mapping[str, Any]) -> tuple[list[tuple[dict, Any]], str]:
+    """(the marked configs the autotuner's pruning keeps at these arguments, each with its
+    pre_hook, its pick)."""
     nargs = dict(zip(kernel.arg_names, args))
     saved = getattr(kernel, "nargs", None)
     kernel.nargs = nargs
@@ -99,12 +100,29 @@ def _autotuner_builds(kernel: Any, args: tuple, kwargs: Mapping[str, Any]) -> tu
     if best is not None:
         request = _request_of(config_kwargs(best))
         chosen = label_of(config_kwargs(best)) + (f" {_marker(request)}" if request else " (Triton's own build)")
-    marked = [config_kwargs(c) for c in kept if _request_of(config_kwargs(c)) is not None]
+    marked = [
+        (config_kwargs(c), getattr(c, "pre_hook", None)) for c in kept if _request_of(config_kwargs(c)) is not None
+    ]
     if not marked:
         raise InputError(
             "nothing to verify: no config of this autotuner carries a reorder marker (give it rt.with_reorder(configs))"
         )
     return marked, chosen
+
+
+def _run_pre_hook(kernel: Any, args: tuple, marked: Mapping[str, Any], pre_hook: Any) -> None:
+    """The config's pre_hook, called as the autotuner calls it before the config's launches:
+    a hook may shape the arguments the compile specializes on (a host TMA descriptor's
+    block_shape is set per config), so the build compiled here is the one the autotuner runs."""
+    if pre_hook is None:
+        return
+    names: tuple[str, ...] = tuple(getattr(kernel, "arg_names", ()) or getattr(kernel.fn, "arg_names", ()))
+    try:
+        pre_hook({**dict(zip(names, args)), **marked})
+    except ReorderError:
+        raise
+    except Exception as exc:  # the user's code: one line naming it
+        raise InputError(f"{label_of(marked)}: the config's pre_hook failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _marker(request: Request | None) -> str:
@@ -172,12 +190,13 @@ def _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool) -> Ver
     else:
         if _request_of(kwargs) is None:
             raise InputError("nothing to verify: the config carries no reorder marker in ptx_options")
-        configs, chosen = [{}], ""
+        configs, chosen = [({}, None)], ""
     best = config_kwargs(kernel.best_config) if autotuner and getattr(kernel, "best_config", None) else None
     zeros = tuple(getattr(kernel, "reset_to_zero", ()) or ())
     rows, pending = [], []
-    for config in configs:
+    for config, pre_hook in configs:
         marked = {**kwargs, **config}
+        _run_pre_hook(kernel, args, marked, pre_hook)
         request = _request_of(marked)
         label = label_of(config)
         chosen_here = best is not None and config == best
