@@ -24,6 +24,12 @@ about three ptxas runs and one walk of the PTX space. The SASS moves stay one st
 `rt.with_reorder(configs, twins=0)` (the hook's `moves` build: the wgmma step, then SASS
 moves) and `rt.tune` (a GPU search over both levels, whose winners come first here).
 
+A loop whose loads run early only past stores to their own buffer (an in-place pass, opened
+by reorder.ptx.analyses.affine) is left out of the menus and to `rt.tune`'s search, which
+decides each loop on its own: on Liger-Kernel's cross-entropy, Prefetch 1 on the in-place
+gradient pass was 3-5% slower while on the read-only first pass it was 2-8% faster
+(2026-12-03_triton_inplace), and a menu takes one alternative for every loop.
+
 The autotuner times every twin at every key with the user's own do_bench, so the list only
 has to put the winner among the first few; each twin costs the autotuner one more timing per
 key and the hook one compile per config, so `rt.with_reorder` gives three by default
@@ -85,6 +91,7 @@ def menu_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | None
 
     Only the menu's kinds are walked (any other kind would be decided OFF everywhere);
     `offers` keeps each kind's instances per module across the menus of one PTX."""
+    from reorder.ptx.moves.prefetch import in_place_loops
     from reorder.ptx.space.plans import plan
     from reorder.ptx.space.registry import OFF, MoveOptions
     from reorder.ptx.space.searchspace import walk
@@ -93,16 +100,22 @@ def menu_ptx(module, kernel: str, noalias: bool, menu: Menu, offers: dict | None
         moved, moves = plan(module, kernel, noalias, menu.plan)
         return moved, tuple(m.describe() for m in moves), menu.name
     wanted = dict(menu.choices)
+    in_place = in_place_loops(module.function(kernel), noalias) if "loop" in wanted else frozenset()
     done = walk(
         module,
         MoveOptions(kernel, noalias),
-        lambda i: wanted[i.kind] if wanted.get(i.kind) in i.choices else OFF,
+        lambda i: wanted[i.kind] if wanted.get(i.kind) in i.choices and not _left(i, in_place) else OFF,
         kinds=wanted.keys(),
         offers=offers,
     )
     kinds = dict.fromkeys((p.kind, p.choice) for p in done.picks)
     name = "+".join(kind if choice == "on" else f"{kind}:{choice}" for kind, choice in kinds)
     return done.module, done.applied, name
+
+
+def _left(instance: Any, in_place: frozenset[str]) -> bool:
+    """A loop the menus leave alone: an in-place pass (see the module docstring)."""
+    return instance.kind == "loop" and instance.key in in_place
 
 
 @dataclass(frozen=True, slots=True)

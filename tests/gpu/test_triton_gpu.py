@@ -183,29 +183,33 @@ def test_read_only_arguments_may_share_a_tensor_under_noalias(tmp_path, monkeypa
         tuned()[(64,)](torch.randn_like(x), x, x, 4096)
 
 
-def test_an_in_place_loops_twins_are_byte_identical(tmp_path, monkeypatch):
-    """A kernel that overwrites its rows chunk by chunk: its loop twins (loads run rounds
-    early past stores to the same pointer, by the affine address proof) give the plain
-    build's bytes on fresh inputs, and the one line's output is 2x + 1."""
+def test_an_in_place_loop_moved_is_byte_identical(tmp_path):
+    """A kernel that overwrites its rows chunk by chunk: Prefetch 2 and UnrollBatch 4 on its
+    loop (loads run rounds early past stores to the same pointer, by the affine address
+    proof), compiled by the config's own cubin stage, give the plain build's bytes."""
     import torch
-    import triton
 
-    import reorder.triton as rt
-    from reorder.triton.compile import compile_call
+    from reorder.ptx.model.model import parse_module
+    from reorder.ptx.moves.prefetch import Prefetch, in_place_loops
+    from reorder.ptx.moves.unroll import UnrollBatch
+    from reorder.triton.compile import compile_call, cubin_stage
+    from reorder.triton.launch import launch_spec
     from tests.triton_twin_kernels import scale_in_place
+    from timing.multi_check import check_builds
 
-    _hooked(tmp_path, monkeypatch)
-    configs = [triton.Config({"BLOCK": 512}, num_warps=4)]
-    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"])(scale_in_place)
     x = torch.randn(64, 5000, device="cuda")
-    want = x * 2.0 + 1.0
-    kernel[(64,)](x, 5000)  # the autotuner runs every build on x, then the pick once more
-    checked = rt.verify(kernel, x, 5000, grid=(64,), outputs=["x_ptr"])
-    assert checked.ok, checked.table()
-    calls = [compile_call(kernel, x, 5000, **c.all_kwargs()) for c in kernel.configs]
-    names = [getattr(call.kernel.metadata, "reorder", "") for call in calls]
-    looped = [v for v, name in zip(checked, names[1:]) if "loop:" in name and not v.same_binary]
-    assert looped and all(v.check == "identical" for v in looped), (names, checked.table())
-    y = want.clone()
-    kernel[(64,)](y, 5000)
-    torch.testing.assert_close(y, want * 2.0 + 1.0)
+    options = {"BLOCK": 512, "num_warps": 4}
+    call = compile_call(scale_in_place, x, 5000, **options)
+    module = parse_module(call.kernel.asm["ptx"])
+    kernel = module.kernels[0]
+    (loop,) = in_place_loops(kernel, True)
+    spec = launch_spec(call.kernel, call.values, (64,), outputs=[])
+    plain = tmp_path / "plain.cubin"
+    plain.write_bytes(call.cubin)
+    builds = []
+    for k, move in enumerate((Prefetch(kernel.name, loop, 2, True), UnrollBatch(kernel.name, loop, 4, True))):
+        path = tmp_path / f"moved{k}.cubin"
+        path.write_bytes(cubin_stage(move.apply(module).text, {"num_warps": 4}, 90))
+        builds.append(Build(move.describe(), str(path), spec))
+    checked = check_builds(Build("plain", str(plain), spec), builds, sets=3)
+    assert all(v["check"] == "identical" for v in checked.values()), checked

@@ -39,6 +39,7 @@ class LoopLoads:
 
     movable: tuple[int, ...]
     refused: tuple[tuple[str, str], ...]  # (line, reason)
+    in_place: bool = False  # some movable load crosses a store to its own buffer (the affine proof)
 
 
 def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
@@ -46,7 +47,7 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
     body, cfg = analysis.function.body, analysis.cfg
     latch = max(loop.loop.blocks)
     inside = [i for b in sorted(loop.loop.blocks) for i in cfg.blocks[b].instructions]
-    movable, refused = [], []
+    movable, refused, in_place = [], [], False
     for i in inside:
         effect = analysis.effects[i]
         if effect.kind != "load":
@@ -62,7 +63,8 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
             refused.append((body[i].ident, reason))
         else:
             movable.append(i)
-    return LoopLoads(tuple(movable), tuple(refused))
+            in_place = in_place or _crosses_own_store(analysis, inside, i)
+    return LoopLoads(tuple(movable), tuple(refused), in_place)
 
 
 def _memory_refusal(analysis: Analysis, loop: CountedLoop, inside: list[int], load: int) -> str | None:
@@ -84,6 +86,19 @@ def _memory_refusal(analysis: Analysis, loop: CountedLoop, inside: list[int], lo
             s = analysis.function.body[x]
             return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop"
     return None
+
+
+def _crosses_own_store(analysis: Analysis, inside: list[int], load: int) -> bool:
+    """Whether a store of the loop writes the load's own buffer (it was let through by the
+    affine proof alone)."""
+    effects, origins, facts = analysis.effects, analysis.origins, analysis.facts
+    mine = origins.get(load, frozenset({UNKNOWN}))
+    return any(
+        effects[x].kind == "store"
+        and conflict(effects[x], origins.get(x, frozenset({UNKNOWN})), effects[load], mine, facts, (x, load))
+        == "memory"
+        for x in inside
+    )
 
 
 def _unshiftable(analysis: Analysis, loop: CountedLoop, load: int) -> str | None:

@@ -101,6 +101,17 @@ def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list
     ]
 
 
+def in_place_loops(function: Function, noalias: Noalias) -> frozenset[str]:
+    """Header labels of the movable loops whose loads run early past stores to their own
+    buffer (an in-place pass: reorder.ptx.analyses.affine let them through)."""
+    out = set()
+    for label in movable_loops(function, noalias, speculate=False):
+        analysis = analysis_of(from_header(function, label), noalias)
+        if loop_loads(analysis, find_loop(analysis, label)).in_place:
+            out.add(label)
+    return frozenset(out)
+
+
 def _movable(function: Function, label: str, noalias: Noalias, speculate: bool) -> bool:
     """Whether a loop move can be made on the loop headed by `label`, laid out from its header."""
     analysis = analysis_of(from_header(function, label), noalias)
