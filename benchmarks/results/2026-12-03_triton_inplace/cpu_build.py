@@ -2,7 +2,7 @@
 Prefetch 1 on its read-only first pass, on its in-place gradient pass, and on both; each
 compiled by the config's own cubin stage. From the tree's root:
 
-    LIGER_SRC=.gpu/liger/src python benchmarks/results/2026-12-03_triton_inplace/cpu_build.py .gpu/ce
+    PYTHONPATH=. LIGER_SRC=.gpu/liger/src python benchmarks/results/2026-12-03_triton_inplace/cpu_build.py .gpu/ce
 """
 
 import os

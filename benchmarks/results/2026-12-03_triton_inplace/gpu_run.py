@@ -3,7 +3,7 @@ input sets (timing.multi_check), then paired timing (timing.paired through the T
 benchmark's pair_job: same rounds, random order, 0.6 s, 95% bootstrap CI; warm L2 and cold
 L2). The launch spec is Triton's, compiled on the GPU host for each shape. From the tree's root:
 
-    LIGER_SRC=.gpu/liger/src OUT=out python3 benchmarks/results/2026-12-03_triton_inplace/gpu_run.py .gpu/ce
+    PYTHONPATH=. LIGER_SRC=.gpu/liger/src OUT=out python3 benchmarks/results/2026-12-03_triton_inplace/gpu_run.py .gpu/ce
 """
 
 import json

@@ -12,34 +12,16 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 sys.path.insert(0, os.environ.get("LIGER_SRC", "/tmp/liger/src"))
 
 import torch  # noqa: E402
 import triton  # noqa: E402
 
+from benchmarks.one_line_study import Case  # noqa: E402
+from benchmarks.one_line_study import rel_error as _rel  # noqa: E402
+
 C = triton.Config
-
-
-@dataclass
-class Case:
-    name: str
-    kernel: Any
-    args: tuple
-    configs: list
-    grid: Any
-    extras: dict
-    outputs: list
-    check: Callable[[], tuple[float, float]]
-    reset: Callable[[], None] = lambda: None
-    constexprs: dict = field(default_factory=dict)
-
-
-def _rel(got, want) -> float:
-    """The worst error relative to the largest expected magnitude."""
-    return float((got.float() - want).abs().max() / want.abs().max())
 
 
 def _bare(fn):
