@@ -48,7 +48,7 @@ _IMMEDIATE = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)")
 _INVARIANT_SPECIALS = ("%tid.", "%ntid.", "%ctaid.", "%nctaid.", "%laneid")  # not %warpid, %smid: they may change
 _DEPTH = 64  # definitions followed back from one operand, at most
 
-# ('n',) the iteration | ('param', name, offset) | ('special', name) | ('def', statement, uniform)
+# ('n',) the iteration | ('param', name, offset, type) | ('special', name) | ('def', statement, uniform)
 # | ('varying', statement)
 Atom = tuple
 _THREAD = ("%tid.", "%laneid")  # the thread's own specials; the others are the same across the CTA
@@ -194,7 +194,7 @@ class LoopForms:
             return None
         inside = self.loop.holds(self.analysis, d)
         if effect.kind == "param":
-            return Form.of(0, {("param", effect.symbol, effect.offset): 1})
+            return Form.of(0, {("param", effect.symbol, effect.offset, ins.modifiers[-1]): 1})  # as loaded: its width
         if effect.kind != "pure":
             return None if inside else Form.of(0, {("def", d, False): 1})
         found = self._arithmetic(d, depth)
