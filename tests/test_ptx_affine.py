@@ -142,6 +142,26 @@ def test_without_a_thread_bound_the_or_is_not_an_add():
     assert _refused(_kernel(threads=".maxntid 128, 1, 1")) == []
 
 
+HOSTILE = {
+    "a register step": ("add.s32 \t%r6, %r6, 1024;", "add.s32 \t%r6, %r6, %r5;"),
+    "an index loaded in the loop": ("add.s32 \t%r7, %r3, %r6;", "ld.global.u32 \t%r7, [%rd1];"),
+    "a store running backwards": (
+        "\t@%p2 st.global.v4.f32 \t[%rd3+0]",
+        "\tsub.s32 \t%r9, 1020, %r7;\n\tmul.wide.s32 \t%rd6, %r9, 4;\n\tadd.s64 \t%rd6, %rd1, %rd6;\n"
+        "\t@%p2 st.global.v4.f32 \t[%rd6]",
+    ),
+    "an xor swizzle that may carry": ("or.b32 \t%r4, %r3, 512;", "xor.b32 \t%r4, %r3, 260;"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(HOSTILE))
+def test_addresses_the_forms_cannot_follow_keep_their_loads(what):
+    old, new = HOSTILE[what]
+    text = _kernel().text
+    assert old in text
+    assert any("memory dependence" in r for r in _refused(parse_module(text.replace(old, new)))), what
+
+
 def test_forms_and_widths():
     a = Form.of(8, {("n",): 4096})
     assert LoopForms.ahead(a, 2).const == 8 + 8192 and Form.of(-1).const == MODULUS - 1
