@@ -225,3 +225,26 @@ def test_tune_counts_each_configs_time_from_its_own_start(triton_env, monkeypatc
     )
     (args,) = seen
     assert args.started is not None and args.started >= before and args.ptx is not None
+
+
+def test_with_reorder_and_request_refuse_what_they_cannot_use_in_one_line():
+    """A generator of configs is read once (all its configs get twins); anything that is not
+    configs, a Request or a twin count in range is one InputError naming it."""
+    from reorder.base.errors import InputError
+
+    made = with_reorder(triton.Config({"BLOCK": 256}, num_warps=w) for w in (4, 8))
+    assert len(made) == 2 + 2 * twins_count()
+    bad = {
+        "configs: expected a list": lambda: with_reorder(None),
+        "config 1 is a int": lambda: with_reorder([triton.Config({}), 3]),
+        "twins=-1": lambda: with_reorder([triton.Config({})], twins=-1),
+        "twins='3'": lambda: with_reorder([triton.Config({})], twins="3"),
+        "twins=17": lambda: with_reorder([triton.Config({})], twins=17),
+        "request 'fast'": lambda: with_reorder([triton.Config({})], "fast"),
+        "noalias='yes'": lambda: Request(noalias="yes"),
+        "mode 'fast'": lambda: Request("fast"),
+        "budget=-2": lambda: Request("search", budget=-2),
+    }
+    for words, call in bad.items():
+        with pytest.raises(InputError, match=words.replace("(", r"\(")):
+            call()

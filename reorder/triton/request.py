@@ -57,6 +57,16 @@ class Request:
     rev: str = ""  # the reorder that made the marker (for Triton's cache key only)
     rank: int = 0  # which twin, for mode 'twin' (1 = the first)
 
+    def __post_init__(self) -> None:
+        """A request made in Python is checked as a marker is: one line naming what is wrong."""
+        if self.mode not in MODES:
+            raise InputError(f"rt.Request: mode {self.mode!r}: expected one of {', '.join(MODES)}")
+        if not isinstance(self.noalias, bool):
+            raise InputError(f"rt.Request: noalias={self.noalias!r}: expected True or False")
+        for name, value, top in (("budget", self.budget, MAX_BUDGET), ("rank", self.rank, MAX_TWINS)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+                raise InputError(f"rt.Request: {name}={value!r}: expected an int from 0 to {top}")
+
     def token(self) -> str:
         """The marker that asks for this (parse_token(r.token()) == r)."""
         value = {"search": self.budget, "tuned": self.key, "twin": self.rank}.get(self.mode)

@@ -26,7 +26,7 @@ import copy
 import json
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from reorder.triton import keys
 from reorder.triton.aliasing import guarded, user_hook
 from reorder.triton.compile import Call, compile_call, config_kwargs
 from reorder.triton.launch import Grid, launch_spec, spec_toml
-from reorder.triton.request import Request, split_options, with_marker
+from reorder.triton.request import MAX_TWINS, Request, split_options, with_marker
 from reorder.triton.rewrite import store_tuned, tuned_binary
 from reorder.triton.runs import Found, Search, run_search
 
@@ -151,6 +151,11 @@ def with_reorder(configs: Sequence[Any], request: Request | None = None, twins: 
     gives one twin asking for it. A config with num_ctas != 1 gets none (one line says why:
     reorder cannot launch a cluster to byte-check what it would build). Markers name this
     reorder (Request.stamped), so an update never meets a cubin Triton cached for an older one."""
+    configs = _axis(configs)
+    if request is not None and not isinstance(request, Request):
+        raise InputError(f"rt.with_reorder: request {request!r}: expected an rt.Request (or None)")
+    if isinstance(twins, bool) or not isinstance(twins, int) or not 0 <= twins <= MAX_TWINS:
+        raise InputError(f"rt.with_reorder: twins={twins!r}: expected an int from 0 to {MAX_TWINS}")
     request = request or Request()
     if request.mode == "moves" and twins > 0:
         asks = [Request("twin", noalias=request.noalias, rank=k) for k in range(1, twins + 1)]
@@ -168,6 +173,18 @@ def with_reorder(configs: Sequence[Any], request: Request | None = None, twins: 
             )
             continue
         out += [marked_config(config, a) for a in asks]
+    return out
+
+
+def _axis(configs: Any) -> list[Any]:
+    """The user's configs as a list (a generator is read once), each a triton.Config or a dict
+    of its keywords; InputError (one line) otherwise."""
+    if configs is None or isinstance(configs, (str, bytes, Mapping)) or not isinstance(configs, Iterable):
+        raise InputError(f"rt.with_reorder: configs: expected a list of triton.Config, got {type(configs).__name__}")
+    out = list(configs)
+    for k, config in enumerate(out):
+        if not (isinstance(config, Mapping) or hasattr(config, "all_kwargs")):
+            raise InputError(f"rt.with_reorder: config {k} is a {type(config).__name__}, not a triton.Config")
     return out
 
 
