@@ -117,8 +117,12 @@ def test_scratch_that_a_kernel_uses_is_a_buffer_of_grid_times_its_size_and_old_t
 def test_grid_may_be_a_callable_of_the_bound_arguments():
     assert grid_of(lambda meta: (meta["n"] // meta["BLOCK"],), _values()) == (1, 1, 1)
     assert grid_of((3, 2), {}) == (3, 2, 1)
-    with pytest.raises(SpecError, match="1 to 3 dimensions"):
+    with pytest.raises(SpecError, match="1 to 3 positive ints"):
         grid_of((1, 1, 1, 1), {})
+    assert grid_of((np.int64(3),), {}) == (3, 1, 1) and grid_of(5, {}) == (5, 1, 1)  # any integer type, or one int
+    for bad in ("x", (0,), (1.5,), (True,)):
+        with pytest.raises(SpecError, match="1 to 3 positive ints"):
+            grid_of(bad, {})
 
 
 @pytest.mark.parametrize(

@@ -248,3 +248,19 @@ def test_with_reorder_and_request_refuse_what_they_cannot_use_in_one_line():
     for words, call in bad.items():
         with pytest.raises(InputError, match=words.replace("(", r"\(")):
             call()
+
+
+def test_rt_verify_refuses_what_it_cannot_use_in_one_line():
+    import reorder.triton as rt
+    from reorder.base.errors import InputError
+    from tests.triton_twin_kernels import row_sums
+
+    kernel = triton.autotune(rt.with_reorder([triton.Config({"BLOCK": 256})], twins=1), key=["n"])(row_sums)
+    bad = {
+        "42 is not a Triton kernel": lambda: rt.verify(42, grid=(1,)),
+        "sets=0": lambda: rt.verify(kernel, *_args(), grid=(64,), sets=0),
+        "grid must be 1 to 3 positive ints": lambda: rt.verify(kernel, *_args(), grid="x"),
+    }
+    for words, call in bad.items():
+        with pytest.raises(InputError, match=words):
+            call()

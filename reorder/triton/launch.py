@@ -30,6 +30,7 @@ their live values, since Triton may have specialized the code on them.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -70,10 +71,15 @@ Grid = Sequence[int] | Callable[[Mapping[str, Any]], Sequence[int]]
 
 def grid_of(grid: Grid, values: Mapping[str, Any]) -> tuple[int, int, int]:
     """Triton's grid (a tuple of 1-3 ints, or a callable of the bound arguments) as 3 dims."""
-    dims = tuple(grid(values) if callable(grid) else grid)
-    if not 1 <= len(dims) <= 3:
-        raise SpecError(f"grid must have 1 to 3 dimensions, got {dims!r}")
-    out = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    found = grid(values) if callable(grid) else grid
+    raw = found if isinstance(found, (tuple, list)) else (found,)
+    try:  # any integer type (numpy's, torch's) as Triton takes it; not a float, a string or a bool
+        dims = () if any(isinstance(d, bool) for d in raw) else tuple(operator.index(d) for d in raw)
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise SpecError(f"grid must be 1 to 3 positive ints (or a callable giving them), got {found!r}")
+    out = dims + (1,) * (3 - len(dims))
     return (out[0], out[1], out[2])
 
 

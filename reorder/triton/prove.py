@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reorder.base.errors import InputError, ReorderError
+from reorder.base.errors import InputError, ReorderError, SpecError
 from reorder.triton.aliasing import user_hook
 from reorder.triton.compile import Call, compile_call, config_kwargs, cubin_stage
 from reorder.triton.launch import Grid, launch_spec
@@ -179,6 +179,17 @@ def verify(
     """Prove every build of reorder's the autotuner may pick at these arguments (see the
     module docstring); `outputs` names output-only buffers (poisoned before each run);
     `pool` is a timing.worker.WorkerPool to check in (default: a fresh worker per call)."""
+    if not (hasattr(kernel, "prune_configs") or hasattr(kernel, "arg_names") or hasattr(kernel, "fn")):
+        raise InputError(f"rt.verify: {kernel!r} is not a Triton kernel (an @triton.jit or @triton.autotune function)")
+    if isinstance(sets, bool) or not isinstance(sets, int) or sets < 1:
+        raise InputError(f"rt.verify: sets={sets!r}: expected an int of at least 1")
+    if not callable(grid):
+        from reorder.triton.launch import grid_of
+
+        try:
+            grid_of(grid, {})
+        except (SpecError, TypeError) as exc:
+            raise InputError(f"rt.verify: {exc}") from exc
     with _hooked():
         return _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool)
 
