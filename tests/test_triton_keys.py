@@ -166,6 +166,9 @@ def test_bad_key_values_are_refused_in_one_line(triton_env):
         tune(case.kernel, key=["x_ptr"], launches=[(args, case.grid)], folder=triton_env / "t", **shared)
     with pytest.raises(InputError, match="have the same key values"):
         tune(case.kernel, key=["n_cols"], launches=[(args, case.grid)] * 2, folder=triton_env / "t", **shared)
+    for setting, words in (({"budget": 0}, "budget=0"), ({"seconds": -1}, "seconds=-1"), ({"l2": "hot"}, "l2='hot'")):
+        with pytest.raises(InputError, match=r"^rt.tune: " + words):
+            tune(case.kernel, *args, grid=case.grid, **shared, **setting)
     assert marked_config({"num_warps": 4}, Request()) == {"num_warps": 4, "ptx_options": "--reorder"}
 
 

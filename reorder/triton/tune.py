@@ -275,6 +275,7 @@ def tune(
     `per_shape` the per-shape groups, when they are a real gain, become one stored binary per
     group of key values and a manifest keyed by them (reorder.triton.keys); install it with
     `triton.autotune(result.configs, key=[...], prune_configs_by=result.dispatch())`."""
+    _check_search(budget, seconds, l2, jobs, noalias)
     if launches:
         if args or grid is not None:
             raise InputError("give either *args with grid= (one key value) or launches=[(args, grid), ...], not both")
@@ -307,6 +308,19 @@ def tune(
         found = run_search(call, label, here, (launch,), (), False, search)
         result.rows.append(_row(label, call, config, found, search.noalias))
     return result
+
+
+def _check_search(budget: Any, seconds: Any, l2: Any, jobs: Any, noalias: Any) -> None:
+    """rt.tune's search settings, each refused in one line when it cannot be used."""
+    for name, value in (("budget", budget), ("jobs", jobs)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"rt.tune: {name}={value!r}: expected an int of at least 1")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+        raise InputError(f"rt.tune: seconds={seconds!r}: expected a positive number")
+    if l2 not in ("warm", "cold"):
+        raise InputError(f"rt.tune: l2={l2!r}: expected 'warm' or 'cold'")
+    if not isinstance(noalias, bool):
+        raise InputError(f"rt.tune: noalias={noalias!r}: expected True or False")
 
 
 def _row(label: str, call: Call, config: Any, found: Found, noalias: bool, **more: Any) -> TunedConfig:
