@@ -121,9 +121,9 @@ def run_folder() -> Iterator[Path]:
     root = scratch_root()
     clean_stale(root)
     folder, lock = _locked_folder(root)
-    saved = {key: os.environ.get(key) for key in ("TMPDIR", SCRATCH_ENV)}
+    saved = {key: os.environ.get(key) for key in ("TMPDIR", SCRATCH_ENV, "PYTHONWARNINGS")}
     saved_tempdir = tempfile.tempdir
-    os.environ.update({"TMPDIR": str(folder), SCRATCH_ENV: str(root)})
+    os.environ.update({"TMPDIR": str(folder), SCRATCH_ENV: str(root), "PYTHONWARNINGS": _quiet_trackers()})
     tempfile.tempdir = str(folder)
     try:
         yield folder
@@ -137,6 +137,15 @@ def run_folder() -> Iterator[Path]:
         _stop_pools()
         shutil.rmtree(folder, ignore_errors=True)
         lock.close()
+
+
+def _quiet_trackers() -> str:
+    """PYTHONWARNINGS for the processes the run starts, loky's resource trackers among them:
+    a tracker outlives the run by a moment and warned, on the run's stderr after its last
+    line, that it could not clean what the run had already removed with its folder."""
+    mine = "ignore:resource_tracker:UserWarning"
+    given = os.environ.get("PYTHONWARNINGS", "")
+    return f"{given},{mine}" if given else mine
 
 
 def _stop_pools() -> None:
