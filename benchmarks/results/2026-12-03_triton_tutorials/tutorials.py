@@ -5,7 +5,7 @@ torch device (`triton.runtime.driver.active.get_active_torch_device()`, which ra
 with no GPU), then runs its unit test and its benchmark. What a study needs from it is only
 its kernels: the `@triton.jit` functions, the `@triton.autotune` / `@triton.heuristics`
 wrappers around them, and what those reference (config lists, the functions that build or
-filter them, pre_hooks, prune functions, jit helpers).
+filter them, pre_hooks, prune functions, the @triton.jit functions they call).
 
 So `load(stem, dev)` parses the file (the upstream text, unchanged, from TUTORIALS_SRC) with
 `ast` and executes, in file order and in a fresh module namespace, only
@@ -22,7 +22,7 @@ from the file: it is the `dev` string given.
 
 On a host with no GPU (`dev="cpu"`: builds for sm_90 on CPU tensors, as the study's CPU check
 does), the tutorials' device probes are answered for the study's target, an H200: the
-helpers `is_cuda`, `is_hip`, `is_hopper`, `supports_tma`, ... get the target's answers, and
+functions `is_cuda`, `is_hip`, `is_hopper`, `supports_tma`, ... get the target's answers, and
 `torch.cuda.get_device_capability` / `get_device_properties` (which a config filter may call
 directly) answer (9, 0) and 132 SMs. With `dev="cuda"` nothing is replaced: the probes ask the
 real device, as the tutorial would.
@@ -58,7 +58,7 @@ _loaded: dict[tuple[str, str, str], types.ModuleType] = {}
 
 
 def _probe_answers() -> dict[str, Any]:
-    """What a tutorial's device helpers answer on the study's target (by helper name)."""
+    """What a tutorial's device probes answer on the study's target (by function name)."""
     major = TARGET_CAPABILITY[0]
     facts = {
         "is_cuda": True,
