@@ -48,6 +48,7 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
     latch = max(loop.loop.blocks)
     inside = [i for b in sorted(loop.loop.blocks) for i in cfg.blocks[b].instructions]
     movable, refused, in_place = [], [], False
+    forms = LoopForms(analysis, loop)  # shared by the loop's loads: computed on demand
     for i in inside:
         effect = analysis.effects[i]
         if effect.kind != "load":
@@ -58,7 +59,7 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
         elif not cfg.dominates(cfg.block_of[i], latch):
             reason = "it does not run on every iteration"
         else:
-            reason = _memory_refusal(analysis, loop, inside, i) or _unshiftable(analysis, loop, i)
+            reason = _memory_refusal(analysis, forms, inside, i) or _unshiftable(analysis, loop, i)
         if reason:
             refused.append((body[i].ident, reason))
         else:
@@ -67,10 +68,9 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
     return LoopLoads(tuple(movable), tuple(refused), in_place)
 
 
-def _memory_refusal(analysis: Analysis, loop: CountedLoop, inside: list[int], load: int) -> str | None:
+def _memory_refusal(analysis: Analysis, forms: LoopForms, inside: list[int], load: int) -> str | None:
     effects, origins, facts = analysis.effects, analysis.origins, analysis.facts
     mine = origins.get(load, frozenset({UNKNOWN}))
-    forms = None
     for x in inside:
         if x == load or effects[x].kind not in MEMORY_KINDS:
             continue
@@ -78,10 +78,8 @@ def _memory_refusal(analysis: Analysis, loop: CountedLoop, inside: list[int], lo
         kind = conflict(effects[x], theirs, effects[load], mine, facts, (x, load))
         if not kind and effects[x].kind != "barrier":  # a load run early only rises above a barrier
             kind = conflict(effects[load], mine, effects[x], theirs, facts, (load, x))
-        if kind == "memory" and effects[x].kind == "store":
-            forms = forms or LoopForms(analysis, loop)
-            if disjoint_ahead(forms, load, x, AHEAD):
-                continue
+        if kind == "memory" and effects[x].kind == "store" and disjoint_ahead(forms, load, x, AHEAD):
+            continue
         if kind:
             s = analysis.function.body[x]
             return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop"

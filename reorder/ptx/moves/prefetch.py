@@ -27,6 +27,7 @@ of the loop, --assume-noalias for stores to other parameters).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar, TypeVar
 
 from reorder.base.errors import NotApplicable
@@ -101,9 +102,11 @@ def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list
     ]
 
 
+@lru_cache(maxsize=8)
 def in_place_loops(function: Function, noalias: Noalias) -> frozenset[str]:
     """Header labels of the movable loops whose loads run early past stores to their own
-    buffer (an in-place pass: reorder.ptx.analyses.affine let them through)."""
+    buffer (an in-place pass: reorder.ptx.analyses.affine let them through). Kept per
+    function: every loop menu of a twin list asks it of the same PTX."""
     out = set()
     for label in movable_loops(function, noalias, speculate=False):
         analysis = analysis_of(from_header(function, label), noalias)
