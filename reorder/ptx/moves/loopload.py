@@ -53,24 +53,28 @@ def loop_loads(analysis: Analysis, loop: CountedLoop) -> LoopLoads:
         effect = analysis.effects[i]
         if effect.kind != "load":
             continue
-        reason = None
+        reason, proved = None, False
         if not planner.hoistable_load(i):
             reason = f"a {effect.space} load" if effect.space not in ("global", "const") else "not on a line of its own"
         elif not cfg.dominates(cfg.block_of[i], latch):
             reason = "it does not run on every iteration"
         else:
-            reason = _memory_refusal(analysis, forms, inside, i) or _unshiftable(analysis, loop, i)
+            reason, proved = _memory_refusal(analysis, forms, inside, i)
+            reason = reason or _unshiftable(analysis, loop, i)
         if reason:
             refused.append((body[i].ident, reason))
         else:
             movable.append(i)
-            in_place = in_place or _crosses_own_store(analysis, inside, i)
+            in_place = in_place or proved
     return LoopLoads(tuple(movable), tuple(refused), in_place)
 
 
-def _memory_refusal(analysis: Analysis, forms: LoopForms, inside: list[int], load: int) -> str | None:
+def _memory_refusal(analysis: Analysis, forms: LoopForms, inside: list[int], load: int) -> tuple[str | None, bool]:
+    """(why the load must stay, None if it may run early; whether a store to its own buffer
+    was let through by the affine proof)."""
     effects, origins, facts = analysis.effects, analysis.origins, analysis.facts
     mine = origins.get(load, frozenset({UNKNOWN}))
+    proved = False
     for x in inside:
         if x == load or effects[x].kind not in MEMORY_KINDS:
             continue
@@ -79,24 +83,12 @@ def _memory_refusal(analysis: Analysis, forms: LoopForms, inside: list[int], loa
         if not kind and effects[x].kind != "barrier":  # a load run early only rises above a barrier
             kind = conflict(effects[load], mine, effects[x], theirs, facts, (load, x))
         if kind == "memory" and effects[x].kind == "store" and disjoint_ahead(forms, load, x, AHEAD):
+            proved = True
             continue
         if kind:
             s = analysis.function.body[x]
-            return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop"
-    return None
-
-
-def _crosses_own_store(analysis: Analysis, inside: list[int], load: int) -> bool:
-    """Whether a store of the loop writes the load's own buffer (it was let through by the
-    affine proof alone)."""
-    effects, origins, facts = analysis.effects, analysis.origins, analysis.facts
-    mine = origins.get(load, frozenset({UNKNOWN}))
-    return any(
-        effects[x].kind == "store"
-        and conflict(effects[x], origins.get(x, frozenset({UNKNOWN})), effects[load], mine, facts, (x, load))
-        == "memory"
-        for x in inside
-    )
+            return f"{kind} dependence on line {s.ident} ({s.ins.opcode}) in the loop", proved
+    return None, proved
 
 
 def _unshiftable(analysis: Analysis, loop: CountedLoop, load: int) -> str | None:
