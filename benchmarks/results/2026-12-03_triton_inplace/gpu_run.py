@@ -3,7 +3,7 @@ input sets (timing.multi_check), then paired timing (timing.paired through the T
 benchmark's pair_job: same rounds, random order, 0.6 s, 95% bootstrap CI; warm L2 and cold
 L2). The launch spec is Triton's, compiled on the GPU host for each shape. From the tree's root:
 
-    PYTHONPATH=. LIGER_SRC=.gpu/liger/src OUT=out python3 benchmarks/results/2026-12-03_triton_inplace/gpu_run.py .gpu/ce
+    PYTHONPATH=. LIGER_SRC=.gpu/liger/src OUT=out python3 benchmarks/results/2026-12-03_triton_inplace/gpu_run.py .gpu/ce [TAGS]
 """
 
 import json
@@ -32,7 +32,8 @@ for rows in (1024, 256):
         grid = c.grid(call.values) if callable(c.grid) else c.grid
         spec = launch_spec(call.kernel, call.values, grid, outputs=c.outputs)
         plain = f"{here}/w{w}-plain.cubin"
-        variants = [Build(t, f"{here}/w{w}-{t}.cubin", spec) for t in ("p1", "p2", "p12")]
+        tags = sys.argv[2].split(",") if len(sys.argv) > 2 else ("p1", "p2", "p12")
+        variants = [Build(t, f"{here}/w{w}-{t}.cubin", spec) for t in tags]
         checked = check_builds(Build("plain", plain, spec), variants, sets=2)
         for v in variants:
             row = {"rows": rows, "warps": w, "variant": v.name, "check": checked[v.name]["check"]}
@@ -46,4 +47,4 @@ for rows in (1024, 256):
             print(json.dumps(row), flush=True)
             out.append(row)
 pool.__exit__(None, None, None)
-json.dump(out, open(os.path.join(os.environ["OUT"], "ce_variants.json"), "w"), indent=1)
+json.dump(out, open(os.path.join(os.environ["OUT"], os.environ.get("NAME", "ce_variants.json")), "w"), indent=1)
