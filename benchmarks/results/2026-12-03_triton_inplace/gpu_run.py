@@ -36,7 +36,7 @@ for rows in (1024, 256):
         variants = [Build(t, f"{here}/w{w}-{t}.cubin", spec) for t in tags]
         checked = check_builds(Build("plain", plain, spec), variants, sets=2)
         for v in variants:
-            row = {"rows": rows, "warps": w, "variant": v.name, "check": checked[v.name]["check"]}
+            row = {"rows": rows, "warps": w, "variant": v.label, "check": checked[v.label]["check"]}
             for l2 in ("warm", "cold"):
                 r = pool.run(Job.of(pair_job, plain, v.cubin, spec, spec.block, spec.shared, l2, 0.6, timeout_s=120))
                 row[l2] = (
