@@ -39,7 +39,7 @@ from reorder.ptx.moves.expand import Layout, expand
 from reorder.ptx.moves.fresh import Fresh
 from reorder.ptx.moves.layout import from_header
 from reorder.ptx.moves.loopfind import find_loop
-from reorder.ptx.moves.loopload import destinations, loop_loads
+from reorder.ptx.moves.loopload import LoopLoads, destinations, loop_loads
 from reorder.ptx.moves.shift import Site, renamed_code
 
 DISTANCES = (1, 2, 3, 4)
@@ -98,7 +98,9 @@ class Prefetch(LoopMove):
 def movable_loops(function: Function, noalias: Noalias, speculate: bool) -> list[str]:
     """Header labels of the loops a loop move can be made on (some load can run early)."""
     return [
-        label for label in loop_labels(analysis_of(function, noalias)) if _movable(function, label, noalias, speculate)
+        label
+        for label in loop_labels(analysis_of(function, noalias))
+        if (loads := _loads_of(function, label, noalias, speculate)) and loads.movable
     ]
 
 
@@ -107,22 +109,22 @@ def in_place_loops(function: Function, noalias: Noalias) -> frozenset[str]:
     """Header labels of the movable loops whose loads run early past stores to their own
     buffer (an in-place pass: reorder.ptx.analyses.affine let them through). Kept per
     function: every loop menu of a twin list asks it of the same PTX."""
-    out = set()
-    for label in movable_loops(function, noalias, speculate=False):
-        analysis = analysis_of(from_header(function, label), noalias)
-        if loop_loads(analysis, find_loop(analysis, label)).in_place:
-            out.add(label)
-    return frozenset(out)
+    return frozenset(
+        label
+        for label in loop_labels(analysis_of(function, noalias))
+        if (loads := _loads_of(function, label, noalias, False)) and loads.movable and loads.in_place
+    )
 
 
-def _movable(function: Function, label: str, noalias: Noalias, speculate: bool) -> bool:
-    """Whether a loop move can be made on the loop headed by `label`, laid out from its header."""
+def _loads_of(function: Function, label: str, noalias: Noalias, speculate: bool) -> LoopLoads | None:
+    """The loads of the loop headed by `label`, laid out from its header; None when no loop
+    move can be made on it (not in the supported shape, or left early without `speculate`)."""
     analysis = analysis_of(from_header(function, label), noalias)
     loop = next(lp for lp in analysis.cfg.loops if label in analysis.cfg.blocks[lp.header].labels)
     if shape_refusal(analysis, loop) is not None:
-        return False
+        return None
     counted = find_loop(analysis, label)
-    return (speculate or not counted.early_exit) and bool(loop_loads(analysis, counted).movable)
+    return loop_loads(analysis, counted) if speculate or not counted.early_exit else None
 
 
 def checked_loop(function: Function, header: str, noalias: Noalias, speculate: bool):
