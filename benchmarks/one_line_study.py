@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -230,7 +231,7 @@ def _paired(c: Case, a_cfg: Any, b_cfg: Any, l2: str, pool: Any, scratch: str) -
     specs = [launch_spec(call.kernel, call.values, g, outputs=c.outputs) for call, g in zip(calls, grids)]
     paths = []
     for k, call in enumerate(calls):
-        path = os.path.join(scratch, f"{c.name.replace(' ', '_')}-{'ab'[k]}.cubin")
+        path = os.path.join(scratch, f"{re.sub(r'[^A-Za-z0-9_.-]', '_', c.name)}-{'ab'[k]}.cubin")
         with open(path, "wb") as fh:
             fh.write(call.cubin)
         paths.append(path)
