@@ -152,7 +152,7 @@ def gpu_run(cases_path: str, argv: list[str]) -> None:
     from timing.cli_support import worker_device
     from timing.worker import WorkerPool
 
-    rt.install(say=None)
+    rt.install(say=None, confirm=os.environ.get("CONFIRM", "1") != "0")
     scratch = tempfile.mkdtemp(prefix="one-line-pairs-")  # the picks' cubins (not kept: the device returns few files)
     rows = []
     with WorkerPool(devices=[worker_device()]) as pool:

@@ -61,8 +61,15 @@ def _knobs(knobs: Any | None) -> Any:
     return triton.knobs
 
 
-def install(knobs: Any | None = None, say: Say | None = _stderr) -> Callable[..., Any]:
-    """Register reorder's hook (idempotent; chains the hook already installed). Returns it."""
+def install(knobs: Any | None = None, say: Say | None = _stderr, confirm: bool = True) -> Callable[..., Any]:
+    """Register reorder's hook (idempotent; chains the hook already installed). Returns it.
+    With Triton's own knobs and `confirm`, Triton's autotuner also has a twin that beats its
+    config confirmed in paired rounds before it may be picked (reorder.triton.confirm)."""
+    if knobs is None and confirm:
+        from reorder.triton.confirm import install_confirmation
+
+        _knobs(None)
+        install_confirmation()
     runtime = _knobs(knobs).runtime
     current = runtime.add_stages_inspection_hook
     if getattr(current, "reorder_hook", False):
@@ -73,11 +80,16 @@ def install(knobs: Any | None = None, say: Say | None = _stderr) -> Callable[...
 
 
 def uninstall(knobs: Any | None = None) -> None:
-    """Remove reorder's hook, putting back the one it chained (if any)."""
+    """Remove reorder's hook, putting back the one it chained (if any), and the autotuner's
+    confirmation (with Triton's own knobs)."""
     runtime = _knobs(knobs).runtime
     current = runtime.add_stages_inspection_hook
     if getattr(current, "reorder_hook", False):
         runtime.add_stages_inspection_hook = current.previous
+    if knobs is None:
+        from reorder.triton.confirm import uninstall_confirmation
+
+        uninstall_confirmation()
 
 
 def installed(knobs: Any | None = None) -> bool:

@@ -227,6 +227,15 @@ def pruned(prune_configs_by: Mapping[str, Any]) -> dict[str, Any]:
     return {"early_config_prune": early_config_prune}
 
 
+def original_of(twin: Any) -> Any:
+    """The config a twin was made from (marked_config undone): its keywords without the
+    marker, the user's own pre_hook."""
+    config = copy.copy(twin)
+    config.kwargs = _unmarked(twin.kwargs)
+    config.pre_hook = user_hook(getattr(twin, "pre_hook", None))
+    return config
+
+
 def _unmarked(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(kwargs)
     if "ptx_options" in out:

@@ -27,8 +27,11 @@ def _hooked(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     monkeypatch.setenv("REORDER_CACHE", str(tmp_path / "reorder-cache"))
+    from triton.runtime.autotuner import Autotuner
+
     runtime = triton.knobs.runtime
     monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
+    monkeypatch.setattr(Autotuner, "_bench", Autotuner._bench)
     rt.install(say=None)
 
 
@@ -213,3 +216,61 @@ def test_an_in_place_loop_moved_is_byte_identical(tmp_path):
         builds.append(Build(move.describe(), str(path), spec))
     checked = check_builds(Build("plain", str(plain), spec), builds, sets=3)
     assert all(v["check"] == "identical" for v in checked.values()), checked
+
+
+def test_paired_rounds_tell_a_launch_four_times_the_work_from_the_other():
+    """The confirmation's rounds on the GPU (reorder.triton.confirm): the same kernel over N
+    and over 4N elements, each as the other's twin."""
+    import torch
+
+    from reorder.triton import confirm
+    from tests.triton_twin_kernels import add_rows
+
+    small = [torch.randn(256, 4096, device="cuda") for _ in range(3)]
+    large = [torch.randn(1024, 4096, device="cuda") for _ in range(3)]
+
+    def launch(t):
+        return lambda: add_rows[(t[0].shape[0],)](t[0], t[1], t[2], 4096, BLOCK=1024)
+
+    rounds = confirm.paired_rounds(launch(large), launch(small))
+    assert len(rounds) >= confirm.MIN_ROUNDS and all(t > 0 for r in rounds for t in r)
+    assert confirm.judge(rounds).keeps  # the twin (N) beats its config (4N)
+    assert not confirm.judge(confirm.paired_rounds(launch(small), launch(large))).keeps
+
+
+def test_the_autotuner_confirms_a_twin_that_beats_its_config(tmp_path, monkeypatch):
+    """Under rt.install, a twin whose do_bench time beats its config's is timed against it in
+    paired rounds before the autotuner compares: a do_bench that favours every later config
+    makes each twin beat its config, and the autotuner still runs and computes the sums."""
+    import torch
+    import triton
+
+    import reorder.triton as rt
+    from reorder.triton import confirm
+    from tests.triton_twin_kernels import row_sums
+
+    _hooked(tmp_path, monkeypatch)
+    asked = []
+    real = confirm.paired_rounds
+
+    def spy(config_call, twin_call):
+        asked.append(1)
+        return real(config_call, twin_call)
+
+    monkeypatch.setattr(confirm, "paired_rounds", spy)
+    clock = iter(range(100, 0, -1))
+
+    def later_is_faster(fn, quantiles=None):
+        fn()
+        t = float(next(clock))
+        return [t, t, t]
+
+    configs = [triton.Config({"BLOCK": 256}, num_warps=4)]
+    kernel = triton.autotune(rt.with_reorder(configs, rt.Request(noalias=True)), key=["n"], do_bench=later_is_faster)(
+        row_sums
+    )
+    x = torch.randn(64, 4096, device="cuda")
+    y = torch.empty(64, device="cuda")
+    kernel[(64,)](x, y, 4096)
+    torch.testing.assert_close(y, x.sum(dim=1), rtol=1e-4, atol=1e-3)
+    assert len(asked) == 3  # each of the three twins beat its config and was judged

@@ -1,0 +1,194 @@
+"""A twin the autotuner would pick over its own config must first beat it in paired rounds.
+
+Why. Triton's autotuner times every config once with its do_bench and keeps the fastest.
+On kernels of 10-20 us that bench moves more than two builds of one config differ
+(2026-12-04_triton_kinds: in one run of three the autotuner kept a recurrence twin 0.88x as
+fast as its own config; in run 1 the plain autotuner itself kept a config 1.94x slower than
+its neighbour), and each twin is one more draw: the more twins, the likelier that a slower
+one wins by chance. So whenever a twin's time beats its own config's, `rt.install()` has the
+two timed against each other before the autotuner compares anything:
+
+- ROUNDS paired rounds (fewer when BUDGET_S runs out first, never fewer than MIN_ROUNDS), each
+  in a random order, each config launched as the autotuner launches it (its pre_hook and the
+  autotuner's reset_to_zero / restore_value around it): once after a launch of itself (L2
+  warm) and once after Triton's cache clear (L2 cold), each between two CUDA events that a
+  GPU spin precedes, so that the host's work for the launch (Triton's launcher, a noalias
+  twin's argument check) is done before the first event and only the GPU's time is
+  measured (without the spin, a 20 us kernel's twin measured slower by its host-side check);
+- the twin keeps its time only when the 95% bootstrap interval of time(twin) / time(config)
+  lies below MARGIN (0.99) in one L2 state and does not lie above 1 in the other
+  (timing.stats): a gain under 1% is not worth a build the bench and the user's launch may
+  rank apart (a branch-hoist twin measured 0.3% faster here was 0.6% slower in the study's
+  own paired timing);
+- otherwise its time becomes the config's times a hair more, so the autotuner's minimum never
+  picks it over the config it was built from (it may still beat the other configs' times,
+  then its own config wins: both are the same kernel but for reorder's moves).
+
+A twin that does not beat its config's time is left as the autotuner timed it (the minimum
+already prefers the config: configs come first in `rt.with_reorder`'s list). Nothing else
+changes: plain configs, configs of other autotuners, the user's do_bench. What it costs: at
+most BUDGET_S of GPU time per twin that beats its config, once per key (the autotuner caches
+its pick).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from timing.stats import RatioEstimate, paired_ratio_ci
+
+ROUNDS = 40
+MIN_ROUNDS = 10
+BUDGET_S = 1.0
+SEED = 20261204
+MARGIN = 0.99  # a twin must be shown at least 1% faster: the autotuner's bench is not the user's launch
+NUDGE = 1 + 1e-6  # a rejected twin's times: its config's, a hair more
+HEAD_START_CYCLES = 400_000  # a GPU spin before each timed launch (~0.2 ms): the host's launch work is done by then
+Round = tuple[float, float, float, float]  # config warm, twin warm, config cold, twin cold (ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The paired rounds' result: time(twin) / time(config) warm and cold, and the decision."""
+
+    warm: RatioEstimate
+    cold: RatioEstimate
+
+    @property
+    def keeps(self) -> bool:
+        return keeps(self.warm, self.cold)
+
+
+def keeps(warm: RatioEstimate, cold: RatioEstimate) -> bool:
+    """At least MARGIN faster beyond the interval in one L2 state, not slower beyond it in the other."""
+    faster = warm.high < MARGIN or cold.high < MARGIN
+    slower = warm.low > 1.0 or cold.low > 1.0
+    return faster and not slower
+
+
+def nudged(config_times: Any) -> Any:
+    """Times a hair above the config's (a float or do_bench's quantile list)."""
+    if isinstance(config_times, (int, float)):
+        return config_times * NUDGE
+    return [t * NUDGE for t in config_times]
+
+
+def first(times: Any) -> float:
+    """The figure the autotuner's minimum compares first (do_bench's median)."""
+    if isinstance(times, (int, float)):
+        return float(times)
+    return float(times[0]) if len(times) else math.inf
+
+
+def judge(rounds: Sequence[Round]) -> Verdict:
+    """Verdict from rounds of (config warm, twin warm, config cold, twin cold) times."""
+    cw, tw, cc, tc = zip(*rounds)
+    return Verdict(paired_ratio_ci(cw, tw, rng=SEED), paired_ratio_ci(cc, tc, rng=SEED))
+
+
+def paired_rounds(config_call: Callable[[], None], twin_call: Callable[[], None]) -> list[Round]:
+    """Time the two launches in paired rounds (see the module docstring), on the device and
+    stream Triton's own benchmark uses."""
+    from triton import runtime
+
+    driver = runtime.driver.active
+    device = driver.get_device_interface()
+    cache = driver.get_empty_cache_for_benchmark()
+    order = random.Random(SEED)
+    calls = (config_call, twin_call)
+    config_call()
+    twin_call()
+    device.synchronize()
+    head_start = getattr(device, "_sleep", None) or (lambda cycles: None)
+    out: list[Round] = []
+    started = time.monotonic()
+    while len(out) < ROUNDS and (len(out) < MIN_ROUNDS or time.monotonic() - started < BUDGET_S):
+        events = {}
+        for which in order.sample((0, 1), 2):
+            warm = [device.Event(enable_timing=True) for _ in range(2)]
+            cold = [device.Event(enable_timing=True) for _ in range(2)]
+            calls[which]()
+            head_start(HEAD_START_CYCLES)
+            warm[0].record()
+            calls[which]()
+            warm[1].record()
+            driver.clear_cache(cache)
+            head_start(HEAD_START_CYCLES)
+            cold[0].record()
+            calls[which]()
+            cold[1].record()
+            events[which] = (warm, cold)
+        device.synchronize()
+        (cw, cc), (tw, tc) = events[0], events[1]
+        out.append(
+            (cw[0].elapsed_time(cw[1]), tw[0].elapsed_time(tw[1]), cc[0].elapsed_time(cc[1]), tc[0].elapsed_time(tc[1]))
+        )
+    return out
+
+
+def _launcher(tuner: Any, args: tuple, meta: dict, config: Any) -> Callable[[], None]:
+    """One launch of `config` as Triton's Autotuner._bench makes it (hooks included)."""
+    current = dict(meta, **config.all_kwargs())
+    full = {**tuner.nargs, **current}
+
+    def call() -> None:
+        if config.pre_hook:
+            config.pre_hook(full)
+        tuner.pre_hook(full)
+        tuner.fn.run(*args, **current)
+        tuner.post_hook(full, exception=None)
+
+    return call
+
+
+def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
+    """Autotuner._bench wrapped: each config's times are kept per launch (the autotuner's
+    `nargs` of this run), and a twin faster than its config is judged (module docstring)."""
+    from reorder.triton.tune import _original_key, original_of, twin_of
+
+    def _bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
+        times = bench(self, *args, config=config, **meta)
+        seen = self.__dict__.get("_reorder_seen")
+        if seen is None or seen[0] is not self.nargs:
+            seen = (self.nargs, {})
+            self.__dict__["_reorder_seen"] = seen
+        key = _original_key(config)
+        if not twin_of(config):
+            seen[1][key] = times
+            return times
+        original_times = seen[1].get(key)  # None: its config was pruned away before timing
+        if not math.isfinite(first(times)) or (original_times is not None and first(times) >= first(original_times)):
+            return times
+        rejected = nudged(original_times) if original_times is not None else nudged([math.inf] * 3)
+        try:
+            rounds = paired_rounds(
+                _launcher(self, args, meta, original_of(config)), _launcher(self, args, meta, config)
+            )
+            verdict = judge(rounds)
+        except Exception:  # noqa: BLE001 - a twin that cannot be confirmed is not kept
+            return rejected
+        return times if verdict.keeps else rejected
+
+    _bench.reorder_confirming = True  # type: ignore[attr-defined]
+    _bench.wrapped = bench  # type: ignore[attr-defined]
+    return _bench
+
+
+def install_confirmation() -> None:
+    """Wrap Triton's Autotuner._bench (idempotent)."""
+    from triton.runtime.autotuner import Autotuner
+
+    if not getattr(Autotuner._bench, "reorder_confirming", False):
+        Autotuner._bench = confirming(Autotuner._bench)
+
+
+def uninstall_confirmation() -> None:
+    from triton.runtime.autotuner import Autotuner
+
+    if getattr(Autotuner._bench, "reorder_confirming", False):
+        Autotuner._bench = Autotuner._bench.wrapped

@@ -1,0 +1,202 @@
+"""The autotuner's confirmation of a twin (reorder.triton.confirm): the decision on paired
+rounds, and the wrapper around Autotuner._bench, on a stand-in autotuner (no GPU)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from reorder.triton import confirm
+from timing.stats import RatioEstimate
+
+
+def _est(ratio: float, low: float, high: float) -> RatioEstimate:
+    return RatioEstimate(ratio, low, high, 0.95, 40, 2000)
+
+
+FAST = _est(0.9, 0.88, 0.92)
+SLOW = _est(1.1, 1.08, 1.12)
+SAME = _est(1.0, 0.99, 1.01)
+HAIR = _est(0.995, 0.993, 0.997)  # faster beyond its interval, by less than 1%
+
+
+@pytest.mark.parametrize(
+    ("warm", "cold", "kept"),
+    [
+        (FAST, FAST, True),
+        (FAST, SAME, True),
+        (SAME, FAST, True),
+        (SAME, SAME, False),  # not shown faster
+        (HAIR, HAIR, False),  # not shown 1% faster
+        (FAST, SLOW, False),  # faster warm, slower cold: the cumsum case of the one-line study
+        (SLOW, FAST, False),
+        (SLOW, SLOW, False),
+    ],
+)
+def test_a_twin_is_kept_only_when_faster_in_one_l2_state_and_not_slower_in_the_other(warm, cold, kept):
+    assert confirm.keeps(warm, cold) is kept
+
+
+def _rounds(warm: float, cold: float, n: int = 30) -> list:
+    """Rounds where the twin takes `warm` / `cold` times the config, with +-1% alternating jitter."""
+    out = []
+    for k in range(n):
+        jitter = 1 + (0.01 if k % 2 else -0.01)
+        out.append((10.0, 10.0 * warm * jitter, 20.0, 20.0 * cold / jitter))
+    return out
+
+
+def test_the_verdict_on_rounds_follows_the_times():
+    assert confirm.judge(_rounds(0.9, 0.9)).keeps
+    assert not confirm.judge(_rounds(0.9, 1.1)).keeps
+    assert not confirm.judge(_rounds(1.0, 1.0)).keeps
+    verdict = confirm.judge(_rounds(0.8, 1.0))
+    assert verdict.warm.high < 1 and verdict.keeps
+
+
+def test_a_rejected_twin_gets_times_just_above_its_configs():
+    assert confirm.nudged([1.0, 0.9, 1.1]) == [1.0 * confirm.NUDGE, 0.9 * confirm.NUDGE, 1.1 * confirm.NUDGE]
+    assert confirm.nudged(2.0) == 2.0 * confirm.NUDGE
+    assert min([[1.0, 0.9, 1.1], confirm.nudged([1.0, 0.9, 1.1])]) == [1.0, 0.9, 1.1]
+    assert confirm.first([3.0, 2.0, 4.0]) == 3.0 and confirm.first(5) == 5.0 and confirm.first([]) == math.inf
+
+
+class _Config:
+    """A stand-in triton.Config: keyword arguments and a pre_hook."""
+
+    def __init__(self, kwargs: dict, pre_hook=None) -> None:
+        self.kwargs = dict(kwargs)
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self) -> dict:
+        return dict(self.kwargs)
+
+
+class _Tuner:
+    """What the wrapper reads of Triton's Autotuner: nargs, fn.run, pre_hook, post_hook."""
+
+    def __init__(self) -> None:
+        self.nargs = {"x": 1}
+        self.launched: list = []
+        tuner = self
+
+        class _Fn:
+            def run(self, *args, **kwargs):
+                tuner.launched.append(kwargs.get("ptx_options"))
+
+        self.fn = _Fn()
+
+    def pre_hook(self, nargs, reset_only=False):
+        pass
+
+    def post_hook(self, nargs, exception=None):
+        pass
+
+
+def _twin_of(config: _Config, rank: int = 1) -> _Config:
+    from reorder.triton.request import Request
+    from reorder.triton.tune import marked_config
+
+    return marked_config(config, Request("twin", rank=rank))
+
+
+@pytest.fixture
+def wrapped(monkeypatch):
+    """Autotuner._bench wrapped around a bench that returns the times in `times` (by marker),
+    with the paired rounds replaced by a verdict the test sets."""
+    state = {"times": {}, "verdict": None, "asked": 0}
+
+    def bench(self, *args, config, **meta):
+        return state["times"][config.kwargs.get("ptx_options")]
+
+    def rounds(config_call, twin_call):
+        state["asked"] += 1
+        config_call()
+        twin_call()
+        if state["verdict"] is None:
+            raise RuntimeError("no GPU")
+        return state["verdict"]
+
+    monkeypatch.setattr(confirm, "paired_rounds", rounds)
+    return state, confirm.confirming(bench)
+
+
+def test_the_wrapper_confirms_only_a_twin_that_beats_its_config(wrapped):
+    state, bench = wrapped
+    tuner, base = _Tuner(), _Config({"BLOCK": 64})
+    twin = _twin_of(base)
+    marker = twin.kwargs["ptx_options"]
+    state["times"] = {None: [1.0, 0.9, 1.1], marker: [1.2, 1.1, 1.3]}
+    assert bench(tuner, config=base) == [1.0, 0.9, 1.1]
+    assert bench(tuner, config=twin) == [1.2, 1.1, 1.3] and state["asked"] == 0  # slower: left as timed
+
+    state["times"][marker] = [0.8, 0.7, 0.9]
+    state["verdict"] = _rounds(0.8, 0.8)
+    assert bench(tuner, config=twin) == [0.8, 0.7, 0.9] and state["asked"] == 1  # confirmed: kept
+    assert tuner.launched == [None, marker]  # the original launched without the marker, then the twin
+
+    state["verdict"] = _rounds(1.0, 1.0)
+    assert bench(tuner, config=twin) == confirm.nudged([1.0, 0.9, 1.1])  # not confirmed: just above its config
+
+    state["verdict"] = None  # the rounds fail: not kept
+    assert bench(tuner, config=twin) == confirm.nudged([1.0, 0.9, 1.1])
+
+
+def test_a_twin_whose_config_was_not_timed_in_this_run_needs_the_rounds_to_stay(wrapped):
+    state, bench = wrapped
+    base = _Config({"BLOCK": 64})
+    twin = _twin_of(base, rank=2)
+    marker = twin.kwargs["ptx_options"]
+    state["times"] = {None: [1.0, 0.9, 1.1], marker: [0.5, 0.4, 0.6]}
+    tuner = _Tuner()
+    bench(tuner, config=base)
+    tuner.nargs = {"x": 2}  # the autotuner's next run (another key): the config's earlier times do not count
+    state["verdict"] = _rounds(1.0, 1.0)
+    assert math.isinf(confirm.first(bench(tuner, config=twin)))
+    state["verdict"] = _rounds(0.5, 0.5)
+    assert bench(tuner, config=twin) == [0.5, 0.4, 0.6] and state["asked"] == 2
+
+
+def test_plain_configs_and_other_autotuners_are_left_as_timed(wrapped):
+    state, bench = wrapped
+    tuner = _Tuner()
+    a, b = _Config({"BLOCK": 64}), _Config({"BLOCK": 128})
+    state["times"] = {None: [3.0, 2.0, 4.0]}
+    assert bench(tuner, config=a) == [3.0, 2.0, 4.0] and bench(tuner, config=b) == [3.0, 2.0, 4.0]
+    assert state["asked"] == 0
+
+
+def test_the_original_of_a_twin_is_the_users_config():
+    from reorder.triton.tune import original_of
+
+    def hook(nargs):
+        return None
+
+    base = _Config({"BLOCK": 64, "ptx_options": "-O3"}, pre_hook=hook)
+    from reorder.triton.request import Request
+    from reorder.triton.tune import marked_config
+
+    twin = marked_config(base, Request("twin", noalias=True, rank=1))
+    assert twin.pre_hook is not hook  # the noalias guard wraps it
+    back = original_of(twin)
+    assert back.kwargs == base.kwargs and back.pre_hook is hook
+
+
+def test_install_wraps_tritons_autotuner_once_and_uninstall_restores_it(monkeypatch):
+    triton = pytest.importorskip("triton")
+    from triton.runtime.autotuner import Autotuner
+
+    import reorder.triton as rt
+
+    runtime = triton.knobs.runtime
+    monkeypatch.setattr(runtime, "add_stages_inspection_hook", runtime.add_stages_inspection_hook)
+    monkeypatch.setattr(Autotuner, "_bench", Autotuner._bench)
+    plain = Autotuner._bench
+    rt.install(say=None)
+    rt.install(say=None)
+    assert Autotuner._bench.reorder_confirming and Autotuner._bench.wrapped is plain
+    rt.uninstall()
+    assert Autotuner._bench is plain
+    rt.install(say=None, confirm=False)
+    assert Autotuner._bench is plain
