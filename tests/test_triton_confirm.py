@@ -141,6 +141,9 @@ def test_the_wrapper_confirms_only_a_twin_that_beats_its_config(wrapped):
 
     state["verdict"] = None  # the rounds fail: not kept
     assert bench(tuner, config=twin) == confirm.nudged([1.0, 0.9, 1.1])
+    lines = [c.line() for c in tuner.reorder_confirmations]
+    assert len(lines) == 3 and all(line.startswith("BLOCK64 twin:1: ") for line in lines)
+    assert lines[0].endswith(": kept") and lines[1].endswith(": not kept") and "no GPU" in lines[2]
 
 
 def test_a_twin_whose_config_was_not_timed_in_this_run_needs_the_rounds_to_stay(wrapped):

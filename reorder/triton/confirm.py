@@ -64,6 +64,38 @@ class Verdict:
         return keeps(self.warm, self.cold)
 
 
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """One twin judged at one launch, kept on the autotuner (`kernel.reorder_confirmations`,
+    in the order judged): the twin's name, the verdict, or why there is none."""
+
+    twin: str
+    verdict: Verdict | None
+    failed: str
+
+    def line(self) -> str:
+        if self.verdict is None:
+            return f"{self.twin}: not kept, not confirmed ({self.failed})"
+        w, c = self.verdict.warm, self.verdict.cold
+        return (
+            f"{self.twin}: time / its config's {w.ratio:.3f} [{w.low:.3f}, {w.high:.3f}] warm, "
+            f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}] cold, {w.n_rounds} rounds: "
+            + ("kept" if self.verdict.keeps else "not kept")
+        )
+
+
+def twin_label(config: Any) -> str:
+    """A twin's name: its config's label and its rank (`BLOCK1024-num_warps4 twin:2`)."""
+    from reorder.triton.compile import config_kwargs
+    from reorder.triton.request import split_options
+    from reorder.triton.tune import label_of
+
+    kwargs = config_kwargs(config)
+    request = split_options(kwargs.get("ptx_options"))[0]
+    rank = f" twin:{request.rank}" if request is not None and request.mode == "twin" else " (reorder)"
+    return label_of(kwargs) + rank
+
+
 def keeps(warm: RatioEstimate, cold: RatioEstimate) -> bool:
     """At least MARGIN faster beyond the interval in one L2 state, not slower beyond it in the other."""
     faster = warm.high < MARGIN or cold.high < MARGIN
@@ -165,13 +197,17 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         if not math.isfinite(first(times)) or (original_times is not None and first(times) >= first(original_times)):
             return times
         rejected = nudged(original_times) if original_times is not None else nudged([math.inf] * 3)
+        record = self.__dict__.setdefault("reorder_confirmations", [])
+        name = twin_label(config)
         try:
             rounds = paired_rounds(
                 _launcher(self, args, meta, original_of(config)), _launcher(self, args, meta, config)
             )
             verdict = judge(rounds)
-        except Exception:  # noqa: BLE001 - a twin that cannot be confirmed is not kept
+        except Exception as e:  # noqa: BLE001 - a twin that cannot be confirmed is not kept
+            record.append(Confirmation(name, None, f"{type(e).__name__}: {e}"))
             return rejected
+        record.append(Confirmation(name, verdict, ""))
         return times if verdict.keeps else rejected
 
     _bench.reorder_confirming = True  # type: ignore[attr-defined]
