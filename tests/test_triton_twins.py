@@ -129,11 +129,15 @@ def test_the_hook_serves_each_twin_its_build_and_rt_verify_says_what_it_checked(
     assert plain.values["EVEN_N"] is True
     assert first.cubin != plain.cubin and first.kernel.metadata.reorder.startswith("twin 1: loop:unroll2")
     assert second.cubin == plain.cubin and "has 1 build(s) of its own bytes" in second.kernel.metadata.reorder
+    from reorder.triton.confirm import Confirmation
+
+    kernel.reorder_confirmations = [Confirmation("BLOCK256-num_warps1 twin:1", None, "RuntimeError: no GPU")]
     checked = rt.verify(kernel, *_args(), grid=(64,), arch=90, outputs=["y_ptr"])
     one, two = checked
     assert one.legal and one.request == "twin:1" and one.check.startswith("not checked: no GPU")
     assert two.same_binary and two.check == "same binary" and two.ok
     assert not checked.ok and "NOT ok" in checked.table()
+    assert "confirmed against its config: BLOCK256-num_warps1 twin:1: not kept, not confirmed" in checked.table()
 
 
 def test_an_in_place_loop_is_left_to_the_search(triton_env, one_menu):

@@ -68,6 +68,7 @@ class Verification(tuple):
     """Every build checked (a tuple of Verified), and what the autotuner chose."""
 
     chosen: str = ""
+    confirmations: tuple[str, ...] = ()  # the autotuner's verdicts on twins (reorder.triton.confirm)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +77,7 @@ class Verification(tuple):
 
     def table(self) -> str:
         lines = [v.line() for v in self]
+        lines += [f"confirmed against its config: {line}" for line in self.confirmations]
         lines.append(f"autotuner's pick: {self.chosen}" if self.chosen else "autotuner's pick: none yet")
         lines.append("ok: every build is the compiler's or identical on the GPU" if self.ok else "NOT ok")
         return "\n".join(lines)
@@ -247,6 +249,7 @@ def _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool) -> Ver
     rows = _checked(rows, pending, sets, pool)
     out = Verification(rows)
     out.chosen = chosen
+    out.confirmations = tuple(c.line() for c in getattr(kernel, "reorder_confirmations", ()))
     return out
 
 
