@@ -21,7 +21,8 @@ Modules (each imports Triton only inside functions, so `import reorder.triton` w
 it): `request` the marker in `ptx_options`; `rewrite` a cubin to reorder's binary, cached,
 never failing a compile; `hook` the stages hook; `ptxas` the `reorder-ptxas` stand-in;
 `compile` the JIT's binding and compile for any target; `launch` LaunchSpec from metadata
-and live arguments; `twins` the builds a config's twins get; `tune` the search and the
+and live arguments; `twins` the builds a config's twins get; `confirm` a twin timed against
+its config in paired rounds before the autotuner may keep it; `tune` the search and the
 autotune axis; `keys` the autotune key values as a dispatch; `prove` rt.verify.
 """
 
