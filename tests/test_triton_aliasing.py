@@ -50,7 +50,7 @@ def test_spans_and_overlaps():
 
 
 def test_a_noalias_twin_refuses_overlapping_arguments_and_runs_the_users_hook():
-    from reorder.triton.tune import _original_key, with_reorder
+    from reorder.triton.tune import original_key, with_reorder
 
     seen = []
 
@@ -61,7 +61,7 @@ def test_a_noalias_twin_refuses_overlapping_arguments_and_runs_the_users_hook():
     configs = with_reorder([plain], Request(noalias=True))
     twins = configs[1:]
     assert twins and all(user_hook(t.pre_hook) is users and t.pre_hook is not users for t in twins)
-    assert all(_original_key(t) == _original_key(plain) for t in twins)  # still paired with their original
+    assert all(original_key(t) == original_key(plain) for t in twins)  # still paired with their original
     x = Strided(0x1000, (64,))
     twins[0].pre_hook({"x_ptr": x, "y_ptr": Strided(0x2000, (64,)), "BLOCK": 128})
     assert seen == [["BLOCK", "x_ptr", "y_ptr"]]

@@ -181,7 +181,7 @@ def _launcher(tuner: Any, args: tuple, meta: dict, config: Any) -> Callable[[], 
 def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
     """Autotuner._bench wrapped: each config's times are kept per launch (the autotuner's
     `nargs` of this run), and a twin faster than its config is judged (module docstring)."""
-    from reorder.triton.tune import _original_key, original_of, twin_of
+    from reorder.triton.tune import original_key, original_of, twin_of
 
     def _bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
         times = bench(self, *args, config=config, **meta)
@@ -189,7 +189,7 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         if seen is None or seen[0] is not self.nargs:
             seen = (self.nargs, {})
             self.__dict__["_reorder_seen"] = seen
-        key = _original_key(config)
+        key = original_key(config)
         if not twin_of(config):
             seen[1][key] = times
             return times

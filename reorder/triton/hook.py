@@ -68,7 +68,7 @@ def install(knobs: Any | None = None, say: Say | None = _stderr, confirm: bool =
     if knobs is None and confirm:
         from reorder.triton.confirm import install_confirmation
 
-        _knobs(None)
+        _knobs(None)  # a Triton without the stages hook is refused before anything is wrapped
         install_confirmation()
     runtime = _knobs(knobs).runtime
     current = runtime.add_stages_inspection_hook

@@ -103,14 +103,14 @@ class TuneResult:
             chosen: set[tuple[tuple, Any]] = set()
             for row, doc in docs:
                 if doc is None:  # tuned at one key value: its one twin everywhere
-                    chosen |= {(_original_key(t), _options(t)) for t in row.twins}
+                    chosen |= {(original_key(t), _options(t)) for t in row.twins}
                     continue
                 values = keys.read_values(doc, named_args)
                 if values is None:
                     continue
                 tuned = keys.group_of(doc, values)["tuned"]
-                chosen |= {(_original_key(g.marked), _options(g.marked)) for g in row.groups if g.tuned == tuned}
-            return [c for c in configs if not twin_of(c) or (_original_key(c), _options(c)) in chosen]
+                chosen |= {(original_key(g.marked), _options(g.marked)) for g in row.groups if g.tuned == tuned}
+            return [c for c in configs if not twin_of(c) or (original_key(c), _options(c)) in chosen]
 
         return {"early_config_prune": early_config_prune}
 
@@ -193,7 +193,7 @@ def twin_of(config: Any) -> bool:
     return split_options(config_kwargs(config).get("ptx_options"))[0] is not None
 
 
-def _original_key(config: Any) -> tuple:
+def original_key(config: Any) -> tuple:
     """What a twin shares with its original: every keyword but the marker, and its pre_hook."""
     kwargs = _unmarked(config_kwargs(config))
     return (tuple(sorted((k, repr(v)) for k, v in kwargs.items())), id(user_hook(getattr(config, "pre_hook", None))))
@@ -221,8 +221,8 @@ def pruned(prune_configs_by: Mapping[str, Any]) -> dict[str, Any]:
             if len(kept) > k:
                 timed = {id(c): model(**named_args, **kwargs, **c.all_kwargs()) for c in kept}
                 kept = sorted(kept, key=lambda c: timed[id(c)])[:k]
-        keys = {_original_key(c) for c in kept}
-        return kept + [c for c in configs if twin_of(c) and _original_key(c) in keys]
+        keys = {original_key(c) for c in kept}
+        return kept + [c for c in configs if twin_of(c) and original_key(c) in keys]
 
     return {"early_config_prune": early_config_prune}
 
