@@ -203,3 +203,11 @@ def test_install_wraps_tritons_autotuner_once_and_uninstall_restores_it(monkeypa
     assert Autotuner._bench is plain
     rt.install(say=None, confirm=False)
     assert Autotuner._bench is plain
+
+
+def test_install_refuses_a_confirm_that_is_not_a_bool():
+    from reorder.base.errors import InputError
+    from reorder.triton import hook
+
+    with pytest.raises(InputError, match=r"^rt.install: confirm='yes': expected True or False$"):
+        hook.install(confirm="yes")

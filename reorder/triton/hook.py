@@ -65,6 +65,10 @@ def install(knobs: Any | None = None, say: Say | None = _stderr, confirm: bool =
     """Register reorder's hook (idempotent; chains the hook already installed). Returns it.
     With Triton's own knobs and `confirm`, Triton's autotuner also has a twin that beats its
     config confirmed in paired rounds before it may be picked (reorder.triton.confirm)."""
+    if not isinstance(confirm, bool):
+        from reorder.base.errors import InputError
+
+        raise InputError(f"rt.install: confirm={confirm!r}: expected True or False")
     if knobs is None and confirm:
         from reorder.triton.confirm import install_confirmation
 
