@@ -149,6 +149,25 @@ def test_outputs_and_inits_must_name_buffers():
         launch_spec(Compiled(SIG), _values(), (1,), inits={"x": {"dist": "poisson"}})
 
 
+def test_a_table_of_device_addresses_is_refused_unless_inits_say_how_to_draw_it():
+    """Triton's grouped GEMM reads its matrices' addresses from an int64 tensor: values drawn
+    between two addresses would point anywhere, so the spec refuses it in one line; 64-bit
+    indices and offsets below 2**32, and values past 2**48, are drawn as integers."""
+    sig = {"ptrs": "*i64", "offsets": "*i64", "n": "i32"}
+
+    def values(ptrs, offsets=(0, 4096, 2**31)):
+        return {"ptrs": Tensor((len(ptrs),), values=list(ptrs)), "offsets": Tensor((3,), values=list(offsets)), "n": 3}
+
+    table = (0x7F3A_2000_0000, 0x7F3A_2000_4000, 0x7F3A_2100_0000)
+    with pytest.raises(SpecError, match=r"^argument 'ptrs': its values \(0x7f3a20000000 to 0x7f3a21000000\) look like"):
+        launch_spec(Compiled(sig), values(table), (1,))
+    given = launch_spec(Compiled(sig), values(table), (1,), inits={"ptrs": {"dist": "const", "value": 0}})
+    assert given.param("ptrs").init.dist == "const"
+    spec = launch_spec(Compiled(sig), values((5, 2**40 + 1, 2**62)), (1,))  # past 2**48: not addresses
+    assert spec.param("ptrs").init.args == (("low", 5), ("high", 2**62 + 1))
+    assert spec.param("offsets").init.args == (("low", 0), ("high", 2**31 + 1))
+
+
 def test_a_strided_view_gets_the_extent_it_spans():
     assert tensor_extent(Tensor((4, 8))) == ((4, 8), True)
     assert tensor_extent(Tensor((4, 8), strides=(16, 1))) == ((3 * 16 + 8,), False)  # rows of a wider tensor

@@ -18,7 +18,10 @@ was called with (facts from Triton 3.2-3.9's launcher, checked against 3.6 and 3
 Inputs are drawn fresh for every check (that is the point of a byte check), shaped like the
 live tensors: floats from N(0, 1), integers uniformly between the live tensor's minimum and
 maximum (indices stay in range), bf16 as bit patterns of values in [1, 2); `inits` names
-another distribution per argument. Buffers named in `outputs` are poisoned before every run;
+another distribution per argument. A 64-bit integer tensor whose every value lies between
+2**32 and 2**48 is a table of device addresses (Triton's grouped GEMM passes its matrices so):
+values drawn between two addresses point anywhere, so it is refused in one line (the user
+may still give inits for it). Buffers named in `outputs` are poisoned before every run;
 every other buffer is an input that is compared too (a kernel may write it; each run gets its
 own copy, as an autotuner's `restore_value` gives each timing run), and buffers named in
 `zeros` are cleared before every launch (its `reset_to_zero`). Scalars keep
@@ -65,6 +68,7 @@ BUFFER_DTYPES = {
 # buffer element's, and it also spells fp32 'f32'
 SCALAR_DTYPES = {**BUFFER_DTYPES, "f32": "float32"}
 BF16_ONE_TO_TWO = (0x3F80, 0x4000)  # bit patterns of the bf16 values in [1, 2)
+ADDRESSES = (2**32, 2**48)  # a 64-bit tensor whose every value lies here holds device addresses (user space)
 
 Grid = Sequence[int] | Callable[[Mapping[str, Any]], Sequence[int]]
 
@@ -143,6 +147,11 @@ def default_init(name: str, element: str, value: Any) -> Init:
             f"argument '{name}': cannot read the live tensor's range ({type(exc).__name__}: {exc}); "
             f"give inits={{'{name}': {{'dist': 'integers', 'low': ..., 'high': ...}}}}"
         ) from None
+    if element in ("i64", "u64") and ADDRESSES[0] <= low and high < ADDRESSES[1]:
+        raise SpecError(
+            f"argument '{name}': its values (0x{low:x} to 0x{high:x}) look like device addresses (a table of "
+            "pointers): fresh values would point anywhere; give inits for it if they are not addresses"
+        )
     return Init("integers", (("low", low), ("high", high + 1)))
 
 
