@@ -211,3 +211,23 @@ def test_install_refuses_a_confirm_that_is_not_a_bool():
 
     with pytest.raises(InputError, match=r"^rt.install: confirm='yes': expected True or False$"):
         hook.install(confirm="yes")
+
+
+def test_twins_past_a_keys_confirmation_budget_are_not_kept(wrapped, monkeypatch):
+    """Judging stops at RUN_BUDGET_S per autotuner run: a later twin that beats its config
+    is not kept and says why; the next run (another key) starts a new budget."""
+    state, bench = wrapped
+    clock = iter(range(0, 1000, 6))  # each judging takes 6 s of the monotonic clock
+    monkeypatch.setattr(confirm, "clock", lambda: float(next(clock)))
+    tuner = _Tuner()
+    bases = [_Config({"BLOCK": b}) for b in (64, 128, 256)]
+    twins = [_twin_of(b) for b in bases]
+    state["times"] = {None: [1.0, 0.9, 1.1], twins[0].kwargs["ptx_options"]: [0.5, 0.4, 0.6]}
+    state["verdict"] = _rounds(0.5, 0.5)
+    for base in bases:
+        bench(tuner, config=base)
+    assert [bench(tuner, config=t) for t in twins] == [[0.5, 0.4, 0.6]] * 2 + [confirm.nudged([1.0, 0.9, 1.1])]
+    assert state["asked"] == 2 and "confirmation are spent" in tuner.reorder_confirmations[-1].line()
+    tuner.nargs = {"x": 3}
+    bench(tuner, config=bases[0])
+    assert bench(tuner, config=twins[0]) == [0.5, 0.4, 0.6] and state["asked"] == 3

@@ -27,8 +27,8 @@ two timed against each other before the autotuner compares anything:
 A twin that does not beat its config's time is left as the autotuner timed it (the minimum
 already prefers the config: configs come first in `rt.with_reorder`'s list). Nothing else
 changes: plain configs, configs of other autotuners, the user's do_bench. What it costs: at
-most BUDGET_S of GPU time per twin that beats its config, once per key (the autotuner caches
-its pick).
+most BUDGET_S per twin that beats its config and RUN_BUDGET_S per key (a twin judged after
+that is not kept), once per key (the autotuner caches its pick).
 """
 
 from __future__ import annotations
@@ -45,11 +45,13 @@ from timing.stats import RatioEstimate, paired_ratio_ci
 ROUNDS = 40
 MIN_ROUNDS = 10
 BUDGET_S = 1.0
+RUN_BUDGET_S = 10.0  # per autotuner run (one key): twins past it are not kept, so the autotune stays bounded
 SEED = 20261204
 MARGIN = 0.99  # a twin must be shown at least 1% faster: the autotuner's bench is not the user's launch
 NUDGE = 1 + 1e-6  # a rejected twin's times: its config's, a hair more
 HEAD_START_CYCLES = 400_000  # a GPU spin before each timed launch (~0.2 ms): the host's launch work is done by then
 Round = tuple[float, float, float, float]  # config warm, twin warm, config cold, twin cold (ms)
+clock = time.monotonic  # the budgets' clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +189,7 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         times = bench(self, *args, config=config, **meta)
         seen = self.__dict__.get("_reorder_seen")
         if seen is None or seen[0] is not self.nargs:
-            seen = (self.nargs, {})
+            seen = (self.nargs, {}, [0.0])  # this run's launch, its configs' times, seconds spent judging
             self.__dict__["_reorder_seen"] = seen
         key = original_key(config)
         if not twin_of(config):
@@ -199,6 +201,10 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         rejected = nudged(original_times) if original_times is not None else nudged([math.inf] * 3)
         record = self.__dict__.setdefault("reorder_confirmations", [])
         name = twin_label(config)
+        if seen[2][0] >= RUN_BUDGET_S:
+            record.append(Confirmation(name, None, f"this key's {RUN_BUDGET_S:g} s of confirmation are spent"))
+            return rejected
+        started = clock()
         try:
             rounds = paired_rounds(
                 _launcher(self, args, meta, original_of(config)), _launcher(self, args, meta, config)
@@ -207,6 +213,8 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as e:  # noqa: BLE001 - a twin that cannot be confirmed is not kept
             record.append(Confirmation(name, None, f"{type(e).__name__}: {e}"))
             return rejected
+        finally:
+            seen[2][0] += clock() - started
         record.append(Confirmation(name, verdict, ""))
         return times if verdict.keeps else rejected
 
