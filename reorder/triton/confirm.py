@@ -40,6 +40,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reorder.triton.compile import config_kwargs
+from reorder.triton.request import split_options
+from reorder.triton.tune import label_of, original_key, original_of, twin_of
 from timing.stats import RatioEstimate, paired_ratio_ci
 
 ROUNDS = 40
@@ -88,10 +91,6 @@ class Confirmation:
 
 def twin_label(config: Any) -> str:
     """A twin's name: its config's label and its rank (`BLOCK1024-num_warps4 twin:2`)."""
-    from reorder.triton.compile import config_kwargs
-    from reorder.triton.request import split_options
-    from reorder.triton.tune import label_of
-
     kwargs = config_kwargs(config)
     request = split_options(kwargs.get("ptx_options"))[0]
     rank = f" twin:{request.rank}" if request is not None and request.mode == "twin" else " (reorder)"
@@ -140,8 +139,8 @@ def paired_rounds(config_call: Callable[[], None], twin_call: Callable[[], None]
     device.synchronize()
     head_start = getattr(device, "_sleep", None) or (lambda cycles: None)
     out: list[Round] = []
-    started = time.monotonic()
-    while len(out) < ROUNDS and (len(out) < MIN_ROUNDS or time.monotonic() - started < BUDGET_S):
+    started = clock()
+    while len(out) < ROUNDS and (len(out) < MIN_ROUNDS or clock() - started < BUDGET_S):
         events = {}
         for which in order.sample((0, 1), 2):
             warm = [device.Event(enable_timing=True) for _ in range(2)]
@@ -183,7 +182,6 @@ def _launcher(tuner: Any, args: tuple, meta: dict, config: Any) -> Callable[[], 
 def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
     """Autotuner._bench wrapped: each config's times are kept per launch (the autotuner's
     `nargs` of this run), and a twin faster than its config is judged (module docstring)."""
-    from reorder.triton.tune import original_key, original_of, twin_of
 
     def _bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
         times = bench(self, *args, config=config, **meta)

@@ -33,7 +33,7 @@ from typing import Any
 from reorder.base.errors import InputError, ReorderError, SpecError
 from reorder.triton.aliasing import user_hook
 from reorder.triton.compile import Call, compile_call, config_kwargs, cubin_stage
-from reorder.triton.launch import Grid, launch_spec
+from reorder.triton.launch import Grid, grid_of, launch_spec
 from reorder.triton.request import Request, split_options
 from reorder.triton.tune import _unmarked, label_of
 
@@ -186,11 +186,9 @@ def verify(
     if isinstance(sets, bool) or not isinstance(sets, int) or sets < 1:
         raise InputError(f"rt.verify: sets={sets!r}: expected an int of at least 1")
     if not callable(grid):
-        from reorder.triton.launch import grid_of
-
         try:
             grid_of(grid, {})
-        except (SpecError, TypeError) as exc:
+        except SpecError as exc:
             raise InputError(f"rt.verify: {exc}") from exc
     with _hooked():
         return _verify(kernel, args, grid, outputs, inits, sets, arch, kwargs, pool)
