@@ -7,6 +7,12 @@ inside a timing.worker child process, where a fault can only take the child down
 
 from __future__ import annotations
 
+import atexit
+import functools
+import hashlib
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,14 +50,39 @@ class Kernel:
     function: Any
 
 
+def by_content(data: bytes, folder: Path) -> Path:
+    """`data` as a file under `folder` named by its SHA-256 (written once, atomically).
+
+    Why: cupy keeps every module it loaded from a path for the life of the process
+    (`RawModule(path=...)` is memoized on the path), so a second cubin written to a path a
+    worker already loaded would silently run the first one's code: a timing or a byte check
+    of the wrong binary. A module loaded from a content-named copy is the bytes asked for."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(data).hexdigest()}.cubin"
+    if not path.is_file():
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(data)
+        os.replace(part, path)
+    return path
+
+
+@functools.cache
+def loaded_modules_dir() -> Path:
+    """This process's content-named copies of the cubins it loaded, removed when it exits."""
+    folder = Path(tempfile.gettempdir()) / f"reorder-modules-{os.getuid()}-{os.getpid()}"
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def load_kernel(cubin: str | Path, spec: LaunchSpec) -> Kernel:
-    """Load `spec.name` from a cubin file, opting in to large dynamic shared memory if needed."""
+    """Load `spec.name` from a cubin file, opting in to large dynamic shared memory if needed
+    (loaded from a copy named by its bytes: `by_content`)."""
     cp = cupy_module()
     path = Path(cubin)
     if not path.is_file():
         raise GpuError(f"{path}: cubin not found")
     try:
-        module = cp.RawModule(path=str(path))
+        module = cp.RawModule(path=str(by_content(path.read_bytes(), loaded_modules_dir())))
     except Exception as e:  # noqa: BLE001 - cupy raises its own CUDA errors; any of them means the module does not load
         raise GpuError(f"{path}: cannot load kernel '{spec.name}': {e}") from None
     try:

@@ -127,6 +127,23 @@ def test_check_finds_unwritten_element(env: dict) -> None:
     assert r.mismatch.cand_bytes == "ffffffff" and r.set_index == 0
 
 
+def test_a_cubin_rewritten_at_one_path_runs_its_new_code(env: dict, tmp_path: Path) -> None:
+    """One process, one path, two cubins in turn: the second load runs the second's code
+    (cupy keeps a module per path; timing.gpu.load_kernel loads a copy named by the bytes)."""
+    from timing import gpu
+    from timing.check import compare_outputs, run_once
+    from timing.inputmemo import drawn
+
+    spec, path = env["spec"], tmp_path / "fast.cubin"
+    host = drawn(spec, 0)
+    path.write_bytes(env["cubins"][1].read_bytes())
+    whole = run_once(gpu.load_kernel(path, spec), spec, host)
+    path.write_bytes(env["cubins"][2].read_bytes())  # forgets the last element
+    short = run_once(gpu.load_kernel(path, spec), spec, host)
+    found = compare_outputs(whole, short)
+    assert found is not None and found.flat_index == 1048575
+
+
 def test_fault_is_crashed_in_worker_then_recovers(env: dict, pool: WorkerPool) -> None:
     c, spec = env["cubins"], env["spec"]
     bad = pool.run(Job.of(check_pair, str(c[1]), str(c[4]), spec, timeout_s=60))
