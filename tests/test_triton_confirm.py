@@ -105,7 +105,7 @@ def _twin_of(config: _Config, rank: int = 1) -> _Config:
 def wrapped(monkeypatch):
     """Autotuner._bench wrapped around a bench that returns the times in `times` (by marker),
     with the paired rounds replaced by a verdict the test sets."""
-    state = {"times": {}, "verdict": None, "asked": 0}
+    state = {"times": {}, "verdict": None, "asked": 0, "queue": []}  # queue: rounds given first, in order
 
     def bench(self, *args, config, **meta):
         return state["times"][config.kwargs.get("ptx_options")]
@@ -114,6 +114,8 @@ def wrapped(monkeypatch):
         state["asked"] += 1
         config_call()
         twin_call()
+        if state["queue"]:
+            return state["queue"].pop(0)
         if state["verdict"] is None:
             raise RuntimeError("no GPU")
         return state["verdict"]
@@ -226,8 +228,65 @@ def test_twins_past_a_keys_confirmation_budget_are_not_kept(wrapped, monkeypatch
     state["verdict"] = _rounds(0.5, 0.5)
     for base in bases:
         bench(tuner, config=base)
-    assert [bench(tuner, config=t) for t in twins] == [[0.5, 0.4, 0.6]] * 2 + [confirm.nudged([1.0, 0.9, 1.1])]
-    assert state["asked"] == 2 and "confirmation are spent" in tuner.reorder_confirmations[-1].line()
+    # the second twin's own rounds end at 12 s: its rounds against the fastest plain config are not run
+    assert [bench(tuner, config=t) for t in twins] == [[0.5, 0.4, 0.6]] + [confirm.nudged([1.0, 0.9, 1.1])] * 2
+    lines = [c.line() for c in tuner.reorder_confirmations]
+    assert state["asked"] == 2 and "BLOCK64: not timed (this key's 10 s" in lines[1]
+    assert "confirmation are spent" in lines[-1]
     tuner.nargs = {"x": 3}
     bench(tuner, config=bases[0])
     assert bench(tuner, config=twins[0]) == [0.5, 0.4, 0.6] and state["asked"] == 3
+
+
+def _three_configs(state):
+    """Configs BLOCK 64 / 128 / 256 and each one's first twin (all under one marker)."""
+    bases = [_Config({"BLOCK": b}) for b in (64, 128, 256)]
+    state["times"] = {None: None}
+    return bases, [_twin_of(b) for b in bases]
+
+
+def _timed(state, tuner, bench, bases, times):
+    for base, t in zip(bases, times):
+        state["times"][None] = t
+        bench(tuner, config=base)
+
+
+def test_a_twin_faster_cold_but_slower_warm_than_the_fastest_plain_config_is_not_kept(wrapped):
+    """Triton ranks cold: a twin of BLOCK128 that beats its config and, cold, the fastest
+    plain config BLOCK64, but is slower than BLOCK64 warm, would make the autotuner pick a
+    build slower warm than the plain autotuner's pick."""
+    state, bench = wrapped
+    tuner = _Tuner()
+    bases, twins = _three_configs(state)
+    _timed(state, tuner, bench, bases, ([1.0, 0.9, 1.1], [1.2, 1.1, 1.3], [2.0, 1.9, 2.1]))
+    state["times"][twins[1].kwargs["ptx_options"]] = [0.9, 0.8, 1.0]
+    state["queue"] = [_rounds(0.8, 0.8), _rounds(1.05, 0.9)]  # against BLOCK128, then against BLOCK64
+    assert bench(tuner, config=twins[1]) == confirm.nudged([1.2, 1.1, 1.3]) and state["asked"] == 2
+    line = tuner.reorder_confirmations[-1].line()
+    assert "against the fastest plain config BLOCK64 1.050" in line and line.endswith(": not kept")
+
+
+def test_a_twin_not_slower_than_the_fastest_plain_config_in_either_state_is_kept(wrapped):
+    state, bench = wrapped
+    tuner = _Tuner()
+    bases, twins = _three_configs(state)
+    _timed(state, tuner, bench, bases, ([1.0, 0.9, 1.1], [1.2, 1.1, 1.3], [2.0, 1.9, 2.1]))
+    state["times"][twins[1].kwargs["ptx_options"]] = [0.9, 0.8, 1.0]
+    state["queue"] = [_rounds(0.8, 0.8), _rounds(1.0, 0.9)]
+    assert bench(tuner, config=twins[1]) == [0.9, 0.8, 1.0] and state["asked"] == 2
+    assert tuner.reorder_confirmations[-1].kept
+
+
+def test_only_a_twin_that_would_be_the_pick_over_another_config_is_timed_against_it(wrapped):
+    """No second rounds when the twin's own config is the fastest plain one, or when the twin's
+    time does not beat the fastest plain config's (the autotuner would not pick it over that)."""
+    state, bench = wrapped
+    tuner = _Tuner()
+    bases, twins = _three_configs(state)
+    _timed(state, tuner, bench, bases, ([1.0, 0.9, 1.1], [1.2, 1.1, 1.3], [2.0, 1.9, 2.1]))
+    state["verdict"] = _rounds(0.8, 0.8)
+    state["times"][twins[0].kwargs["ptx_options"]] = [0.8, 0.7, 0.9]
+    assert bench(tuner, config=twins[0]) == [0.8, 0.7, 0.9] and state["asked"] == 1  # its config is the fastest
+    state["times"][twins[2].kwargs["ptx_options"]] = [1.5, 1.4, 1.6]
+    assert bench(tuner, config=twins[2]) == [1.5, 1.4, 1.6] and state["asked"] == 2  # beats BLOCK256 only
+    assert all(c.against is None for c in tuner.reorder_confirmations)

@@ -24,6 +24,13 @@ two timed against each other before the autotuner compares anything:
   picks it over the config it was built from (it may still beat the other configs' times,
   then its own config wins: both are the same kernel but for reorder's moves).
 
+A kept twin whose time also beats the fastest plain config timed so far in this run (the
+plain autotuner's pick: `rt.with_reorder` lists every config before any twin), when that is
+another config, is timed against it too, and is not kept when slower beyond the interval in
+either L2 state: Triton's do_bench ranks with a cold L2, so a twin of one config can win the
+autotuner's ranking over another config cold and lose to it warm (cumsum 1024 x 4096 in
+2026-12-04_triton_confirm_diag: 1.050x cold, 0.974x warm against the plain pick).
+
 A twin that does not beat its config's time is left as the autotuner timed it (the minimum
 already prefers the config: configs come first in `rt.with_reorder`'s list). Nothing else
 changes: plain configs, configs of other autotuners, the user's do_bench. What it costs: at
@@ -70,23 +77,53 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
+class Against:
+    """The twin timed against the fastest plain config of the run (another config than its own)."""
+
+    plain: str  # that config's label
+    verdict: Verdict | None
+    failed: str = ""
+
+    @property
+    def allows(self) -> bool:
+        return self.verdict is not None and not slower(self.verdict.warm, self.verdict.cold)
+
+    def words(self) -> str:
+        if self.verdict is None:
+            return f"against the fastest plain config {self.plain}: not timed ({self.failed})"
+        return f"against the fastest plain config {self.plain} {_ratios(self.verdict)}"
+
+
+@dataclass(frozen=True, slots=True)
 class Confirmation:
     """One twin judged at one launch, kept on the autotuner (`kernel.reorder_confirmations`,
-    in the order judged): the twin's name, the verdict, or why there is none."""
+    in the order judged): the twin's name, the verdict, or why there is none, and where it was
+    also timed against the fastest plain config, that verdict."""
 
     twin: str
     verdict: Verdict | None
     failed: str
+    against: Against | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.verdict is not None and self.verdict.keeps and (self.against is None or self.against.allows)
 
     def line(self) -> str:
         if self.verdict is None:
             return f"{self.twin}: not kept, not confirmed ({self.failed})"
-        w, c = self.verdict.warm, self.verdict.cold
-        return (
-            f"{self.twin}: time / its config's {w.ratio:.3f} [{w.low:.3f}, {w.high:.3f}] warm, "
-            f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}] cold, {w.n_rounds} rounds: "
-            + ("kept" if self.verdict.keeps else "not kept")
+        more = f"; {self.against.words()}" if self.against is not None else ""
+        return f"{self.twin}: time / its config's {_ratios(self.verdict)}{more}: " + (
+            "kept" if self.kept else "not kept"
         )
+
+
+def _ratios(v: Verdict) -> str:
+    w, c = v.warm, v.cold
+    return (
+        f"{w.ratio:.3f} [{w.low:.3f}, {w.high:.3f}] warm, {c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}] cold, "
+        f"{w.n_rounds} rounds"
+    )
 
 
 def twin_label(config: Any) -> str:
@@ -99,9 +136,12 @@ def twin_label(config: Any) -> str:
 
 def keeps(warm: RatioEstimate, cold: RatioEstimate) -> bool:
     """At least MARGIN faster beyond the interval in one L2 state, not slower beyond it in the other."""
-    faster = warm.high < MARGIN or cold.high < MARGIN
-    slower = warm.low > 1.0 or cold.low > 1.0
-    return faster and not slower
+    return (warm.high < MARGIN or cold.high < MARGIN) and not slower(warm, cold)
+
+
+def slower(warm: RatioEstimate, cold: RatioEstimate) -> bool:
+    """Slower beyond the interval in either L2 state."""
+    return warm.low > 1.0 or cold.low > 1.0
 
 
 def nudged(config_times: Any) -> Any:
@@ -179,6 +219,20 @@ def _launcher(tuner: Any, args: tuple, meta: dict, config: Any) -> Callable[[], 
     return call
 
 
+def _against(tuner: Any, args: tuple, meta: dict, plain: Any, twin_call: Callable[[], None], spent: list) -> Against:
+    """The twin timed against the fastest plain config (`spent`: the key's seconds so far)."""
+    label = label_of(config_kwargs(plain))
+    if spent[0] >= RUN_BUDGET_S:
+        return Against(label, None, f"this key's {RUN_BUDGET_S:g} s of confirmation are spent")
+    started = clock()
+    try:
+        return Against(label, judge(paired_rounds(_launcher(tuner, args, meta, plain), twin_call)))
+    except Exception as e:  # noqa: BLE001 - a twin that cannot be compared is not kept
+        return Against(label, None, f"{type(e).__name__}: {e}")
+    finally:
+        spent[0] += clock() - started
+
+
 def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
     """Autotuner._bench wrapped: each config's times are kept per launch (the autotuner's
     `nargs` of this run), and a twin faster than its config is judged (module docstring)."""
@@ -191,9 +245,9 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
             self.__dict__["_reorder_seen"] = seen
         key = original_key(config)
         if not twin_of(config):
-            seen[1][key] = times
+            seen[1][key] = (config, times)
             return times
-        original_times = seen[1].get(key)  # None: its config was pruned away before timing
+        original_times = seen[1][key][1] if key in seen[1] else None  # None: its config was pruned away
         if not math.isfinite(first(times)) or (original_times is not None and first(times) >= first(original_times)):
             return times
         rejected = nudged(original_times) if original_times is not None else nudged([math.inf] * 3)
@@ -202,19 +256,22 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         if seen[2][0] >= RUN_BUDGET_S:
             record.append(Confirmation(name, None, f"this key's {RUN_BUDGET_S:g} s of confirmation are spent"))
             return rejected
+        twin_call = _launcher(self, args, meta, config)
         started = clock()
         try:
-            rounds = paired_rounds(
-                _launcher(self, args, meta, original_of(config)), _launcher(self, args, meta, config)
-            )
-            verdict = judge(rounds)
+            verdict = judge(paired_rounds(_launcher(self, args, meta, original_of(config)), twin_call))
         except Exception as e:  # noqa: BLE001 - a twin that cannot be confirmed is not kept
             record.append(Confirmation(name, None, f"{type(e).__name__}: {e}"))
             return rejected
         finally:
             seen[2][0] += clock() - started
-        record.append(Confirmation(name, verdict, ""))
-        return times if verdict.keeps else rejected
+        against = None
+        fastest = min(seen[1].items(), key=lambda item: first(item[1][1]), default=None)
+        if verdict.keeps and fastest is not None and fastest[0] != key and first(times) < first(fastest[1][1]):
+            against = _against(self, args, meta, fastest[1][0], twin_call, seen[2])
+        confirmation = Confirmation(name, verdict, "", against)
+        record.append(confirmation)
+        return times if confirmation.kept else rejected
 
     _bench.reorder_confirming = True  # type: ignore[attr-defined]
     _bench.wrapped = bench  # type: ignore[attr-defined]
