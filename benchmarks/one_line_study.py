@@ -17,6 +17,8 @@ each `make(dev)` -> Case) and two short scripts calling `cpu_check` and `gpu_run
      picks' cubins timed against each other (timing.paired: same rounds, random order, 0.8 s
      of rounds, 95% bootstrap CI; warm L2 by a CUDA graph of launches, cold L2 by writing
      2x L2 before each launch). Rows go to OUT/rows.json as they finish.
+     `PLAIN_TWICE=1` makes the second autotuner a plain one too (an A/A run: how often two
+     runs of Triton's own ranking pick builds apart beyond the CI).
 
 A config's pre_hook gets what the autotuner gives it: the arguments by name, the launch
 keywords and the config's keywords (Triton's attention tutorial reads HEAD_DIM from them).
@@ -180,11 +182,11 @@ def _gpu_case(make: Callable[[str], Case], pool: Any, scratch: str) -> dict[str,
     started = time.monotonic()
     try:
         c = make("cuda")
+        twice = os.environ.get("PLAIN_TWICE") == "1"
+        second = c.configs if twice else rt.with_reorder(c.configs, rt.Request(noalias=True))
         tuners = {
             "plain": triton.autotune(c.configs, do_bench=do_bench, **c.extras)(c.kernel),
-            "one_line": triton.autotune(
-                rt.with_reorder(c.configs, rt.Request(noalias=True)), do_bench=do_bench, **c.extras
-            )(c.kernel),
+            "one_line": triton.autotune(second, do_bench=do_bench, **c.extras)(c.kernel),
         }
         for label, tuner in tuners.items():
             t0 = time.monotonic()
@@ -200,10 +202,11 @@ def _gpu_case(make: Callable[[str], Case], pool: Any, scratch: str) -> dict[str,
             row[f"{label}_error"] = err
             row[f"{label}_ok"] = err <= tol
         one = tuners["one_line"]
-        c.reset()
-        v = rt.verify(one, *c.args, grid=_grid(c, one.best_config), outputs=c.outputs, **c.constexprs)
-        row["verify_ok"] = v.ok
-        row["verify"] = v.table()
+        if not twice:  # a plain autotuner has nothing of reorder's to verify
+            c.reset()
+            v = rt.verify(one, *c.args, grid=_grid(c, one.best_config), outputs=c.outputs, **c.constexprs)
+            row["verify_ok"] = v.ok
+            row["verify"] = v.table()
         for l2 in ("warm", "cold"):
             c.reset()
             row[f"paired_{l2}"] = _paired(c, tuners["plain"].best_config, one.best_config, l2, pool, scratch)
