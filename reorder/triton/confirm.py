@@ -34,8 +34,9 @@ autotuner's ranking over another config cold and lose to it warm (cumsum 1024 x 
 A twin that does not beat its config's time is left as the autotuner timed it (the minimum
 already prefers the config: configs come first in `rt.with_reorder`'s list). Nothing else
 changes: plain configs, configs of other autotuners, the user's do_bench. What it costs: at
-most BUDGET_S per twin that beats its config and RUN_BUDGET_S per key (a twin judged after
-that is not kept), once per key (the autotuner caches its pick).
+most BUDGET_S per pair of builds timed (a twin and its config, a twin and the fastest plain
+config) and RUN_BUDGET_S per key (a twin judged after that is not kept), once per key (the
+autotuner caches its pick).
 """
 
 from __future__ import annotations
