@@ -220,16 +220,16 @@ def _launcher(tuner: Any, args: tuple, meta: dict, config: Any) -> Callable[[], 
     return call
 
 
-def _against(tuner: Any, args: tuple, meta: dict, plain: Any, twin_call: Callable[[], None], spent: list) -> Against:
-    """The twin timed against the fastest plain config (`spent`: the key's seconds so far)."""
-    label = label_of(config_kwargs(plain))
+def _judged(config_call: Callable[[], None], twin_call: Callable[[], None], spent: list) -> tuple[Verdict | None, str]:
+    """The paired rounds' verdict on the two launches, or none and why (the key's RUN_BUDGET_S
+    spent, a launch failed); `spent` counts the key's seconds of judging."""
     if spent[0] >= RUN_BUDGET_S:
-        return Against(label, None, f"this key's {RUN_BUDGET_S:g} s of confirmation are spent")
+        return None, f"this key's {RUN_BUDGET_S:g} s of confirmation are spent"
     started = clock()
     try:
-        return Against(label, judge(paired_rounds(_launcher(tuner, args, meta, plain), twin_call)))
-    except Exception as e:  # noqa: BLE001 - a twin that cannot be compared is not kept
-        return Against(label, None, f"{type(e).__name__}: {e}")
+        return judge(paired_rounds(config_call, twin_call)), ""
+    except Exception as e:  # noqa: BLE001 - a twin that cannot be judged is not kept
+        return None, f"{type(e).__name__}: {e}"
     finally:
         spent[0] += clock() - started
 
@@ -254,22 +254,18 @@ def confirming(bench: Callable[..., Any]) -> Callable[..., Any]:
         rejected = nudged(original_times) if original_times is not None else nudged([math.inf] * 3)
         record = self.__dict__.setdefault("reorder_confirmations", [])
         name = twin_label(config)
-        if seen[2][0] >= RUN_BUDGET_S:
-            record.append(Confirmation(name, None, f"this key's {RUN_BUDGET_S:g} s of confirmation are spent"))
-            return rejected
         twin_call = _launcher(self, args, meta, config)
-        started = clock()
-        try:
-            verdict = judge(paired_rounds(_launcher(self, args, meta, original_of(config)), twin_call))
-        except Exception as e:  # noqa: BLE001 - a twin that cannot be confirmed is not kept
-            record.append(Confirmation(name, None, f"{type(e).__name__}: {e}"))
+        verdict, failed = _judged(_launcher(self, args, meta, original_of(config)), twin_call, seen[2])
+        if verdict is None:
+            record.append(Confirmation(name, None, failed))
             return rejected
-        finally:
-            seen[2][0] += clock() - started
         against = None
         fastest = min(seen[1].items(), key=lambda item: first(item[1][1]), default=None)
         if verdict.keeps and fastest is not None and fastest[0] != key and first(times) < first(fastest[1][1]):
-            against = _against(self, args, meta, fastest[1][0], twin_call, seen[2])
+            plain = fastest[1][0]
+            against = Against(
+                label_of(config_kwargs(plain)), *_judged(_launcher(self, args, meta, plain), twin_call, seen[2])
+            )
         confirmation = Confirmation(name, verdict, "", against)
         record.append(confirmation)
         return times if confirmation.kept else rejected
