@@ -164,3 +164,26 @@ def test_postgres_workers_with_one_killed(postgres_url):
     retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == lost.number]
     assert len(retried) == 1 and retried[0].params == lost.params
     _assert_clean(study, budget, 2)
+
+
+def test_a_heartbeat_the_storage_refuses_is_skipped_and_the_next_one_made():
+    """sqlite locked by another process's commit (or a commit a signal cut) makes one heartbeat
+    fail: the heartbeat thread skips it and beats again, rather than dying with a traceback
+    on stderr and leaving the trials to look stale after the grace period."""
+    from reorder.search.study import _Heartbeat
+
+    class Storage:
+        def __init__(self) -> None:
+            self.calls: list[int] = []
+
+        def record_heartbeat(self, trial_id: int) -> None:
+            self.calls.append(trial_id)
+            if len(self.calls) == 1:
+                raise optuna.exceptions.StorageInternalError("database is locked")
+            beat.stop.set()
+
+    storage = Storage()
+    beat = _Heartbeat(storage, 0)
+    beat.trial_ids = {7}
+    beat._run()  # in this thread: returns once the second beat has stopped it
+    assert storage.calls == [7, 7]

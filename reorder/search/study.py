@@ -94,8 +94,17 @@ class _Heartbeat:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        """Beat every interval until stopped. A beat the storage refuses (sqlite locked by
+        another process's commit, or a commit cut short by a signal) is skipped, not raised
+        out of the thread as a traceback: the next beat marks the trials alive again, well
+        within the grace period after which a silent trial is called stale."""
+        import optuna
+
         while not self.stop.wait(self.interval):
-            self.beat()
+            try:
+                self.beat()
+            except optuna.exceptions.StorageInternalError:
+                continue
 
     def beat(self) -> None:
         if hasattr(self.storage, "record_heartbeat"):
